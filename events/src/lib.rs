@@ -1,0 +1,31 @@
+//! The typed vocabulary of pith, at the bottom of the crate stack.
+//!
+//! Everything here is plain data with serde; nothing does I/O. The layout:
+//!
+//! - [`header`]: the first line of a session file (`type: "session"`).
+//! - [`entry`]: the nine entry types of pi's session format v3, each a payload struct
+//!   whose field order is the order pi writes its keys in (spec: format.md §2.3).
+//! - [`message`]: the `AgentMessage` roles that live inside `message` entries and the
+//!   content blocks they hold (spec: format.md §3).
+//! - [`js`]: how JavaScript's `JSON.stringify` spells values, so lines pith creates are
+//!   byte-for-byte what pi would have written (spec README, "JS-isms").
+//!
+//! Lines that pith did not create are never re-serialized from these types: the store keeps
+//! their raw bytes. These types are for lines pith writes and for reading fields on demand.
+
+pub mod entry;
+pub mod header;
+pub mod js;
+pub mod message;
+
+pub use entry::{
+    BranchSummaryEntry, CompactionEntry, CustomEntry, CustomMessageEntry, EntryBase, EntryType,
+    LabelEntry, MessageEntry, ModelChangeEntry, SessionEntry, SessionInfoEntry,
+    ThinkingLevelChangeEntry,
+};
+pub use header::{CURRENT_SESSION_VERSION, SessionHeader};
+pub use message::{
+    AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
+    CompactionSummaryMessage, ContentBlock, Cost, CustomMessage, ImageContent, StopReason,
+    TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage,
+};

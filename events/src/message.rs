@@ -1,0 +1,534 @@
+//! `AgentMessage` roles and content blocks (spec: format.md §3).
+//!
+//! Field order follows what pi writes. Decoding is tolerant where outside data may vary: an
+//! unknown role or block type, or a known one whose fields do not fit, decodes to an
+//! `Unknown` variant carrying the value, so nothing read from a file is refused here.
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+/// `{"type":"text","text":…}` (spec: format.md §3.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// Provider signature of the text block (OpenAI responses).
+    #[serde(
+        rename = "textSignature",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub text_signature: Option<String>,
+}
+
+/// `{"type":"thinking","thinking":…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThinkingContent {
+    /// The reasoning text.
+    pub thinking: String,
+    /// Provider signature that must be sent back with the block.
+    #[serde(
+        rename = "thinkingSignature",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub thinking_signature: Option<String>,
+    /// Whether the provider redacted the reasoning.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub redacted: Option<bool>,
+}
+
+/// `{"type":"image","data":<base64>,"mimeType":…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageContent {
+    /// Base64-encoded image bytes.
+    pub data: String,
+    /// e.g. `image/png`.
+    #[serde(rename = "mimeType")]
+    pub mime_type: String,
+}
+
+/// `{"type":"toolCall","id":…,"name":…,"arguments":{…}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Provider-assigned call id; the matching toolResult carries it as `toolCallId`.
+    pub id: String,
+    /// Tool name, e.g. `read`.
+    pub name: String,
+    /// Arguments object.
+    pub arguments: Value,
+    /// Provider signature (Gemini).
+    #[serde(
+        rename = "thoughtSignature",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub thought_signature: Option<String>,
+}
+
+/// One content block of a message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentBlock {
+    /// `text`
+    Text(TextContent),
+    /// `thinking`
+    Thinking(ThinkingContent),
+    /// `image`
+    Image(ImageContent),
+    /// `toolCall`
+    ToolCall(ToolCall),
+    /// A block this version does not know (or a known type with unexpected fields).
+    Unknown(Value),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type")]
+enum TaggedBlock<'a> {
+    #[serde(rename = "text")]
+    Text(&'a TextContent),
+    #[serde(rename = "thinking")]
+    Thinking(&'a ThinkingContent),
+    #[serde(rename = "image")]
+    Image(&'a ImageContent),
+    #[serde(rename = "toolCall")]
+    ToolCall(&'a ToolCall),
+}
+
+impl Serialize for ContentBlock {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ContentBlock::Text(b) => TaggedBlock::Text(b).serialize(s),
+            ContentBlock::Thinking(b) => TaggedBlock::Thinking(b).serialize(s),
+            ContentBlock::Image(b) => TaggedBlock::Image(b).serialize(s),
+            ContentBlock::ToolCall(b) => TaggedBlock::ToolCall(b).serialize(s),
+            ContentBlock::Unknown(v) => v.serialize(s),
+        }
+    }
+}
+
+fn typed_or_unknown<T: DeserializeOwned, U>(
+    v: Value,
+    wrap: fn(T) -> U,
+    unknown: fn(Value) -> U,
+) -> U {
+    match T::deserialize(&v) {
+        Ok(t) => wrap(t),
+        Err(_) => unknown(v),
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        Ok(match kind.as_str() {
+            "text" => typed_or_unknown(v, ContentBlock::Text, ContentBlock::Unknown),
+            "thinking" => typed_or_unknown(v, ContentBlock::Thinking, ContentBlock::Unknown),
+            "image" => typed_or_unknown(v, ContentBlock::Image, ContentBlock::Unknown),
+            "toolCall" => typed_or_unknown(v, ContentBlock::ToolCall, ContentBlock::Unknown),
+            _ => ContentBlock::Unknown(v),
+        })
+    }
+}
+
+impl ContentBlock {
+    /// A text block without signature.
+    pub fn text(text: impl Into<String>) -> ContentBlock {
+        ContentBlock::Text(TextContent {
+            text: text.into(),
+            text_signature: None,
+        })
+    }
+}
+
+/// User (and custom) message content: a plain string or an array of text/image blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UserContent {
+    /// `"content":"…"`
+    Text(String),
+    /// `"content":[{…},…]`
+    Blocks(Vec<ContentBlock>),
+}
+
+impl UserContent {
+    /// The text a picker or `/fork` shows: the string itself, or the `text` of every text
+    /// block joined with `sep` (pi joins with `" "` for listings and `""` for the editor).
+    pub fn joined_text(&self, sep: &str) -> String {
+        match self {
+            UserContent::Text(s) => s.clone(),
+            UserContent::Blocks(blocks) => blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(sep),
+        }
+    }
+}
+
+/// Token counts of one assistant reply, with cost in USD (spec: format.md §3.2).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input tokens not read from cache.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Input tokens read from the provider's cache.
+    #[serde(rename = "cacheRead")]
+    pub cache_read: u64,
+    /// Input tokens written to the provider's cache.
+    #[serde(rename = "cacheWrite")]
+    pub cache_write: u64,
+    /// Sum the provider reports.
+    #[serde(rename = "totalTokens")]
+    pub total_tokens: u64,
+    /// Cost in USD per category.
+    pub cost: Cost,
+}
+
+/// Cost of one reply in USD, by token category.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    /// USD for input tokens.
+    pub input: f64,
+    /// USD for output tokens.
+    pub output: f64,
+    /// USD for cache reads.
+    #[serde(rename = "cacheRead")]
+    pub cache_read: f64,
+    /// USD for cache writes.
+    #[serde(rename = "cacheWrite")]
+    pub cache_write: f64,
+    /// Sum of the above.
+    pub total: f64,
+}
+
+/// Why an assistant reply ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopReason {
+    /// The model finished.
+    #[serde(rename = "stop")]
+    Stop,
+    /// The output token limit was hit.
+    #[serde(rename = "length")]
+    Length,
+    /// The model wants tool results.
+    #[serde(rename = "toolUse")]
+    ToolUse,
+    /// The request failed; `errorMessage` says why.
+    #[serde(rename = "error")]
+    Error,
+    /// The user aborted the reply.
+    #[serde(rename = "aborted")]
+    Aborted,
+}
+
+/// `role: "user"`: `role, content, timestamp`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserMessage {
+    /// String or blocks; prompts pith submits always use blocks.
+    pub content: UserContent,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp: i64,
+}
+
+/// `role: "assistant"`:
+/// `role, content, api, provider, model, responseModel?, responseId?, diagnostics?, usage,
+/// stopReason, errorMessage?, timestamp`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    /// Text, thinking and tool-call blocks (may be empty).
+    pub content: Vec<ContentBlock>,
+    /// Wire API, e.g. `anthropic-messages`.
+    pub api: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id requested.
+    pub model: String,
+    /// Model id the provider says answered, when it differs.
+    #[serde(
+        rename = "responseModel",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub response_model: Option<String>,
+    /// Provider's response id.
+    #[serde(
+        rename = "responseId",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub response_id: Option<String>,
+    /// Provider diagnostics, any JSON.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub diagnostics: Option<Value>,
+    /// Token counts and cost.
+    pub usage: Usage,
+    /// Why the reply ended.
+    #[serde(rename = "stopReason")]
+    pub stop_reason: StopReason,
+    /// Present for `error` and `aborted`.
+    #[serde(
+        rename = "errorMessage",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub error_message: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp: i64,
+}
+
+/// `role: "toolResult"`: `role, toolCallId, toolName, content, details?, isError, timestamp`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResultMessage {
+    /// The `id` of the tool call this answers.
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    /// The tool's name.
+    #[serde(rename = "toolName")]
+    pub tool_name: String,
+    /// Text and image blocks.
+    pub content: Vec<ContentBlock>,
+    /// Tool-specific JSON (e.g. the path of a spilled full output); omitted when `None`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub details: Option<Value>,
+    /// Whether the tool failed.
+    #[serde(rename = "isError")]
+    pub is_error: bool,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp: i64,
+}
+
+/// `role: "bashExecution"` (user `!`/`!!` commands):
+/// `role, command, output, exitCode?, cancelled, truncated, fullOutputPath?, timestamp,
+/// excludeFromContext?`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BashExecutionMessage {
+    /// The command line.
+    pub command: String,
+    /// Combined output (possibly truncated).
+    pub output: String,
+    /// Exit code; omitted when cancelled or unknown.
+    #[serde(rename = "exitCode", skip_serializing_if = "Option::is_none", default)]
+    pub exit_code: Option<i64>,
+    /// Whether the user cancelled it.
+    pub cancelled: bool,
+    /// Whether `output` was truncated.
+    pub truncated: bool,
+    /// Where the full output was saved when truncated.
+    #[serde(
+        rename = "fullOutputPath",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub full_output_path: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp: i64,
+    /// `true` for `!!` commands: kept out of the LLM context.
+    #[serde(
+        rename = "excludeFromContext",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub exclude_from_context: Option<bool>,
+}
+
+/// `role: "custom"`: `role, customType, content, display, details?, timestamp`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CustomMessage {
+    /// The extension's id.
+    #[serde(rename = "customType")]
+    pub custom_type: String,
+    /// String or text/image blocks.
+    pub content: UserContent,
+    /// Whether the UI shows it.
+    pub display: bool,
+    /// Any JSON; omitted when `None`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub details: Option<Value>,
+    /// Milliseconds since the Unix epoch; `None` when the source timestamp did not parse.
+    pub timestamp: Option<i64>,
+}
+
+/// `role: "branchSummary"`: projection of a `branch_summary` entry (spec: tree-and-context.md §7.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchSummaryMessage {
+    /// Summary text.
+    pub summary: String,
+    /// The entry's `fromId`.
+    #[serde(rename = "fromId")]
+    pub from_id: String,
+    /// Milliseconds since the Unix epoch; `None` (written `null`) when unparseable.
+    pub timestamp: Option<i64>,
+}
+
+/// `role: "compactionSummary"`: projection of a `compaction` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactionSummaryMessage {
+    /// Summary text.
+    pub summary: String,
+    /// Context tokens before the compaction.
+    #[serde(rename = "tokensBefore")]
+    pub tokens_before: u64,
+    /// Milliseconds since the Unix epoch; `None` (written `null`) when unparseable.
+    pub timestamp: Option<i64>,
+}
+
+/// A message in the agent's history, tagged by `role`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentMessage {
+    /// `user`
+    User(UserMessage),
+    /// `assistant`
+    Assistant(AssistantMessage),
+    /// `toolResult`
+    ToolResult(ToolResultMessage),
+    /// `bashExecution`
+    BashExecution(BashExecutionMessage),
+    /// `custom` (and the v2 legacy `hookMessage`, which migration renames)
+    Custom(CustomMessage),
+    /// `branchSummary`
+    BranchSummary(BranchSummaryMessage),
+    /// `compactionSummary`
+    CompactionSummary(CompactionSummaryMessage),
+    /// Anything else, or a known role whose fields do not fit.
+    Unknown(Value),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role")]
+enum TaggedMessage<'a> {
+    #[serde(rename = "user")]
+    User(&'a UserMessage),
+    #[serde(rename = "assistant")]
+    Assistant(&'a AssistantMessage),
+    #[serde(rename = "toolResult")]
+    ToolResult(&'a ToolResultMessage),
+    #[serde(rename = "bashExecution")]
+    BashExecution(&'a BashExecutionMessage),
+    #[serde(rename = "custom")]
+    Custom(&'a CustomMessage),
+    #[serde(rename = "branchSummary")]
+    BranchSummary(&'a BranchSummaryMessage),
+    #[serde(rename = "compactionSummary")]
+    CompactionSummary(&'a CompactionSummaryMessage),
+}
+
+impl Serialize for AgentMessage {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AgentMessage::User(m) => TaggedMessage::User(m).serialize(s),
+            AgentMessage::Assistant(m) => TaggedMessage::Assistant(m).serialize(s),
+            AgentMessage::ToolResult(m) => TaggedMessage::ToolResult(m).serialize(s),
+            AgentMessage::BashExecution(m) => TaggedMessage::BashExecution(m).serialize(s),
+            AgentMessage::Custom(m) => TaggedMessage::Custom(m).serialize(s),
+            AgentMessage::BranchSummary(m) => TaggedMessage::BranchSummary(m).serialize(s),
+            AgentMessage::CompactionSummary(m) => TaggedMessage::CompactionSummary(m).serialize(s),
+            AgentMessage::Unknown(v) => v.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        if !v.is_object() {
+            return Err(D::Error::custom("a message must be a JSON object"));
+        }
+        let role = v
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        Ok(match role.as_str() {
+            "user" => typed_or_unknown(v, AgentMessage::User, AgentMessage::Unknown),
+            "assistant" => typed_or_unknown(v, AgentMessage::Assistant, AgentMessage::Unknown),
+            "toolResult" => typed_or_unknown(v, AgentMessage::ToolResult, AgentMessage::Unknown),
+            "bashExecution" => {
+                typed_or_unknown(v, AgentMessage::BashExecution, AgentMessage::Unknown)
+            }
+            "custom" | "hookMessage" => {
+                typed_or_unknown(v, AgentMessage::Custom, AgentMessage::Unknown)
+            }
+            "branchSummary" => {
+                typed_or_unknown(v, AgentMessage::BranchSummary, AgentMessage::Unknown)
+            }
+            "compactionSummary" => {
+                typed_or_unknown(v, AgentMessage::CompactionSummary, AgentMessage::Unknown)
+            }
+            _ => AgentMessage::Unknown(v),
+        })
+    }
+}
+
+impl AgentMessage {
+    /// The `role` string.
+    pub fn role(&self) -> &str {
+        match self {
+            AgentMessage::User(_) => "user",
+            AgentMessage::Assistant(_) => "assistant",
+            AgentMessage::ToolResult(_) => "toolResult",
+            AgentMessage::BashExecution(_) => "bashExecution",
+            AgentMessage::Custom(_) => "custom",
+            AgentMessage::BranchSummary(_) => "branchSummary",
+            AgentMessage::CompactionSummary(_) => "compactionSummary",
+            AgentMessage::Unknown(v) => v.get("role").and_then(Value::as_str).unwrap_or(""),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::js::to_js_json;
+
+    #[test]
+    fn assistant_round_trips_with_costs_exactly() {
+        let line = r#"{"role":"assistant","content":[{"type":"thinking","thinking":"t"},{"type":"text","text":"ok","textSignature":"s"},{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a"}}],"api":"anthropic-messages","provider":"anthropic","model":"m","usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{"input":0.00007500000000000001,"output":0.001468,"cacheRead":0,"cacheWrite":0,"total":0.0035372}},"stopReason":"toolUse","timestamp":1759890470640}"#;
+        let m: AgentMessage = serde_json::from_str(line).expect("parses");
+        let AgentMessage::Assistant(a) = &m else {
+            panic!("not typed: {m:?}")
+        };
+        assert_eq!(a.usage.cost.input, 0.00007500000000000001);
+        assert_eq!(a.stop_reason, StopReason::ToolUse);
+        assert_eq!(to_js_json(&m).expect("serializes"), line);
+    }
+
+    #[test]
+    fn unknown_role_and_block_are_kept() {
+        let m: AgentMessage = serde_json::from_str(r#"{"role":"weird","x":1}"#).expect("parses");
+        assert_eq!(m.role(), "weird");
+        let u: AgentMessage = serde_json::from_str(
+            r#"{"role":"user","content":[{"type":"audio","data":"x"}],"timestamp":5}"#,
+        )
+        .expect("parses");
+        let AgentMessage::User(u) = u else {
+            panic!("user expected")
+        };
+        assert!(
+            matches!(&u.content, UserContent::Blocks(b) if matches!(b[0], ContentBlock::Unknown(_)))
+        );
+    }
+
+    #[test]
+    fn joined_text_uses_text_blocks_only() {
+        let c = UserContent::Blocks(vec![
+            ContentBlock::text("a"),
+            ContentBlock::Image(ImageContent {
+                data: "x".into(),
+                mime_type: "image/png".into(),
+            }),
+            ContentBlock::text("b"),
+        ]);
+        assert_eq!(c.joined_text(" "), "a b");
+        assert_eq!(c.joined_text(""), "ab");
+    }
+}

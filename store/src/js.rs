@@ -1,0 +1,248 @@
+//! The few JavaScript semantics pi's results depend on (spec README, "JS-isms"): `trim()`'s
+//! whitespace set, truthiness of JSON values, and `new Date(x).getTime()`.
+
+/// Whether `c` is in ECMAScript's WhiteSpace ∪ LineTerminator sets, which `String.prototype.trim`
+/// removes. Differs from `char::is_whitespace`: includes U+FEFF (BOM), excludes U+0085 (NEL).
+pub fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
+/// `s.trim()` as JavaScript does it.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_whitespace)
+}
+
+/// JavaScript truthiness of one raw JSON value (`""`, `0`, `-0`, `false`, `null` are falsy;
+/// objects and arrays are truthy). `None` (a missing member, i.e. `undefined`) is falsy.
+pub fn js_truthy(raw: Option<&str>) -> bool {
+    let Some(raw) = raw else { return false };
+    let raw = raw.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+    match raw.as_bytes().first() {
+        None | Some(b'n') | Some(b'f') => false,
+        Some(b'"') => raw.len() > 2,
+        Some(b't') | Some(b'{') | Some(b'[') => true,
+        Some(_) => raw
+            .parse::<f64>()
+            .map(|n| n != 0.0 && !n.is_nan())
+            .unwrap_or(true),
+    }
+}
+
+/// Largest magnitude of a valid JavaScript time value, in ms (ECMA-262 TimeClip).
+const MAX_TIME_MS: f64 = 8.64e15;
+
+/// `new Date(v).getTime()` for one raw JSON value, in ms since the Unix epoch; NaN when
+/// JavaScript gives `NaN` (spec: format.md §4.3). `None` stands for a missing member
+/// (`undefined`). Numbers are clipped as `TimeClip` does, strings go through [`date_parse`],
+/// `null` is 0, booleans are 0/1, objects and arrays are NaN.
+pub fn js_date_value(raw: Option<&str>) -> f64 {
+    let Some(raw) = raw else { return f64::NAN };
+    let raw = raw.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+    match raw.as_bytes().first() {
+        Some(b'"') => match serde_json::from_str::<String>(raw) {
+            Ok(s) => date_parse(&s),
+            Err(_) => f64::NAN,
+        },
+        Some(b'n') => 0.0,
+        Some(b't') => 1.0,
+        Some(b'f') => 0.0,
+        Some(b'-' | b'0'..=b'9') => match raw.parse::<f64>() {
+            Ok(n) if n.is_finite() && n.abs() <= MAX_TIME_MS => n.trunc() + 0.0,
+            _ => f64::NAN,
+        },
+        _ => f64::NAN,
+    }
+}
+
+/// `Date.parse(s)` for the ECMAScript date-time string format
+/// (`YYYY[-MM[-DD]][THH:mm[:ss[.s…]]][Z|±HH:mm]`, years also as `±YYYYYY`), in ms since the
+/// epoch; NaN for anything else. A date-time without offset is read as UTC (JavaScript reads it
+/// in local time; pith runs its comparisons with TZ=UTC, where the two agree). V8's fallback
+/// parser for legacy formats (`"Jan 1 2025"`) is not reproduced: pi never writes them.
+pub fn date_parse(s: &str) -> f64 {
+    parse_iso(s.as_bytes()).unwrap_or(f64::NAN)
+}
+
+fn digits(b: &[u8], at: usize, n: usize) -> Option<i64> {
+    let part = b.get(at..at + n)?;
+    part.iter().try_fold(0i64, |acc, &c| {
+        c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+    })
+}
+
+fn parse_iso(b: &[u8]) -> Option<f64> {
+    let mut i;
+    let year = match b.first()? {
+        b'+' | b'-' => {
+            let y = digits(b, 1, 6)?;
+            if b[0] == b'-' && y == 0 {
+                return None;
+            }
+            i = 7;
+            if b[0] == b'-' { -y } else { y }
+        }
+        _ => {
+            i = 4;
+            digits(b, 0, 4)?
+        }
+    };
+    let (mut month, mut day) = (1, 1);
+    if b.get(i) == Some(&b'-') {
+        month = digits(b, i + 1, 2)?;
+        i += 3;
+        if b.get(i) == Some(&b'-') {
+            day = digits(b, i + 1, 2)?;
+            i += 3;
+        }
+    }
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    let (mut hour, mut minute, mut second, mut millis) = (0, 0, 0, 0.0);
+    let mut offset_min = 0;
+    if b.get(i) == Some(&b'T') {
+        hour = digits(b, i + 1, 2)?;
+        if b.get(i + 3) != Some(&b':') {
+            return None;
+        }
+        minute = digits(b, i + 4, 2)?;
+        i += 6;
+        if b.get(i) == Some(&b':') {
+            second = digits(b, i + 1, 2)?;
+            i += 3;
+            if b.get(i) == Some(&b'.') {
+                let start = i + 1;
+                let mut end = start;
+                while b.get(end).is_some_and(u8::is_ascii_digit) {
+                    end += 1;
+                }
+                if end == start {
+                    return None;
+                }
+                // Only the first three digits count; V8 truncates the rest.
+                let ms_digits = &b[start..end.min(start + 3)];
+                let mut ms = 0.0;
+                for (k, &c) in ms_digits.iter().enumerate() {
+                    ms += f64::from(c - b'0') * [100.0, 10.0, 1.0][k];
+                }
+                millis = ms;
+                i = end;
+            }
+        }
+        match b.get(i) {
+            Some(b'Z') => i += 1,
+            Some(&sign @ (b'+' | b'-')) => {
+                let oh = digits(b, i + 1, 2)?;
+                if b.get(i + 3) != Some(&b':') {
+                    return None;
+                }
+                let om = digits(b, i + 4, 2)?;
+                if oh > 23 || om > 59 {
+                    return None;
+                }
+                offset_min = (oh * 60 + om) * if sign == b'+' { 1 } else { -1 };
+                i += 6;
+            }
+            _ => {}
+        }
+        let end_of_day = hour == 24 && minute == 0 && second == 0 && millis == 0.0;
+        if (hour > 23 && !end_of_day) || minute > 59 || second > 59 {
+            return None;
+        }
+    }
+    if i != b.len() {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let ms = ((days * 24 + hour) * 60 + minute - offset_min) as f64 * 60_000.0
+        + second as f64 * 1000.0
+        + millis;
+    (ms.abs() <= MAX_TIME_MS).then_some(ms)
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_iso_like_date_parse() {
+        // Values from node 20: Date.parse(s).
+        assert_eq!(date_parse("2025-01-01T00:00:05.000Z"), 1735689605000.0);
+        assert_eq!(date_parse("2026-11-30T09:32:43.732Z"), 1796031163732.0);
+        assert_eq!(date_parse("2025-01-01"), 1735689600000.0);
+        assert_eq!(date_parse("2025-01"), 1735689600000.0);
+        assert_eq!(date_parse("2025"), 1735689600000.0);
+        assert_eq!(date_parse("2025-01-01T01:00+01:00"), 1735689600000.0);
+        assert_eq!(date_parse("2025-01-01T00:00:00.1239Z"), 1735689600123.0);
+        assert_eq!(date_parse("1969-12-31T23:59:59.999Z"), -1.0);
+        assert_eq!(date_parse("+002025-01-01T00:00:00Z"), 1735689600000.0);
+        assert_eq!(date_parse("2024-02-29T00:00:00Z"), 1709164800000.0);
+        for bad in [
+            "nope",
+            "",
+            "2025-13-01",
+            "2025-02-30",
+            "2025-01-01T25:00Z",
+            "-000000-01-01",
+            "2025-01-01T00:00:00.Z",
+            "2025-1-1",
+        ] {
+            assert!(date_parse(bad).is_nan(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn date_values_of_raw_json() {
+        assert_eq!(
+            js_date_value(Some("\"2025-01-01T00:00:00.000Z\"")),
+            1735689600000.0
+        );
+        assert_eq!(js_date_value(Some("1500.7")), 1500.0);
+        assert_eq!(js_date_value(Some("null")), 0.0);
+        assert!(js_date_value(None).is_nan());
+        assert!(js_date_value(Some("{}")).is_nan());
+        assert!(js_date_value(Some("9e15")).is_nan());
+    }
+
+    #[test]
+    fn truthiness_and_trim() {
+        assert!(!js_truthy(Some("\"\"")));
+        assert!(js_truthy(Some("\"x\"")));
+        assert!(!js_truthy(Some("0")));
+        assert!(!js_truthy(Some("-0.0")));
+        assert!(js_truthy(Some("[]")));
+        assert!(!js_truthy(None));
+        assert_eq!(js_trim("\u{feff}\u{a0} x \u{2028}"), "x");
+        assert_eq!(js_trim("\u{85}x"), "\u{85}x");
+    }
+}

@@ -1,0 +1,505 @@
+//! A one-pass JSON validator that also picks out the members the log needs eagerly.
+//!
+//! Opening a session must decide, for every line, whether `JSON.parse` would accept it and
+//! read its `type`, `id`, `parentId`, `timestamp` and `message.role`. Message bodies are
+//! only needed when a context is built, and then only on the path. Parsing every line into a
+//! `serde_json::Value` costs ~6× the file read on the 100 MiB benchmark file; this scanner
+//! validates the full JSON grammar without allocating and records byte spans instead.
+//!
+//! It is iterative (an explicit stack), so nesting depth is bounded only by memory, and it
+//! follows `JSON.parse` rather than serde_json where they differ: lone UTF-16 surrogate escapes
+//! (`"\ud800"`) are valid, numbers of any magnitude are valid, and a duplicated key's last
+//! value wins.
+
+use std::borrow::Cow;
+
+/// Byte range `start..end` inside a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// The spanned text of `s`.
+    pub fn of<'a>(&self, s: &'a str) -> &'a str {
+        s.get(self.start..self.end).unwrap_or("")
+    }
+}
+
+/// Spans of the raw JSON values of the members read eagerly; a string value's span
+/// includes its quotes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Members {
+    /// Top-level `type`.
+    pub kind: Option<Span>,
+    /// Top-level `id`.
+    pub id: Option<Span>,
+    /// Top-level `parentId`.
+    pub parent_id: Option<Span>,
+    /// Top-level `timestamp`.
+    pub timestamp: Option<Span>,
+    /// Top-level `message`.
+    pub message: Option<Span>,
+    /// `message.role`, only when `message` is an object and `role` is a string.
+    pub role: Option<Span>,
+}
+
+/// What [`scan`] found in one line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scanned {
+    /// The JSON value without surrounding whitespace.
+    pub value: Span,
+    /// Whether the value is an object (only objects can be entries).
+    pub is_object: bool,
+    /// Member spans; all `None` unless `is_object`.
+    pub members: Members,
+}
+
+/// Why a line is not JSON: the byte offset and what was expected there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanError {
+    /// Byte offset in the line (0-based).
+    pub offset: usize,
+    /// What went wrong, e.g. `"expected ':'"`.
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "invalid JSON at byte {}: {}",
+            self.offset + 1,
+            self.reason
+        )
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FrameKind {
+    /// The top-level object.
+    Top,
+    /// The object that is the top-level `message` member's value.
+    Message,
+    Other,
+}
+
+struct Frame {
+    object: bool,
+    start: usize,
+    key: Span,
+    kind: FrameKind,
+}
+
+fn err<T>(offset: usize, reason: &'static str) -> Result<T, ScanError> {
+    Err(ScanError { offset, reason })
+}
+
+#[inline]
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// Whether the key at `key` (between the quotes) is `name`.
+#[inline]
+fn key_is(b: &[u8], key: Span, name: &str) -> bool {
+    let raw = &b[key.start..key.end];
+    if !raw.contains(&b'\\') {
+        return raw == name.as_bytes();
+    }
+    std::str::from_utf8(raw).is_ok_and(|s| unescape(s) == name)
+}
+
+/// Validates `b` as exactly one JSON text (JSON whitespace allowed around it), as
+/// `JSON.parse` would, and returns the member spans. `b` must be valid UTF-8 for the spans to
+/// be usable as `str` ranges; bytes ≥ 0x80 are accepted inside strings.
+///
+/// Errors: the first offset where the grammar fails.
+pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
+    let mut members = Members::default();
+    let mut pending_role: Option<Span> = None;
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut i = skip_ws(b, 0);
+
+    'value: loop {
+        let mut vstart = i;
+        let mut vend;
+        match b.get(i) {
+            None => return err(i, "unexpected end of line"),
+            Some(b'{') => {
+                let kind = if stack.is_empty() {
+                    FrameKind::Top
+                } else if stack.len() == 1
+                    && stack[0].kind == FrameKind::Top
+                    && key_is(b, stack[0].key, "message")
+                {
+                    pending_role = None;
+                    FrameKind::Message
+                } else {
+                    FrameKind::Other
+                };
+                stack.push(Frame {
+                    object: true,
+                    start: i,
+                    key: Span::default(),
+                    kind,
+                });
+                i = skip_ws(b, i + 1);
+                if b.get(i) == Some(&b'}') {
+                    i += 1;
+                    stack.pop();
+                    vend = i;
+                } else {
+                    if let Some(top) = stack.last_mut() {
+                        i = parse_key(b, i, &mut top.key)?;
+                    }
+                    continue 'value;
+                }
+            }
+            Some(b'[') => {
+                stack.push(Frame {
+                    object: false,
+                    start: i,
+                    key: Span::default(),
+                    kind: FrameKind::Other,
+                });
+                i = skip_ws(b, i + 1);
+                if b.get(i) == Some(&b']') {
+                    i += 1;
+                    stack.pop();
+                    vend = i;
+                } else {
+                    continue 'value;
+                }
+            }
+            Some(b'"') => {
+                i = scan_string(b, i)?;
+                vend = i;
+            }
+            Some(b't') => {
+                i = literal(b, i, b"true")?;
+                vend = i;
+            }
+            Some(b'f') => {
+                i = literal(b, i, b"false")?;
+                vend = i;
+            }
+            Some(b'n') => {
+                i = literal(b, i, b"null")?;
+                vend = i;
+            }
+            Some(b'-' | b'0'..=b'9') => {
+                i = scan_number(b, i)?;
+                vend = i;
+            }
+            Some(_) => return err(i, "expected a JSON value"),
+        }
+
+        // A value [vstart, vend) is complete; record it, then close containers as needed.
+        loop {
+            let Some(top) = stack.last_mut() else {
+                i = skip_ws(b, i);
+                if i != b.len() {
+                    return err(i, "unexpected data after the JSON value");
+                }
+                let is_object = b[vstart] == b'{';
+                return Ok(Scanned {
+                    value: Span {
+                        start: vstart,
+                        end: vend,
+                    },
+                    is_object,
+                    members: if is_object {
+                        members
+                    } else {
+                        Members::default()
+                    },
+                });
+            };
+            if top.object {
+                let span = Span {
+                    start: vstart,
+                    end: vend,
+                };
+                match top.kind {
+                    FrameKind::Top => {
+                        let key = top.key;
+                        if key_is(b, key, "type") {
+                            members.kind = Some(span);
+                        } else if key_is(b, key, "id") {
+                            members.id = Some(span);
+                        } else if key_is(b, key, "parentId") {
+                            members.parent_id = Some(span);
+                        } else if key_is(b, key, "timestamp") {
+                            members.timestamp = Some(span);
+                        } else if key_is(b, key, "message") {
+                            members.message = Some(span);
+                            members.role = if b[vstart] == b'{' {
+                                pending_role.take()
+                            } else {
+                                None
+                            };
+                        }
+                    }
+                    FrameKind::Message => {
+                        if key_is(b, top.key, "role") {
+                            pending_role = (b[vstart] == b'"').then_some(span);
+                        }
+                    }
+                    FrameKind::Other => {}
+                }
+            }
+            i = skip_ws(b, i);
+            match (b.get(i), top.object) {
+                (Some(b','), true) => {
+                    i = skip_ws(b, i + 1);
+                    i = parse_key(b, i, &mut top.key)?;
+                    continue 'value;
+                }
+                (Some(b','), false) => {
+                    i = skip_ws(b, i + 1);
+                    continue 'value;
+                }
+                (Some(b'}'), true) | (Some(b']'), false) => {
+                    i += 1;
+                    vstart = top.start;
+                    vend = i;
+                    stack.pop();
+                }
+                (_, true) => return err(i, "expected ',' or '}'"),
+                (_, false) => return err(i, "expected ',' or ']'"),
+            }
+        }
+    }
+}
+
+/// Parses `"key"` then `:` at `i`; stores the key's inner span; returns the value's offset.
+fn parse_key(b: &[u8], i: usize, key: &mut Span) -> Result<usize, ScanError> {
+    if b.get(i) != Some(&b'"') {
+        return err(i, "expected a string key");
+    }
+    let end = scan_string(b, i)?;
+    *key = Span {
+        start: i + 1,
+        end: end - 1,
+    };
+    let j = skip_ws(b, end);
+    if b.get(j) != Some(&b':') {
+        return err(j, "expected ':'");
+    }
+    Ok(skip_ws(b, j + 1))
+}
+
+fn literal(b: &[u8], i: usize, word: &[u8]) -> Result<usize, ScanError> {
+    if b.get(i..i + word.len()) == Some(word) {
+        Ok(i + word.len())
+    } else {
+        err(i, "invalid literal")
+    }
+}
+
+fn scan_number(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+        }
+        _ => return err(i, "expected a digit"),
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if !b.get(i).is_some_and(u8::is_ascii_digit) {
+            return err(i, "expected a digit after '.'");
+        }
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+    }
+    if let Some(b'e' | b'E') = b.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        if !b.get(i).is_some_and(u8::is_ascii_digit) {
+            return err(i, "expected a digit in the exponent");
+        }
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+    }
+    Ok(i)
+}
+
+/// Bytes that end the fast run inside a string: `"`, `\` and control characters.
+static STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        t[c] = true;
+        c += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// Scans the string starting at the quote at `i`; returns the offset after the closing quote.
+fn scan_string(b: &[u8], i: usize) -> Result<usize, ScanError> {
+    let mut j = i + 1;
+    loop {
+        // Eight bytes at a time while none of them can end the run.
+        while let Some(chunk) = b.get(j..j + 8) {
+            if chunk.iter().any(|&c| STOP[c as usize]) {
+                break;
+            }
+            j += 8;
+        }
+        match b.get(j) {
+            None => return err(j, "unterminated string"),
+            Some(b'"') => return Ok(j + 1),
+            Some(b'\\') => match b.get(j + 1) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => j += 2,
+                Some(b'u') => {
+                    match b.get(j + 2..j + 6) {
+                        Some(h) if h.iter().all(u8::is_ascii_hexdigit) => {}
+                        _ => return err(j, "invalid \\u escape"),
+                    }
+                    j += 6;
+                }
+                _ => return err(j, "invalid escape"),
+            },
+            Some(&c) if c < 0x20 => return err(j, "control character in string"),
+            Some(_) => j += 1,
+        }
+    }
+}
+
+/// The value of a JSON string literal's inner text (without quotes), with escapes resolved.
+/// A lone UTF-16 surrogate escape becomes U+FFFD (the file keeps its bytes; only derived text
+/// shows the replacement, spec: divergences.md "Reading").
+pub fn unescape(inner: &str) -> Cow<'_, str> {
+    if !inner.contains('\\') {
+        return Cow::Borrowed(inner);
+    }
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.char_indices().peekable();
+    let hex = |at: usize| -> Option<u32> {
+        inner
+            .get(at..at + 4)
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+    };
+    while let Some((pos, c)) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some((_, e)) = chars.next() else { break };
+        match e {
+            'b' => out.push('\u{8}'),
+            'f' => out.push('\u{c}'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'u' => {
+                let Some(unit) = hex(pos + 2) else { break };
+                for _ in 0..4 {
+                    chars.next();
+                }
+                let ch = if (0xD800..0xDC00).contains(&unit) {
+                    let low = (inner.get(pos + 6..pos + 8) == Some("\\u"))
+                        .then(|| hex(pos + 8))
+                        .flatten()
+                        .filter(|l| (0xDC00..0xE000).contains(l));
+                    match low {
+                        Some(low) => {
+                            for _ in 0..6 {
+                                chars.next();
+                            }
+                            char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
+                        }
+                        None => None,
+                    }
+                } else {
+                    char::from_u32(unit)
+                };
+                out.push(ch.unwrap_or('\u{fffd}'));
+            }
+            other => out.push(other),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The string a raw JSON string literal (with quotes) stands for; `None` if `raw` is not a
+/// string literal.
+pub fn string_value(raw: &str) -> Option<Cow<'_, str>> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    Some(unescape(inner))
+}
+
+/// `raw` with every lone surrogate escape replaced by `\ufffd`, so that serde_json (which
+/// rejects them) can decode a value `JSON.parse` accepts. Borrowed when there is none.
+pub fn without_lone_surrogates(raw: &str) -> Cow<'_, str> {
+    let b = raw.as_bytes();
+    let is_escape_at = |k: usize| -> Option<u32> {
+        if b.get(k) == Some(&b'\\') && b.get(k + 1) == Some(&b'u') {
+            raw.get(k + 2..k + 6)
+                .and_then(|h| u32::from_str_radix(h, 16).ok())
+        } else {
+            None
+        }
+    };
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut k = 0;
+    while k < b.len() {
+        if b[k] != b'\\' {
+            k += 1;
+            continue;
+        }
+        match is_escape_at(k) {
+            Some(u) if (0xD800..0xDC00).contains(&u) => {
+                if is_escape_at(k + 6).is_some_and(|l| (0xDC00..0xE000).contains(&l)) {
+                    k += 12;
+                } else {
+                    let o = out.get_or_insert_with(|| String::with_capacity(raw.len()));
+                    o.push_str(&raw[copied..k]);
+                    o.push_str("\\ufffd");
+                    k += 6;
+                    copied = k;
+                }
+            }
+            Some(u) if (0xDC00..0xE000).contains(&u) => {
+                let o = out.get_or_insert_with(|| String::with_capacity(raw.len()));
+                o.push_str(&raw[copied..k]);
+                o.push_str("\\ufffd");
+                k += 6;
+                copied = k;
+            }
+            Some(_) => k += 6,
+            // Any other escape is two bytes; skipping both keeps `\\u` from being misread.
+            None => k += 2,
+        }
+    }
+    match out {
+        Some(mut o) => {
+            o.push_str(&raw[copied..]);
+            Cow::Owned(o)
+        }
+        None => Cow::Borrowed(raw),
+    }
+}
+
+#[cfg(test)]
+mod tests;
