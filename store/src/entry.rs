@@ -1,0 +1,312 @@
+//! One entry of the log as pith holds it: the raw JSON text plus the few members read eagerly.
+//!
+//! A line pith did not create is never re-serialized: `raw` is written back as it was read
+//! (unknown members, key order and number spelling intact). The eager members (`type`, `id`,
+//! `parentId`, `timestamp` span, `message` span and role) are what opening, the tree and the
+//! context walk need; everything else is decoded on demand with [`Entry::decode`].
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use pith_events::{AgentMessage, EntryType, SessionEntry};
+use serde::de::DeserializeOwned;
+
+use crate::scan::{self, Scanned, Span};
+
+/// `parentId` as written. pi treats `null`, a missing key and any non-string alike as "no
+/// parent" when walking a path; the tree additionally distinguishes them only for display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parent {
+    /// `"parentId": null`, or missing, or not a string: a root.
+    None,
+    /// `"parentId": "<id>"`.
+    Id(Arc<str>),
+}
+
+impl Parent {
+    /// The parent id, if it is a string.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            Parent::None => None,
+            Parent::Id(id) => Some(id),
+        }
+    }
+}
+
+/// `message.role` of a `message` entry, when it is a string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// `user`
+    User,
+    /// `assistant`
+    Assistant,
+    /// `toolResult`
+    ToolResult,
+    /// `bashExecution`
+    BashExecution,
+    /// `custom`
+    Custom,
+    /// Any other role string (including the v2 `hookMessage`).
+    Other(Box<str>),
+}
+
+impl Role {
+    fn parse(s: &str) -> Role {
+        match s {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "toolResult" => Role::ToolResult,
+            "bashExecution" => Role::BashExecution,
+            "custom" => Role::Custom,
+            other => Role::Other(other.into()),
+        }
+    }
+}
+
+/// One entry line (spec: format.md §2). Cheap to clone: the text is shared.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The JSON object exactly as read or written (no line terminator, no surrounding blanks).
+    raw: Arc<str>,
+    /// `type`; [`EntryType::Unknown`] with `""` when the member is missing or not a string.
+    kind: EntryType,
+    /// `id`; entries always have a string id (lines without one are skipped on load).
+    id: Arc<str>,
+    parent: Parent,
+    /// Span of the raw `timestamp` value, for the tree's ordering and projected timestamps.
+    timestamp: Option<Span>,
+    /// Span of the raw `message` value, so the context can hand it out without decoding.
+    message: Option<Span>,
+    role: Option<Role>,
+    /// 1-based line in the file it was read from; 0 for entries appended in this process.
+    line: usize,
+}
+
+/// Why a parsed line cannot be an entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotAnEntry {
+    /// The line is valid JSON but not an object (`42`, `null`, `[…]`).
+    NotAnObject,
+    /// The object has no string `id`.
+    NoStringId,
+    /// The object is a session header (`type: "session"`), not an entry.
+    Header,
+}
+
+impl std::fmt::Display for NotAnEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NotAnEntry::NotAnObject => "a JSON value that is not an object",
+            NotAnEntry::NoStringId => "an entry without a string \"id\"",
+            NotAnEntry::Header => "a second session header",
+        })
+    }
+}
+
+impl Entry {
+    /// Builds an entry from one scanned JSON text. `text` must be the slice [`scan::scan`] saw.
+    ///
+    /// Errors: [`NotAnEntry`] when the value cannot be an entry (spec: divergences.md
+    /// "Reading": such lines are skipped with a warning).
+    pub fn from_scanned(text: &str, scanned: &Scanned, line: usize) -> Result<Entry, NotAnEntry> {
+        if !scanned.is_object {
+            return Err(NotAnEntry::NotAnObject);
+        }
+        let m = &scanned.members;
+        let string_at = |span: Option<Span>| span.and_then(|s| scan::string_value(s.of(text)));
+        let kind = match string_at(m.kind) {
+            Some(t) if t == "session" => return Err(NotAnEntry::Header),
+            Some(t) => EntryType::parse(&t),
+            None => EntryType::Unknown(String::new()),
+        };
+        let id: Arc<str> = match string_at(m.id) {
+            Some(id) => id.into(),
+            None => return Err(NotAnEntry::NoStringId),
+        };
+        let parent = match string_at(m.parent_id) {
+            Some(p) => Parent::Id(p.into()),
+            None => Parent::None,
+        };
+        let role = string_at(m.role).map(|r| Role::parse(&r));
+        let base = scanned.value.start;
+        let shift = |s: Span| Span {
+            start: s.start - base,
+            end: s.end - base,
+        };
+        Ok(Entry {
+            raw: scanned.value.of(text).into(),
+            kind,
+            id,
+            parent,
+            timestamp: m.timestamp.map(shift),
+            message: m.message.map(shift),
+            role,
+            line,
+        })
+    }
+
+    /// Parses one JSON text (a line without its terminator) into an entry.
+    ///
+    /// Errors: a message naming what is wrong (invalid JSON with its byte offset, or why the
+    /// value is not an entry).
+    pub fn parse(text: &str, line: usize) -> Result<Entry, String> {
+        let scanned = scan::scan(text.as_bytes()).map_err(|e| e.to_string())?;
+        Entry::from_scanned(text, &scanned, line).map_err(|e| e.to_string())
+    }
+
+    /// The raw JSON object text.
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// The shared raw text (for copying an entry into another session without re-encoding).
+    pub fn raw_shared(&self) -> &Arc<str> {
+        &self.raw
+    }
+
+    /// `type`.
+    pub fn kind(&self) -> &EntryType {
+        &self.kind
+    }
+
+    /// `id`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The shared `id` string.
+    pub fn id_shared(&self) -> &Arc<str> {
+        &self.id
+    }
+
+    /// `parentId`.
+    pub fn parent(&self) -> &Parent {
+        &self.parent
+    }
+
+    /// The raw JSON of `timestamp`, if present.
+    pub fn timestamp_raw(&self) -> Option<&str> {
+        self.timestamp.map(|s| s.of(&self.raw))
+    }
+
+    /// `timestamp` as JavaScript's `new Date(timestamp).getTime()`: ms since the epoch or NaN.
+    pub fn timestamp_ms(&self) -> f64 {
+        crate::js::js_date_value(self.timestamp_raw())
+    }
+
+    /// The raw JSON of `message` (for `message` entries).
+    pub fn message_raw(&self) -> Option<&str> {
+        self.message.map(|s| s.of(&self.raw))
+    }
+
+    /// `message.role`, when `message` is an object with a string role.
+    pub fn role(&self) -> Option<&Role> {
+        self.role.as_ref()
+    }
+
+    /// Whether this is a `message` entry holding an assistant message; pi creates a session
+    /// file only once one exists (spec: format.md §7.1).
+    pub fn is_assistant_message(&self) -> bool {
+        self.kind == EntryType::Message && self.role == Some(Role::Assistant)
+    }
+
+    /// 1-based line number in the file it was read from; 0 when appended by this process.
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
+    /// Decodes the whole entry into the typed vocabulary.
+    ///
+    /// Errors: the entry's JSON does not decode (only possible for values serde_json cannot
+    /// represent, e.g. numbers beyond f64 range); lone surrogates decode as U+FFFD.
+    pub fn decode(&self) -> Result<SessionEntry, serde_json::Error> {
+        decode_json(&self.raw)
+    }
+
+    /// Decodes the `message` member; `None` when the entry has none.
+    ///
+    /// Errors: as [`Entry::decode`].
+    pub fn decode_message(&self) -> Option<Result<AgentMessage, serde_json::Error>> {
+        self.message_raw().map(decode_json)
+    }
+
+    /// Decodes the entry into any serde type (e.g. a struct of borrowed raw members).
+    ///
+    /// Errors: as [`Entry::decode`].
+    pub fn decode_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        decode_json(&self.raw)
+    }
+}
+
+/// serde_json decoding of a JSON text `JSON.parse` accepted; lone surrogate escapes, which
+/// serde_json refuses, are read as U+FFFD.
+pub fn decode_json<T: DeserializeOwned>(raw: &str) -> Result<T, serde_json::Error> {
+    let text: Cow<'_, str> = scan::without_lone_surrogates(raw);
+    let mut de = serde_json::Deserializer::from_str(&text);
+    // Messages may nest deeply (tool arguments); the scanner already accepted the text.
+    de.disable_recursion_limit();
+    // ... and serde_stacker grows the stack on the heap instead of overflowing it.
+    let value = T::deserialize(serde_stacker::Deserializer::new(&mut de))?;
+    de.end()?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eager_members_are_read() {
+        let e = Entry::parse(
+            r#"{"type":"message","id":"a","parentId":"p","timestamp":"2025-01-01T00:00:05.000Z","message":{"role":"assistant","content":[]}} "#,
+            3,
+        )
+        .expect("entry");
+        assert_eq!(e.kind(), &EntryType::Message);
+        assert_eq!(e.id(), "a");
+        assert_eq!(e.parent().id(), Some("p"));
+        assert_eq!(e.timestamp_ms(), 1735689605000.0);
+        assert_eq!(
+            e.message_raw(),
+            Some(r#"{"role":"assistant","content":[]}"#)
+        );
+        assert!(e.is_assistant_message());
+        assert_eq!(e.line(), 3);
+        assert!(e.raw().ends_with('}'));
+    }
+
+    #[test]
+    fn non_entries_are_named() {
+        assert_eq!(
+            Entry::parse("42", 1).err().as_deref(),
+            Some("a JSON value that is not an object")
+        );
+        assert_eq!(
+            Entry::parse(r#"{"type":"message","id":5}"#, 1)
+                .err()
+                .as_deref(),
+            Some("an entry without a string \"id\"")
+        );
+        assert!(Entry::parse(r#"{"type":"session","id":"s"}"#, 1).is_err());
+        let e = Entry::parse(r#"{"id":"x","parentId":7}"#, 1).expect("typeless entry is kept");
+        assert_eq!(e.kind(), &EntryType::Unknown(String::new()));
+        assert_eq!(e.parent(), &Parent::None);
+    }
+
+    #[test]
+    fn lone_surrogates_decode_as_replacement() {
+        let e = Entry::parse(
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user","content":"x\ud800","timestamp":1}}"#,
+            1,
+        )
+        .expect("entry");
+        let Some(Ok(AgentMessage::User(u))) = e.decode_message() else {
+            panic!("decodes")
+        };
+        assert_eq!(
+            u.content,
+            pith_events::UserContent::Text("x\u{fffd}".into())
+        );
+        assert!(e.raw().contains(r"\ud800"), "raw keeps the escape");
+    }
+}

@@ -1,0 +1,63 @@
+//! The store's error type.
+
+use std::path::PathBuf;
+
+/// Everything the store can fail with. Messages name the file and, where there is one, the
+/// line (spec: divergences.md "Reading": refusals leave the file untouched).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An I/O operation on `path` failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file has content but its first JSON line is not a session header; pith refuses to
+    /// open it and leaves it as it is (pi would overwrite it).
+    #[error("not a pi session file: {path}: line {line}: {reason}")]
+    NotASession {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the first JSON value (or of the first non-blank line).
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An entry id that is not in the session (pi: `Entry <id> not found`).
+    #[error("Entry {0} not found")]
+    EntryNotFound(String),
+    /// `--fork`/forkFrom of a file with nothing to fork.
+    #[error("Cannot fork: source session file is empty or invalid: {0}")]
+    EmptyForkSource(PathBuf),
+    /// A `--session`/`--fork` argument matched no session.
+    #[error("No session found matching '{0}'")]
+    NoSessionMatch(String),
+    /// A partial id matched more than one session.
+    #[error("'{arg}' matches {count} sessions: {}; give more of the id or a path", candidates.join(", "))]
+    AmbiguousSession {
+        /// The argument as given.
+        arg: String,
+        /// How many matched.
+        count: usize,
+        /// The first few matching session files.
+        candidates: Vec<String>,
+    },
+    /// An entry pith was asked to write could not be serialized.
+    #[error("cannot serialize an entry: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// The store's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

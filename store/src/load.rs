@@ -1,0 +1,223 @@
+//! Loading a session file: header check, entries, warnings, migration (spec: format.md §5–6,
+//! divergences.md "Reading").
+
+use std::fs::File;
+use std::io::Read;
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::entry::{Entry, decode_json};
+use crate::error::{Error, Result};
+use crate::header::Header;
+use crate::migrate::{self, Migration};
+use crate::reader::{LineEvent, ReadSummary, read_lines};
+
+/// A line pith skipped, and why. Skipped lines stay in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// 1-based line number; 0 for problems that concern the whole tree (cycles).
+    pub line: usize,
+    /// What is wrong, e.g. `invalid JSON at byte 40: unterminated string`.
+    pub problem: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.problem)
+        } else {
+            write!(f, "line {}: {}", self.line, self.problem)
+        }
+    }
+}
+
+/// A file that holds a session.
+#[derive(Debug, Clone)]
+pub struct LoadedLog {
+    /// The header (after migration).
+    pub header: Header,
+    /// Every entry in file order (after migration).
+    pub entries: Vec<Entry>,
+    /// Lines that were skipped, in file order.
+    pub warnings: Vec<Warning>,
+    /// Size and tail facts of the file as read.
+    pub summary: ReadSummary,
+    /// Migration steps that ran in memory.
+    pub migration: Migration,
+    /// After a migration: the file's new lines (skipped lines kept verbatim in place), to be
+    /// written back atomically by the caller.
+    pub rewrite: Option<Vec<String>>,
+}
+
+/// What a file turned out to hold.
+#[derive(Debug, Clone)]
+pub enum Loaded {
+    /// The file is empty or holds only whitespace: there is nothing to lose (pi writes a
+    /// fresh header there, and so does pith when it opens it for writing).
+    Blank(ReadSummary),
+    /// A session.
+    Log(LoadedLog),
+}
+
+/// One line kept while a migration is pending.
+enum Pending {
+    /// A parsed value: index into the migration records, line number, original text.
+    Record(usize, usize, String),
+    /// A line kept as it is (invalid JSON).
+    Verbatim(String),
+}
+
+/// Loads the session in `path`.
+///
+/// `new_id` supplies ids when a v1 file is migrated. Errors: [`Error::Io`] when the file
+/// cannot be read (including when it does not exist), [`Error::NotASession`] when it has
+/// content but its first JSON value is not a session header.
+pub fn load_file(path: &Path, new_id: &mut dyn FnMut() -> String) -> Result<Loaded> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    load_from(file, path, new_id)
+}
+
+/// [`load_file`] over any reader; `path` only names the source in errors.
+///
+/// Errors: as [`load_file`].
+pub fn load_from<R: Read>(
+    source: R,
+    path: &Path,
+    new_id: &mut dyn FnMut() -> String,
+) -> Result<Loaded> {
+    let mut header: Option<Header> = None;
+    let mut refusal: Option<(usize, String)> = None;
+    let mut first_invalid: Option<(usize, String)> = None;
+    let mut steps = Migration::default();
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut warnings: Vec<Warning> = Vec::new();
+    // Lines before the header, kept for a migration rewrite.
+    let mut pre_header: Vec<String> = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut records: Vec<Value> = Vec::new();
+
+    let summary = read_lines(source, |event| {
+        match event {
+            LineEvent::Invalid { line, text, reason } => {
+                if header.is_none() {
+                    first_invalid.get_or_insert((line, reason.clone()));
+                    pre_header.push(text.to_owned());
+                } else if steps.ran() {
+                    pending.push(Pending::Verbatim(text.to_owned()));
+                }
+                warnings.push(Warning {
+                    line,
+                    problem: reason,
+                });
+            }
+            LineEvent::Parsed {
+                line,
+                text,
+                scanned,
+            } => {
+                let value_text = scanned.value.of(text);
+                let Some(_) = &header else {
+                    match Header::parse(value_text) {
+                        Ok(h) => {
+                            steps = migrate::steps_for(h.version());
+                            if steps.ran() {
+                                records.push(decode_json(value_text).unwrap_or(Value::Null));
+                                pending.push(Pending::Record(0, line, value_text.to_owned()));
+                            }
+                            header = Some(h);
+                        }
+                        Err(bad) => {
+                            refusal = Some((line, bad.to_string()));
+                            return ControlFlow::Break(());
+                        }
+                    }
+                    return ControlFlow::Continue(());
+                };
+                if steps.ran() {
+                    let value = decode_json(value_text).unwrap_or(Value::Null);
+                    pending.push(Pending::Record(records.len(), line, value_text.to_owned()));
+                    records.push(value);
+                    return ControlFlow::Continue(());
+                }
+                match Entry::from_scanned(text, scanned, line) {
+                    Ok(entry) => entries.push(entry),
+                    Err(why) => warnings.push(Warning {
+                        line,
+                        problem: why.to_string(),
+                    }),
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    })
+    .map_err(|e| Error::io(path, e))?;
+
+    if let Some((line, reason)) = refusal {
+        return Err(Error::NotASession {
+            path: path.to_owned(),
+            line,
+            reason,
+        });
+    }
+    let Some(header) = header else {
+        return match first_invalid {
+            Some((line, reason)) => Err(Error::NotASession {
+                path: path.to_owned(),
+                line,
+                reason,
+            }),
+            None => Ok(Loaded::Blank(summary)),
+        };
+    };
+    if !steps.ran() {
+        return Ok(Loaded::Log(LoadedLog {
+            header,
+            entries,
+            warnings,
+            summary,
+            migration: steps,
+            rewrite: None,
+        }));
+    }
+
+    // Migration: values in pi's index space, then back to lines.
+    let changed = migrate::migrate(&mut records, steps, new_id);
+    let mut lines = pre_header;
+    let mut header = header;
+    for item in pending {
+        let (index, line, original) = match item {
+            Pending::Verbatim(text) => {
+                lines.push(text);
+                continue;
+            }
+            Pending::Record(index, line, original) => (index, line, original),
+        };
+        let text = if changed[index] {
+            pith_events::js::to_js_json(&records[index])?
+        } else {
+            original
+        };
+        if index == 0 {
+            if let Ok(h) = Header::parse(&text) {
+                header = h;
+            }
+        } else {
+            match Entry::parse(&text, line) {
+                Ok(entry) => entries.push(entry),
+                Err(why) => warnings.push(Warning { line, problem: why }),
+            }
+        }
+        lines.push(text);
+    }
+    warnings.sort_by_key(|w| w.line);
+    Ok(Loaded::Log(LoadedLog {
+        header,
+        entries,
+        warnings,
+        summary,
+        migration: steps,
+        rewrite: Some(lines),
+    }))
+}

@@ -1,0 +1,220 @@
+//! The tolerant streaming line reader (spec: format.md §6.1, divergences.md "Reading").
+//!
+//! pi reads a whole file into one string, `trim()`s it, splits on `"\n"`, skips blank lines
+//! and silently drops lines `JSON.parse` rejects. This reader gives the same lines the same
+//! verdicts while holding at most one line (plus a 64 KiB buffer) at a time, and reports every
+//! line it rejects with its number instead of dropping it silently.
+
+use std::io::{self, BufRead, BufReader, Read};
+use std::ops::ControlFlow;
+
+use crate::js::{is_js_whitespace, js_trim};
+use crate::scan::{self, Scanned};
+
+/// Buffer size of the reader; lines longer than this are still read whole.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// One non-blank line, as the reader judged it.
+#[derive(Debug)]
+pub enum LineEvent<'a> {
+    /// The line is one JSON value.
+    Parsed {
+        /// 1-based line number (lines are counted by `\n`).
+        line: usize,
+        /// The line's text (UTF-8; invalid bytes replaced by U+FFFD as Node's decoder does).
+        text: &'a str,
+        /// Where the value and its eager members are in `text`.
+        scanned: &'a Scanned,
+    },
+    /// `JSON.parse` would reject the line.
+    Invalid {
+        /// 1-based line number.
+        line: usize,
+        /// The line's text, without its `\n`.
+        text: &'a str,
+        /// Why, e.g. `invalid JSON at byte 12: expected ':'`.
+        reason: String,
+    },
+}
+
+/// What the reader saw besides the lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReadSummary {
+    /// Bytes read.
+    pub bytes: u64,
+    /// Whether the data is empty or ends with `\n`. `false` means a torn last line: the next
+    /// append must start a new line first (spec: divergences.md "Writing").
+    pub ends_with_newline: bool,
+    /// Whether any line held something other than whitespace.
+    pub has_content: bool,
+    /// Lines counted (the last one even without `\n`).
+    pub lines: usize,
+}
+
+/// Reads `source` line by line and calls `on_line` for every non-blank line, in order, until
+/// it returns `ControlFlow::Break`.
+///
+/// Reproduces pi's whole-file `trim()`: the first non-blank line loses leading JavaScript
+/// whitespace (a BOM, U+00A0 …) and the last one trailing JavaScript whitespace; any other
+/// line is handed to the JSON grammar as it is (so a line starting with U+00A0 is invalid,
+/// as in pi). A trailing `\r` is JSON whitespace, so CRLF files read like LF files.
+///
+/// Errors: only I/O errors of `source`.
+pub fn read_lines<R: Read>(
+    source: R,
+    mut on_line: impl FnMut(LineEvent<'_>) -> ControlFlow<()>,
+) -> io::Result<ReadSummary> {
+    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, source);
+    let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    let mut summary = ReadSummary {
+        ends_with_newline: true,
+        ..ReadSummary::default()
+    };
+    // A line that failed only possibly because of trailing JavaScript whitespace: it is
+    // retried trimmed if it turns out to be the last non-blank line.
+    let mut deferred: Option<(usize, String, String)> = None;
+    let mut line_no = 0;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        summary.bytes += n as u64;
+        summary.ends_with_newline = buf.last() == Some(&b'\n');
+        if summary.ends_with_newline {
+            buf.pop();
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let mut text: &str = &text;
+        if !summary.has_content {
+            text = text.trim_start_matches(is_js_whitespace);
+        }
+        if js_trim(text).is_empty() {
+            continue;
+        }
+        summary.has_content = true;
+        if let Some((line, text, reason)) = deferred.take() {
+            if on_line(LineEvent::Invalid {
+                line,
+                text: &text,
+                reason,
+            })
+            .is_break()
+            {
+                return Ok(summary);
+            }
+        }
+        let flow = match scan::scan(text.as_bytes()) {
+            Ok(scanned) => on_line(LineEvent::Parsed {
+                line: line_no,
+                text,
+                scanned: &scanned,
+            }),
+            Err(e) => {
+                if text.trim_end_matches(is_js_whitespace).len()
+                    != text.trim_end_matches([' ', '\t', '\r', '\n']).len()
+                {
+                    deferred = Some((line_no, text.to_owned(), e.to_string()));
+                    ControlFlow::Continue(())
+                } else {
+                    on_line(LineEvent::Invalid {
+                        line: line_no,
+                        text,
+                        reason: e.to_string(),
+                    })
+                }
+            }
+        };
+        if flow.is_break() {
+            return Ok(summary);
+        }
+    }
+    summary.lines = line_no;
+    if let Some((line, text, reason)) = deferred {
+        let trimmed = text.trim_end_matches(is_js_whitespace);
+        // Nothing follows, so whether the callback wants more does not matter.
+        let _ = match scan::scan(trimmed.as_bytes()) {
+            Ok(scanned) => on_line(LineEvent::Parsed {
+                line,
+                text: trimmed,
+                scanned: &scanned,
+            }),
+            Err(_) => on_line(LineEvent::Invalid {
+                line,
+                text: &text,
+                reason,
+            }),
+        };
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdicts(data: &[u8]) -> (Vec<(usize, bool, String)>, ReadSummary) {
+        let mut out = Vec::new();
+        let summary = read_lines(data, |ev| match ev {
+            LineEvent::Parsed {
+                line,
+                text,
+                scanned,
+            } => {
+                out.push((line, true, scanned.value.of(text).to_owned()));
+                ControlFlow::Continue(())
+            }
+            LineEvent::Invalid { line, text, .. } => {
+                out.push((line, false, text.to_owned()));
+                ControlFlow::Continue(())
+            }
+        })
+        .expect("reads");
+        (out, summary)
+    }
+
+    #[test]
+    fn bom_crlf_blank_and_garbage_lines() {
+        let (v, s) =
+            verdicts(b"\xEF\xBB\xBF{\"a\":1}\r\n\r\n  \ngarbage\n\xC2\xA0{\"b\":2}\n[3]\r\n");
+        assert_eq!(
+            v,
+            vec![
+                (1, true, "{\"a\":1}".into()),
+                (4, false, "garbage".into()),
+                (5, false, "\u{a0}{\"b\":2}".into()),
+                (6, true, "[3]".into()),
+            ]
+        );
+        assert!(s.ends_with_newline && s.has_content);
+        assert_eq!(s.lines, 6);
+    }
+
+    #[test]
+    fn torn_tail_and_trailing_js_whitespace() {
+        let (v, s) = verdicts(b"{\"a\":1}\n{\"b\":2}\xC2\xA0\n{\"c\":");
+        assert_eq!(v.len(), 3);
+        assert!(!v[1].1, "NBSP after a middle line makes it invalid");
+        assert!(!v[2].1);
+        assert!(!s.ends_with_newline);
+        let (v, _) = verdicts(b"{\"a\":1}\n{\"b\":2}\xE2\x80\xA8\n\n");
+        assert_eq!(
+            v[1],
+            (2, true, "{\"b\":2}".into()),
+            "the whole-file trim strips it at the end"
+        );
+    }
+
+    #[test]
+    fn leading_whitespace_lines_and_invalid_utf8() {
+        let (v, s) = verdicts(b"\n\xC2\xA0\n {\"a\":\"\xFF\"}\n");
+        assert_eq!(v, vec![(3, true, "{\"a\":\"\u{fffd}\"}".into())]);
+        assert!(s.has_content);
+        let (v, s) = verdicts(b" \n\t\n");
+        assert!(v.is_empty() && !s.has_content);
+        let (_, s) = verdicts(b"");
+        assert!(s.ends_with_newline && !s.has_content);
+    }
+}

@@ -1,0 +1,441 @@
+//! The in-memory tree: entries in file order, the id index, labels, the leaf, and the tree
+//! queries (spec: tree-and-context.md §1–6, divergences.md "Reading").
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use pith_events::EntryType;
+
+use crate::entry::Entry;
+use crate::error::{Error, Result};
+use crate::js::js_trim;
+use crate::load::Warning;
+
+/// The current position in the tree (spec: tree-and-context.md §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leaf {
+    /// Before the first entry (`leafId === null`): the next append is a new root.
+    Root,
+    /// At the entry with this index in [`SessionTree::entries`].
+    At(usize),
+}
+
+/// A resolved label: the raw JSON of the label entry's `label` and `timestamp` members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Label {
+    /// Raw JSON of `label` (a non-empty string when pi wrote it; any truthy value sets a label).
+    pub value: String,
+    /// Raw JSON of the label entry's `timestamp`, if it has one.
+    pub timestamp: Option<String>,
+}
+
+impl Label {
+    /// The label as text (the string itself, or the raw JSON of a non-string label).
+    pub fn text(&self) -> String {
+        serde_json::from_str::<String>(&self.value).unwrap_or_else(|_| self.value.clone())
+    }
+}
+
+/// The tree shape returned by [`SessionTree::get_tree`]: indices into
+/// [`SessionTree::entries`]. Flat, so that trees thousands of levels deep cost no stack.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Tree {
+    /// Root entries in file order.
+    pub roots: Vec<usize>,
+    /// Children of each entry, oldest first (stable by `timestamp`).
+    pub children: Vec<Vec<usize>>,
+}
+
+/// Entries plus everything derived from them.
+#[derive(Debug, Clone, Default)]
+pub struct SessionTree {
+    entries: Vec<Entry>,
+    /// id → index of the last entry with that id; iteration order is first appearance, as
+    /// pi's `byId` Map has it.
+    by_id: IndexMap<Arc<str>, usize>,
+    /// Parent index of each entry, resolved through `by_id`; `None` for roots, self-parents and
+    /// parents that are not in the file. Cycles are kept here and cut by the walks.
+    parent: Vec<Option<usize>>,
+    /// target id → label, in JavaScript Map order (a cleared and re-set label moves last).
+    labels: IndexMap<Arc<str>, Label>,
+    leaf: Option<usize>,
+    has_cycles: bool,
+    /// Whether any entry holds an assistant message (pi's condition for creating the file).
+    has_assistant: bool,
+}
+
+impl SessionTree {
+    /// Builds the tree of `entries` (file order) and returns it with warnings about parent
+    /// cycles and `message` entries without a message. The leaf is the last entry.
+    pub fn new(entries: Vec<Entry>) -> (SessionTree, Vec<Warning>) {
+        let mut tree = SessionTree::default();
+        let mut warnings = Vec::new();
+        for entry in entries {
+            if entry.kind() == &EntryType::Message
+                && entry.message_raw().is_none_or(|m| m == "null")
+            {
+                warnings.push(Warning {
+                    line: entry.line(),
+                    problem: format!(
+                        "message entry {} has no \"message\"; it is left out of the context",
+                        entry.id()
+                    ),
+                });
+            }
+            tree.push_unresolved(entry);
+        }
+        tree.parent = (0..tree.entries.len())
+            .map(|i| tree.resolve_parent(i))
+            .collect();
+        tree.has_cycles = tree.find_cycles(&mut warnings);
+        tree.leaf = tree.entries.len().checked_sub(1);
+        (tree, warnings)
+    }
+
+    fn push_unresolved(&mut self, entry: Entry) {
+        let index = self.entries.len();
+        self.by_id.insert(entry.id_shared().clone(), index);
+        self.has_assistant |= entry.is_assistant_message();
+        if entry.kind() == &EntryType::Label {
+            self.apply_label(&entry);
+        }
+        self.entries.push(entry);
+    }
+
+    /// Appends an entry whose parent is the current leaf and makes it the leaf.
+    pub(crate) fn push(&mut self, entry: Entry) -> usize {
+        self.push_unresolved(entry);
+        let index = self.entries.len() - 1;
+        let parent = self.resolve_parent(index);
+        self.parent.push(parent);
+        self.leaf = Some(index);
+        index
+    }
+
+    fn resolve_parent(&self, index: usize) -> Option<usize> {
+        let entry = &self.entries[index];
+        let pid = entry.parent().id()?;
+        if pid == entry.id() {
+            return None;
+        }
+        self.by_id.get(pid).copied()
+    }
+
+    /// Label entries are replayed in file order over all branches (spec: tree-and-context.md §4).
+    fn apply_label(&mut self, entry: &Entry) {
+        let Ok(fields) = entry.decode_as::<serde_json::Map<String, Value>>() else {
+            return;
+        };
+        let Some(target) = fields.get("targetId").and_then(Value::as_str) else {
+            return;
+        };
+        match fields.get("label") {
+            Some(label) if value_truthy(label) => {
+                let value = pith_events::js::to_js_json(label).unwrap_or_default();
+                let timestamp = fields
+                    .get("timestamp")
+                    .and_then(|t| pith_events::js::to_js_json(t).ok());
+                self.labels
+                    .insert(target.into(), Label { value, timestamp });
+            }
+            _ => {
+                self.labels.shift_remove(target);
+            }
+        }
+    }
+
+    /// Marks every parent cycle with a warning; returns whether there is one.
+    fn find_cycles(&self, warnings: &mut Vec<Warning>) -> bool {
+        // 0 = unvisited, 1 = on the current walk, 2 = done.
+        let mut state = vec![0u8; self.entries.len()];
+        let mut found = false;
+        for start in 0..self.entries.len() {
+            let mut walk = Vec::new();
+            let mut cur = Some(start);
+            while let Some(i) = cur {
+                match state[i] {
+                    0 => {
+                        state[i] = 1;
+                        walk.push(i);
+                        cur = self.parent[i];
+                    }
+                    1 => {
+                        found = true;
+                        let from = walk.iter().position(|&w| w == i).unwrap_or(0);
+                        let ids: Vec<&str> =
+                            walk[from..].iter().map(|&w| self.entries[w].id()).collect();
+                        warnings.push(Warning {
+                            line: self.entries[i].line(),
+                            problem: format!("parent cycle through entries {}; walks stop at the first repeated id", ids.join(" → ")),
+                        });
+                        break;
+                    }
+                    _ => break,
+                }
+            }
+            for w in walk {
+                state[w] = 2;
+            }
+        }
+        found
+    }
+
+    /// Every entry in file order (`getEntries()`; headers are not entries).
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The entry with this id (the last one in the file if the id repeats).
+    pub fn get(&self, id: &str) -> Option<&Entry> {
+        self.index_of(id).map(|i| &self.entries[i])
+    }
+
+    /// Index in [`SessionTree::entries`] of the entry with this id.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    /// Whether an id is taken (for collision-checked id generation).
+    pub fn contains_id(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    /// The current leaf.
+    pub fn leaf(&self) -> Leaf {
+        self.leaf.map_or(Leaf::Root, Leaf::At)
+    }
+
+    /// The leaf entry's id; `None` at the root.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.map(|i| self.entries[i].id())
+    }
+
+    /// Whether any entry holds an assistant message.
+    pub fn has_assistant(&self) -> bool {
+        self.has_assistant
+    }
+
+    /// Moves the leaf to `id` (`branch`). Nothing is written.
+    ///
+    /// Errors: [`Error::EntryNotFound`] for an unknown id.
+    pub fn branch(&mut self, id: &str) -> Result<()> {
+        let index = self
+            .index_of(id)
+            .ok_or_else(|| Error::EntryNotFound(id.to_owned()))?;
+        self.leaf = Some(index);
+        Ok(())
+    }
+
+    /// Moves the leaf before the first entry (`resetLeaf`).
+    pub fn reset_leaf(&mut self) {
+        self.leaf = None;
+    }
+
+    /// The parent of entry `index` as a path walk sees it: pi stops at a falsy (`""`) parent id.
+    pub(crate) fn walk_parent(&self, index: usize) -> Option<usize> {
+        if self.entries[index].parent().id() == Some("") {
+            return None;
+        }
+        self.parent[index]
+    }
+
+    /// Indices from the root to `index` (inclusive). A parent cycle is cut at the first
+    /// repeated entry (spec: divergences.md "Reading").
+    pub fn path_to(&self, index: usize) -> Vec<usize> {
+        let mut path = Vec::new();
+        let mut seen: Option<HashSet<usize>> = self.has_cycles.then(HashSet::new);
+        let mut cur = Some(index);
+        while let Some(i) = cur {
+            if let Some(seen) = &mut seen {
+                if !seen.insert(i) {
+                    break;
+                }
+            }
+            path.push(i);
+            cur = self.walk_parent(i);
+        }
+        path.reverse();
+        path
+    }
+
+    /// `getBranch(fromId?)`: entries from the root to `from` (default: the leaf); empty for an
+    /// unknown id or a root leaf (spec: tree-and-context.md §6.1).
+    pub fn get_branch(&self, from: Option<&str>) -> Vec<&Entry> {
+        let start = match from {
+            Some(id) => self.index_of(id),
+            None => self.leaf,
+        };
+        start
+            .map(|i| {
+                self.path_to(i)
+                    .into_iter()
+                    .map(|i| &self.entries[i])
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// `getChildren(parentId)`: entries whose `parentId` is `parent_id`, in id-index order
+    /// (spec: tree-and-context.md §6.2).
+    pub fn get_children(&self, parent_id: &str) -> Vec<&Entry> {
+        self.by_id
+            .values()
+            .map(|&i| &self.entries[i])
+            .filter(|e| e.parent().id() == Some(parent_id))
+            .collect()
+    }
+
+    /// The label of an entry.
+    pub fn label(&self, id: &str) -> Option<&Label> {
+        self.labels.get(id)
+    }
+
+    /// Every resolved label, in JavaScript Map order (first set first).
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &Label)> {
+        self.labels.iter().map(|(k, v)| (&**k, v))
+    }
+
+    /// `getSessionName()`: the latest `session_info` in file order over all branches decides;
+    /// its name trimmed, empty ⇒ none. A non-string name is ignored (pi throws there;
+    /// spec: divergences.md "Reading").
+    pub fn session_name(&self) -> Option<String> {
+        for entry in self.entries.iter().rev() {
+            if entry.kind() != &EntryType::SessionInfo {
+                continue;
+            }
+            let Ok(fields) = entry.decode_as::<serde_json::Map<String, Value>>() else {
+                continue;
+            };
+            match fields.get("name") {
+                None | Some(Value::Null) => return None,
+                Some(Value::String(s)) => {
+                    let t = js_trim(s);
+                    return (!t.is_empty()).then(|| t.to_owned());
+                }
+                Some(_) => continue,
+            }
+        }
+        None
+    }
+
+    /// `getTree()` with pith's repairs (spec: tree-and-context.md §6.3, divergences.md):
+    /// every entry appears exactly once; an entry is a root when its parent is null, itself or
+    /// unknown; children of a repeated id hang under its last occurrence; a parent cycle is
+    /// broken by making its first entry in file order a root. Children are sorted by
+    /// `timestamp` as pi's stable sort does; roots stay in file order.
+    pub fn get_tree(&self) -> Tree {
+        let n = self.entries.len();
+        let mut tree = Tree {
+            roots: Vec::new(),
+            children: vec![Vec::new(); n],
+        };
+        for i in 0..n {
+            match self.parent[i] {
+                Some(p) => tree.children[p].push(i),
+                None => tree.roots.push(i),
+            }
+        }
+        if self.has_cycles {
+            self.break_cycles(&mut tree);
+        }
+        let ms: Vec<f64> = self.entries.iter().map(Entry::timestamp_ms).collect();
+        for kids in &mut tree.children {
+            if kids.len() > 1 {
+                sort_like_v8(kids, &ms);
+            }
+        }
+        tree
+    }
+
+    fn break_cycles(&self, tree: &mut Tree) {
+        let n = self.entries.len();
+        let mut reached = vec![false; n];
+        let mut stack: Vec<usize> = tree.roots.clone();
+        loop {
+            while let Some(i) = stack.pop() {
+                if !reached[i] {
+                    reached[i] = true;
+                    stack.extend(&tree.children[i]);
+                }
+            }
+            let Some(first) = (0..n).find(|&i| !reached[i]) else {
+                break;
+            };
+            if let Some(p) = self.parent[first] {
+                tree.children[p].retain(|&c| c != first);
+            }
+            // Keep roots in file order.
+            let at = tree.roots.partition_point(|&r| r < first);
+            tree.roots.insert(at, first);
+            stack.push(first);
+        }
+    }
+}
+
+/// JavaScript truthiness of a JSON value.
+pub(crate) fn value_truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+/// Sorts `items` by `ms[item]` ascending exactly as V8's `Array.prototype.sort` does with the
+/// comparator `(a, b) => ms[a] - ms[b]`, including when some values are NaN (then the
+/// comparator is inconsistent and only V8's own steps give pi's order). V8 sorts arrays
+/// shorter than 64 with one run plus binary insertion; longer ones here use a stable sort with
+/// NaN last, which equals V8 whenever no timestamp is NaN.
+fn sort_like_v8(items: &mut [usize], ms: &[f64]) {
+    let any_nan = items.iter().any(|&i| ms[i].is_nan());
+    if !any_nan || items.len() >= 64 {
+        items.sort_by(|&a, &b| ms[a].total_cmp(&ms[b]).then(std::cmp::Ordering::Equal));
+        if any_nan {
+            items.sort_by_key(|&i| ms[i].is_nan());
+        }
+        return;
+    }
+    let less = |a: usize, b: usize| ms[a] - ms[b] < 0.0;
+    // CountAndMakeRun: a strictly descending prefix is reversed; NaN never ends a run.
+    let n = items.len();
+    let mut run = 2;
+    let descending = less(items[1], items[0]);
+    while run < n {
+        let (cur, prev) = (items[run], items[run - 1]);
+        let order = ms[cur] - ms[prev];
+        if descending {
+            if order >= 0.0 {
+                break;
+            }
+        } else if order < 0.0 {
+            break;
+        }
+        run += 1;
+    }
+    if descending {
+        items[..run].reverse();
+    }
+    // BinaryInsertionSort from the end of the run.
+    for start in run..n {
+        let pivot = items[start];
+        let (mut left, mut right) = (0, start);
+        while left < right {
+            let mid = left + ((right - left) >> 1);
+            if less(pivot, items[mid]) {
+                right = mid;
+            } else {
+                left = mid + 1;
+            }
+        }
+        items.copy_within(left..start, left + 1);
+        items[left] = pivot;
+    }
+}
+
+#[cfg(test)]
+mod tests;
