@@ -1,11 +1,45 @@
-//! placeholder
+//! The session log: pi's JSONL session files read, folded and written exactly.
+//!
+//! Layout, bottom up:
+//!
+//! - [`scan`]: a one-pass JSON validator that records where the members the log needs are,
+//!   so message bodies are decoded only when a context needs them.
+//! - [`reader`]: the tolerant streaming line reader (pi's line rules, one line in memory).
+//! - [`entry`] and [`header`]: a line as pith holds it: raw text plus eager members.
+//! - [`load`] and [`migrate`]: a file to a header and entries, v1/v2 files migrated.
+//! - [`tree`]: the id index, labels, leaf and tree queries; [`context`]: the pure projection
+//!   of the root→leaf path into the LLM context.
+//! - [`writer`]: append-only, deferred, torn-tail-safe writes and atomic rewrites.
+//! - [`session`]: pi's `SessionManager` (factories and the append API) on top of all that.
+//! - [`dirs`], [`list`]: where sessions live, listing and resolving `--session` arguments.
+//! - [`dump`]: the JSON shape of the conformance fixtures (`pith session dump`).
+//! - [`js`] and [`env`]: JavaScript semantics pi's results depend on; clock and id seams.
+//!
+//! Everything follows pi 0.73.1 as `../shared/spec` describes it, except where
+//! `divergences.md` has pith do better (never lose a line, never loop, never hide a session).
+
 pub mod context;
+pub mod dirs;
+pub mod dump;
 pub mod entry;
+pub mod env;
 pub mod error;
 pub mod header;
 pub mod js;
+pub mod list;
 pub mod load;
 pub mod migrate;
 pub mod reader;
 pub mod scan;
+pub mod session;
 pub mod tree;
+pub mod writer;
+
+pub use context::{ContextMessage, SessionContext, build_session_context};
+pub use entry::Entry;
+pub use env::SessionEnv;
+pub use error::{Error, Result};
+pub use header::Header;
+pub use load::Warning;
+pub use session::{OpenMode, Session};
+pub use tree::{Leaf, SessionTree};

@@ -1,0 +1,114 @@
+//! Where session files live (spec: format.md §1).
+
+use std::fs::DirBuilder;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Environment variable that overrides pith's agent directory.
+pub const AGENT_DIR_ENV: &str = "PITH_AGENT_DIR";
+
+/// pith's agent directory: `$PITH_AGENT_DIR` when set and non-empty (`~` and `~/…` expanded),
+/// else `~/.pith/agent`. pi's is `~/.pi/agent` (format.md §1.1); pith keeps its own so the
+/// two never write into each other's directories unasked.
+pub fn agent_dir() -> PathBuf {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    match std::env::var(AGENT_DIR_ENV) {
+        Ok(dir) if !dir.is_empty() => expand_tilde(&dir, &home),
+        _ => home.join(".pith").join("agent"),
+    }
+}
+
+/// `~` → home and `~/x` → home/x; anything else as given.
+pub fn expand_tilde(path: &str, home: &Path) -> PathBuf {
+    if path == "~" {
+        home.to_owned()
+    } else if let Some(rest) = path.strip_prefix("~/") {
+        home.join(rest)
+    } else {
+        PathBuf::from(path)
+    }
+}
+
+/// The sessions root under an agent directory: `<agent_dir>/sessions`.
+pub fn sessions_root(agent_dir: &Path) -> PathBuf {
+    agent_dir.join("sessions")
+}
+
+/// pi's directory name for a cwd (spec: format.md §1.2): one leading `/` or `\` removed, then
+/// every `/`, `\` and `:` replaced by `-`, wrapped in `--…--`. Lossy: `/a-b` and `/a/b` collide.
+pub fn encode_cwd(cwd: &str) -> String {
+    let rest = cwd.strip_prefix(['/', '\\']).unwrap_or(cwd);
+    let body: String = rest
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    format!("--{body}--")
+}
+
+/// `<agent_dir>/sessions/<encoded cwd>`, created (mode 0700) if missing, as pi creates it
+/// whenever it computes it.
+///
+/// Errors: [`Error::Io`] when the directory cannot be created.
+pub fn default_session_dir(agent_dir: &Path, cwd: &str) -> Result<PathBuf> {
+    let dir = sessions_root(agent_dir).join(encode_cwd(cwd));
+    ensure_dir(&dir)?;
+    Ok(dir)
+}
+
+/// Creates `dir` and its missing parents with mode 0700 (spec: divergences.md "Writing").
+///
+/// Errors: [`Error::Io`].
+pub fn ensure_dir(dir: &Path) -> Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// `<timestamp with : and . replaced by ->_<session id>.jsonl` (spec: format.md §1.4).
+pub fn session_file_name(timestamp: &str, session_id: &str) -> String {
+    format!("{}_{session_id}.jsonl", timestamp.replace([':', '.'], "-"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_encoding_table_from_the_spec() {
+        for (cwd, want) in [
+            ("/home/me/proj", "--home-me-proj--"),
+            ("/", "----"),
+            ("/home/u/x/", "--home-u-x---"),
+            ("C:\\Users\\me\\proj", "--C--Users-me-proj--"),
+            ("\\\\server\\share", "---server-share--"),
+            ("/a:b/c d/e.f", "--a-b-c d-e.f--"),
+            ("relative/dir", "--relative-dir--"),
+        ] {
+            assert_eq!(encode_cwd(cwd), want, "{cwd}");
+        }
+    }
+
+    #[test]
+    fn file_names_and_tilde() {
+        assert_eq!(
+            session_file_name("2026-11-30T09:32:43.732Z", "01a2"),
+            "2026-11-30T09-32-43-732Z_01a2.jsonl"
+        );
+        let home = Path::new("/h");
+        assert_eq!(expand_tilde("~", home), PathBuf::from("/h"));
+        assert_eq!(expand_tilde("~/x", home), PathBuf::from("/h/x"));
+        assert_eq!(expand_tilde("~x", home), PathBuf::from("~x"));
+    }
+}

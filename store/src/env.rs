@@ -1,0 +1,176 @@
+//! Seams for time and ids, so tests and replays can be deterministic.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+/// Wall-clock time in ms since the Unix epoch.
+pub trait Clock: Send + Sync {
+    /// Now, in ms since the epoch.
+    fn now_ms(&self) -> i64;
+}
+
+/// The system clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        jiff::Timestamp::now().as_millisecond()
+    }
+}
+
+/// A clock that starts at a given instant and advances by `step_ms` on every reading.
+#[derive(Debug)]
+pub struct SteppingClock {
+    next: AtomicI64,
+    step_ms: i64,
+}
+
+impl SteppingClock {
+    /// Starts at `start_ms`, advancing `step_ms` per call.
+    pub fn new(start_ms: i64, step_ms: i64) -> SteppingClock {
+        SteppingClock {
+            next: AtomicI64::new(start_ms),
+            step_ms,
+        }
+    }
+}
+
+impl Clock for SteppingClock {
+    fn now_ms(&self) -> i64 {
+        self.next.fetch_add(self.step_ms, Ordering::Relaxed)
+    }
+}
+
+/// Where new ids come from (spec: format.md §4).
+pub trait IdSource: Send + Sync {
+    /// A candidate entry id: pi uses the first 8 hex digits of a random v4 UUID.
+    fn entry_id(&self) -> String;
+    /// A full random v4 UUID, pi's fallback after 100 colliding entry ids.
+    fn long_id(&self) -> String;
+    /// A session id: a lowercase hyphenated UUIDv7.
+    fn session_id(&self) -> String;
+}
+
+/// Random ids as pi draws them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RandomIds;
+
+impl IdSource for RandomIds {
+    fn entry_id(&self) -> String {
+        // Never cut from a v7: its prefix is a timestamp that repeats for ~65 s.
+        let mut s = uuid::Uuid::new_v4().simple().to_string();
+        s.truncate(8);
+        s
+    }
+
+    fn long_id(&self) -> String {
+        uuid::Uuid::new_v4().hyphenated().to_string()
+    }
+
+    fn session_id(&self) -> String {
+        uuid::Uuid::now_v7().hyphenated().to_string()
+    }
+}
+
+/// Counting ids for tests: `00000001`, `00000002`, … and matching session ids.
+#[derive(Debug, Default)]
+pub struct SequentialIds {
+    next: AtomicU64,
+}
+
+impl SequentialIds {
+    fn bump(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed) + 1
+    }
+}
+
+impl IdSource for SequentialIds {
+    fn entry_id(&self) -> String {
+        format!("{:08x}", self.bump())
+    }
+
+    fn long_id(&self) -> String {
+        format!("00000000-0000-4000-8000-{:012x}", self.bump())
+    }
+
+    fn session_id(&self) -> String {
+        format!("00000000-0000-7000-8000-{:012x}", self.bump())
+    }
+}
+
+/// ISO-8601 UTC with milliseconds, as JavaScript's `toISOString` writes it
+/// (`2026-11-30T09:32:43.732Z`); `None` outside JavaScript's date range.
+pub fn iso_from_ms(ms: i64) -> Option<String> {
+    let ts = jiff::Timestamp::from_millisecond(ms).ok()?;
+    let s = ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    // JavaScript writes years outside 0..=9999 as ±YYYYYY; jiff's range is narrower anyway.
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_keeps_trailing_zero_millis() {
+        assert_eq!(
+            iso_from_ms(1735689600000).as_deref(),
+            Some("2025-01-01T00:00:00.000Z")
+        );
+        assert_eq!(
+            iso_from_ms(1796031163732).as_deref(),
+            Some("2026-11-30T09:32:43.732Z")
+        );
+        assert_eq!(iso_from_ms(-1).as_deref(), Some("1969-12-31T23:59:59.999Z"));
+    }
+
+    #[test]
+    fn random_ids_have_pi_shapes() {
+        let ids = RandomIds;
+        let e = ids.entry_id();
+        assert_eq!(e.len(), 8);
+        assert!(
+            e.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        let s = ids.session_id();
+        assert_eq!(s.len(), 36);
+        assert_eq!(&s[14..15], "7");
+    }
+}
+
+/// What a session needs from its surroundings: where the agent directory is, the clock and
+/// the id source. Cheap to clone.
+#[derive(Clone)]
+pub struct SessionEnv {
+    /// The agent directory (`~/.pith/agent`); session directories live under its `sessions`.
+    pub agent_dir: std::path::PathBuf,
+    /// Wall clock for header and entry timestamps.
+    pub clock: std::sync::Arc<dyn Clock>,
+    /// Source of entry and session ids.
+    pub ids: std::sync::Arc<dyn IdSource>,
+}
+
+impl SessionEnv {
+    /// The real clock, random ids and [`crate::dirs::agent_dir`].
+    pub fn system() -> SessionEnv {
+        SessionEnv {
+            agent_dir: crate::dirs::agent_dir(),
+            clock: std::sync::Arc::new(SystemClock),
+            ids: std::sync::Arc::new(RandomIds),
+        }
+    }
+
+    /// `now` as an ISO timestamp (`YYYY-MM-DDTHH:MM:SS.mmmZ`).
+    pub fn now_iso(&self) -> String {
+        iso_from_ms(self.clock.now_ms()).unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
+    }
+}
+
+impl std::fmt::Debug for SessionEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionEnv")
+            .field("agent_dir", &self.agent_dir)
+            .finish_non_exhaustive()
+    }
+}

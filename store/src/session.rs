@@ -1,0 +1,760 @@
+//! A session: header, tree and its file, with pi's factories and append API
+//! (spec: lifecycle.md §1–3, tree-and-context.md §2, format.md §7, divergences.md "Writing").
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use pith_events::js::to_js_json;
+use pith_events::{
+    AgentMessage, BranchSummaryEntry, CompactionEntry, CustomEntry, CustomMessageEntry, LabelEntry,
+    MessageEntry, ModelChangeEntry, SessionEntry, SessionHeader, SessionInfoEntry,
+    ThinkingLevelChangeEntry, UserContent,
+};
+
+use crate::context::{SessionContext, build_session_context};
+use crate::dirs;
+use crate::entry::Entry;
+use crate::env::SessionEnv;
+use crate::error::{Error, Result};
+use crate::header::Header;
+use crate::js::js_trim;
+use crate::load::{Loaded, Warning, load_file};
+use crate::reader::{LineEvent, read_lines};
+use crate::scan;
+use crate::tree::{Leaf, SessionTree};
+use crate::writer::{LogFile, Notice, atomic_write};
+
+/// pi tries this many random 8-hex ids before falling back to a full UUID (format.md §4.1).
+const ID_ATTEMPTS: usize = 100;
+
+/// An open session (pi's `SessionManager`).
+#[derive(Debug)]
+pub struct Session {
+    header: Header,
+    tree: SessionTree,
+    /// Working directory the session runs in (not always the header's, e.g. `--continue`).
+    cwd: String,
+    /// Directory new files of this session (new session, branches) go to; `None` in memory.
+    session_dir: Option<PathBuf>,
+    /// The file and what of it is on disk; `None` for in-memory sessions.
+    log: Option<LogFile>,
+    warnings: Vec<Warning>,
+    notices: Vec<Notice>,
+    env: SessionEnv,
+}
+
+/// How [`Session::open`] treats the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// As pi: a blank file gets a fresh header written, a legacy file is migrated on disk.
+    Write,
+    /// For inspection: a legacy file is still migrated on disk (as pi does on open), but a
+    /// blank file is left as it is and the fresh header stays in memory.
+    Inspect,
+}
+
+fn process_cwd() -> String {
+    std::env::current_dir()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "/".into())
+}
+
+impl Session {
+    fn fresh(
+        cwd: String,
+        session_dir: Option<PathBuf>,
+        env: SessionEnv,
+        id: Option<String>,
+        parent_session: Option<String>,
+    ) -> Session {
+        let mut s = Session {
+            header: Header::from_new(&SessionHeader::new(
+                String::new(),
+                String::new(),
+                String::new(),
+                None,
+            )),
+            tree: SessionTree::default(),
+            cwd,
+            session_dir,
+            log: None,
+            warnings: Vec::new(),
+            notices: Vec::new(),
+            env,
+        };
+        s.new_session(id, parent_session);
+        s
+    }
+
+    /// A new persisted session for `cwd` (`SessionManager.create`); the file
+    /// `<dir>/<T>_<id>.jsonl` is created with the first assistant message.
+    ///
+    /// Errors: [`Error::Io`] when the default session directory cannot be created.
+    pub fn create(cwd: &str, session_dir: Option<&Path>, env: &SessionEnv) -> Result<Session> {
+        let dir = match session_dir {
+            Some(d) => {
+                dirs::ensure_dir(d)?;
+                d.to_owned()
+            }
+            None => dirs::default_session_dir(&env.agent_dir, cwd)?,
+        };
+        Ok(Session::fresh(
+            cwd.to_owned(),
+            Some(dir),
+            env.clone(),
+            None,
+            None,
+        ))
+    }
+
+    /// A session that is never written (`SessionManager.inMemory`).
+    pub fn in_memory(cwd: &str, env: &SessionEnv) -> Session {
+        Session::fresh(cwd.to_owned(), None, env.clone(), None, None)
+    }
+
+    /// Opens the session file at `path` (`SessionManager.open`, spec: lifecycle.md §1,
+    /// format.md §6.2).
+    ///
+    /// - missing file: a new session that will be written to exactly `path`;
+    /// - blank file: a fresh header (written now in [`OpenMode::Write`]);
+    /// - legacy file: migrated and rewritten atomically;
+    /// - the leaf is the last entry. `cwd` is `cwd_override`, else the header's, else the
+    ///   process's; new files go to `session_dir`, else `path`'s directory.
+    ///
+    /// Errors: [`Error::NotASession`] for a file with content but no valid header (the file is
+    /// left untouched), [`Error::Io`].
+    pub fn open(
+        path: &Path,
+        session_dir: Option<&Path>,
+        cwd_override: Option<&str>,
+        mode: OpenMode,
+        env: &SessionEnv,
+    ) -> Result<Session> {
+        let path = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
+        let dir = session_dir
+            .map(Path::to_owned)
+            .or_else(|| path.parent().map(Path::to_owned))
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let new_id = || env.ids.entry_id();
+        let loaded = match load_file(&path, &mut { new_id }) {
+            Ok(loaded) => loaded,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                let cwd = cwd_override.map_or_else(process_cwd, str::to_owned);
+                let mut s = Session::fresh(cwd, Some(dir), env.clone(), None, None);
+                s.log = Some(LogFile::new(path));
+                return Ok(s);
+            }
+            Err(e) => return Err(e),
+        };
+        match loaded {
+            Loaded::Blank(_) => {
+                let cwd = cwd_override.map_or_else(process_cwd, str::to_owned);
+                let mut s = Session::fresh(cwd, Some(dir), env.clone(), None, None);
+                let mut log = LogFile::new(path);
+                if mode == OpenMode::Write {
+                    // Nothing to lose in a blank file; pi writes a header-only file here.
+                    log.rewrite(&s.header, &[])?;
+                }
+                s.log = Some(log);
+                Ok(s)
+            }
+            Loaded::Log(log) => {
+                if let Some(lines) = &log.rewrite {
+                    atomic_write(&path, lines.iter().map(String::as_str))?;
+                }
+                let cwd = cwd_override
+                    .map(str::to_owned)
+                    .or_else(|| log.header.cwd().map(str::to_owned))
+                    .unwrap_or_else(process_cwd);
+                let on_disk = log.entries.len();
+                let (tree, mut tree_warnings) = SessionTree::new(log.entries);
+                let mut warnings = log.warnings;
+                warnings.append(&mut tree_warnings);
+                if !log.summary.ends_with_newline && log.rewrite.is_none() {
+                    warnings.push(Warning {
+                        line: log.summary.lines,
+                        problem: "the file ends without a newline (torn last line); the next entry starts on a new line".into(),
+                    });
+                }
+                Ok(Session {
+                    header: log.header,
+                    tree,
+                    cwd,
+                    session_dir: Some(dir),
+                    log: Some(LogFile::existing(path, on_disk)),
+                    warnings,
+                    notices: Vec::new(),
+                    env: env.clone(),
+                })
+            }
+        }
+    }
+
+    /// Opens the most recently modified valid session in the directory, or creates a new one
+    /// (`SessionManager.continueRecent`, spec: lifecycle.md §1). The session's cwd is `cwd`.
+    /// Unlike pi, a header longer than 512 bytes or behind a BOM does not hide a session
+    /// (spec: divergences.md "Reading").
+    ///
+    /// Errors: as [`Session::open`] and [`Session::create`].
+    pub fn continue_recent(
+        cwd: &str,
+        session_dir: Option<&Path>,
+        env: &SessionEnv,
+    ) -> Result<Session> {
+        let dir = match session_dir {
+            Some(d) => d.to_owned(),
+            None => dirs::default_session_dir(&env.agent_dir, cwd)?,
+        };
+        match most_recent_session(&dir) {
+            Some(path) => Session::open(&path, Some(&dir), Some(cwd), OpenMode::Write, env),
+            None => Session::create(cwd, Some(&dir), env),
+        }
+    }
+
+    /// Copies the session in `source` into a new file for `target_cwd` and opens it
+    /// (`SessionManager.forkFrom`, spec: lifecycle.md §3). The new header's `parentSession` is
+    /// `source` as given. A legacy source is migrated in memory first (pi copies it raw); the
+    /// source file is not touched.
+    ///
+    /// Errors: [`Error::EmptyForkSource`] for a missing or blank source,
+    /// [`Error::NotASession`], [`Error::Io`].
+    pub fn fork_from(
+        source: &Path,
+        target_cwd: &str,
+        session_dir: Option<&Path>,
+        env: &SessionEnv,
+    ) -> Result<Session> {
+        let new_id = || env.ids.entry_id();
+        let log = match load_file(source, &mut { new_id }) {
+            Ok(Loaded::Log(log)) => log,
+            Ok(Loaded::Blank(_)) => return Err(Error::EmptyForkSource(source.to_owned())),
+            Err(Error::Io { source: e, .. }) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::EmptyForkSource(source.to_owned()));
+            }
+            Err(e) => return Err(e),
+        };
+        let dir = match session_dir {
+            Some(d) => {
+                dirs::ensure_dir(d)?;
+                d.to_owned()
+            }
+            None => dirs::default_session_dir(&env.agent_dir, target_cwd)?,
+        };
+        let timestamp = env.now_iso();
+        let id = env.ids.session_id();
+        let header = Header::from_new(&SessionHeader::new(
+            id.clone(),
+            timestamp.clone(),
+            target_cwd.to_owned(),
+            Some(source.to_string_lossy().into_owned()),
+        ));
+        let path = dir.join(dirs::session_file_name(&timestamp, &id));
+        let lines = std::iter::once(header.raw()).chain(log.entries.iter().map(Entry::raw));
+        atomic_write(&path, lines)?;
+        Session::open(&path, Some(&dir), Some(target_cwd), OpenMode::Write, env)
+    }
+
+    /// Starts a new session in this manager (`newSession`, spec: lifecycle.md §1.1): new id
+    /// (or `id`), empty tree, leaf at the root; when persisted, a new file path in the session
+    /// directory (the previous file is untouched). Returns the new path.
+    pub fn new_session(
+        &mut self,
+        id: Option<String>,
+        parent_session: Option<String>,
+    ) -> Option<PathBuf> {
+        let id = id.unwrap_or_else(|| self.env.ids.session_id());
+        let timestamp = self.env.now_iso();
+        self.header = Header::from_new(&SessionHeader::new(
+            id.clone(),
+            timestamp.clone(),
+            self.cwd.clone(),
+            parent_session,
+        ));
+        self.tree = SessionTree::default();
+        self.log = self
+            .session_dir
+            .as_ref()
+            .map(|dir| LogFile::new(dir.join(dirs::session_file_name(&timestamp, &id))));
+        self.warnings.clear();
+        self.session_file().map(Path::to_owned)
+    }
+
+    /// The header (after migration).
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        self.header.id()
+    }
+
+    /// The tree: entries, index, labels and leaf.
+    pub fn tree(&self) -> &SessionTree {
+        &self.tree
+    }
+
+    /// Every entry in file order.
+    pub fn entries(&self) -> &[Entry] {
+        self.tree.entries()
+    }
+
+    /// The session's working directory.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
+    /// Where new files of this session go; `None` in memory.
+    pub fn session_dir(&self) -> Option<&Path> {
+        self.session_dir.as_deref()
+    }
+
+    /// The session file; `None` in memory. It may not exist yet (deferred creation).
+    pub fn session_file(&self) -> Option<&Path> {
+        self.log.as_ref().map(LogFile::path)
+    }
+
+    /// Whether the session is written to a file.
+    pub fn is_persisted(&self) -> bool {
+        self.log.is_some()
+    }
+
+    /// Lines skipped on load and tree repairs, with line numbers.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// Takes what the writer reported since the last call (a torn tail, a replaced file).
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// The context at the current leaf.
+    pub fn build_context(&self) -> SessionContext<'_> {
+        build_session_context(&self.tree, self.tree.leaf())
+    }
+
+    /// The current leaf id; `None` at the root.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.tree.leaf_id()
+    }
+
+    /// `getSessionName()`.
+    pub fn session_name(&self) -> Option<String> {
+        self.tree.session_name()
+    }
+
+    /// Moves the leaf (nothing is written).
+    ///
+    /// Errors: [`Error::EntryNotFound`].
+    pub fn branch(&mut self, id: &str) -> Result<()> {
+        self.tree.branch(id)
+    }
+
+    /// Moves the leaf before the first entry (nothing is written).
+    pub fn reset_leaf(&mut self) {
+        self.tree.reset_leaf();
+    }
+
+    /// fsyncs the session file (at each turn end and on shutdown).
+    ///
+    /// Errors: [`Error::Io`].
+    pub fn sync(&mut self) -> Result<()> {
+        match &mut self.log {
+            Some(log) => log.sync(),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes whatever is pending (after an earlier write failed, e.g. on a full disk).
+    ///
+    /// Errors: [`Error::Io`]; the entries stay in memory and pending.
+    pub fn flush(&mut self) -> Result<()> {
+        let Some(log) = &mut self.log else {
+            return Ok(());
+        };
+        // Deferred creation: nothing is written before the first assistant message.
+        if !self.tree.has_assistant() {
+            return Ok(());
+        }
+        let notices = log.write_pending(&self.header, self.tree.entries())?;
+        self.notices.extend(notices);
+        Ok(())
+    }
+
+    /// A fresh entry id, collision-checked against every id in the session.
+    fn next_id(&self) -> String {
+        (0..ID_ATTEMPTS)
+            .map(|_| self.env.ids.entry_id())
+            .find(|id| !self.tree.contains_id(id))
+            .unwrap_or_else(|| self.env.ids.long_id())
+    }
+
+    fn parent_id(&self) -> Option<String> {
+        self.tree.leaf_id().map(str::to_owned)
+    }
+
+    /// Appends one entry built by `build(id, parentId, timestamp)` at the leaf, persists it
+    /// and returns its id.
+    ///
+    /// Errors: [`Error::Io`] when writing fails; the entry stays in memory and is written by
+    /// the next successful write.
+    fn append(
+        &mut self,
+        build: impl FnOnce(String, Option<String>, String) -> SessionEntry,
+    ) -> Result<String> {
+        let id = self.next_id();
+        let entry = build(id.clone(), self.parent_id(), self.env.now_iso());
+        let text = to_js_json(&entry)?;
+        let entry = Entry::parse(&text, 0).map_err(|why| {
+            Error::Serialize(serde::de::Error::custom(format!(
+                "pith wrote an invalid entry: {why}"
+            )))
+        })?;
+        self.tree.push(entry);
+        self.flush()?;
+        Ok(id)
+    }
+
+    /// `appendMessage`: a `message` entry (spec: tree-and-context.md §2.1).
+    ///
+    /// Errors: as [`Session::flush`].
+    pub fn append_message(&mut self, message: AgentMessage) -> Result<String> {
+        self.append(|id, parent_id, timestamp| {
+            SessionEntry::Message(MessageEntry {
+                id,
+                parent_id,
+                timestamp,
+                message,
+            })
+        })
+    }
+
+    /// `appendThinkingLevelChange`.
+    ///
+    /// Errors: as [`Session::flush`].
+    pub fn append_thinking_level_change(&mut self, thinking_level: &str) -> Result<String> {
+        let thinking_level = thinking_level.to_owned();
+        self.append(|id, parent_id, timestamp| {
+            SessionEntry::ThinkingLevelChange(ThinkingLevelChangeEntry {
+                id,
+                parent_id,
+                timestamp,
+                thinking_level,
+            })
+        })
+    }
+
+    /// `appendModelChange`.
+    ///
+    /// Errors: as [`Session::flush`].
+    pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<String> {
+        let (provider, model_id) = (provider.to_owned(), model_id.to_owned());
+        self.append(|id, parent_id, timestamp| {
+            SessionEntry::ModelChange(ModelChangeEntry {
+                id,
+                parent_id,
+                timestamp,
+                provider,
+                model_id,
+            })
+        })
+    }
+
+    /// `appendCompaction` (`first_kept_entry_id` is not validated, as in pi).
+    ///
+    /// Errors: as [`Session::flush`].
+    pub fn append_compaction(
+        &mut self,
+        summary: &str,
+        first_kept_entry_id: &str,
+        tokens_before: u64,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+    ) -> Result<String> {
+        let (summary, first_kept_entry_id) = (summary.to_owned(), first_kept_entry_id.to_owned());
+        self.append(|id, parent_id, timestamp| {
+            SessionEntry::Compaction(CompactionEntry {
+                id,
+                parent_id,
+                timestamp,
+                summary,
+                first_kept_entry_id,
+                tokens_before,
+                details,
+                from_hook,
+            })
+        })
+    }
+
+    /// `appendCustomEntry`: extension data, never part of the context.
+    ///
+    /// Errors: as [`Session::flush`].
+    pub fn append_custom_entry(
+        &mut self,
+        custom_type: &str,
+        data: Option<Value>,
+    ) -> Result<String> {
+        let custom_type = custom_type.to_owned();
+        self.append(|id, parent_id, timestamp| {
+            SessionEntry::Custom(CustomEntry {
+                custom_type,
+                data,
+                id,
+                parent_id,
+                timestamp,
+            })
+        })
+    }
+
+    /// `appendCustomMessageEntry`: an extension message that is part of the context.
+    ///
+    /// Errors: as [`Session::flush`].
+    pub fn append_custom_message_entry(
+        &mut self,
+        custom_type: &str,
+        content: UserContent,
+        display: bool,
+        details: Option<Value>,
+    ) -> Result<String> {
+        let custom_type = custom_type.to_owned();
+        self.append(|id, parent_id, timestamp| {
+            SessionEntry::CustomMessage(CustomMessageEntry {
+                custom_type,
+                content,
+                display,
+                details,
+                id,
+                parent_id,
+                timestamp,
+            })
+        })
+    }
+
+    /// `appendSessionInfo`: stores `name` trimmed; an empty name clears it.
+    ///
+    /// Errors: as [`Session::flush`].
+    pub fn append_session_info(&mut self, name: &str) -> Result<String> {
+        let name = js_trim(name).to_owned();
+        self.append(|id, parent_id, timestamp| {
+            SessionEntry::SessionInfo(SessionInfoEntry {
+                id,
+                parent_id,
+                timestamp,
+                name: Some(name),
+            })
+        })
+    }
+
+    /// `appendLabelChange`: sets (`Some` non-empty) or clears (`None`, `""`) a label.
+    ///
+    /// Errors: [`Error::EntryNotFound`] for an unknown target; as [`Session::flush`].
+    pub fn append_label_change(&mut self, target_id: &str, label: Option<&str>) -> Result<String> {
+        if !self.tree.contains_id(target_id) {
+            return Err(Error::EntryNotFound(target_id.to_owned()));
+        }
+        let (target_id, label) = (target_id.to_owned(), label.map(str::to_owned));
+        self.append(|id, parent_id, timestamp| {
+            SessionEntry::Label(LabelEntry {
+                id,
+                parent_id,
+                timestamp,
+                target_id,
+                label,
+            })
+        })
+    }
+
+    /// `branchWithSummary`: moves the leaf to `from` (`None` = root) and appends a
+    /// `branch_summary` there with `fromId = from ?? "root"` (spec: tree-and-context.md §2).
+    ///
+    /// Errors: [`Error::EntryNotFound`]; as [`Session::flush`].
+    pub fn branch_with_summary(
+        &mut self,
+        from: Option<&str>,
+        summary: &str,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+    ) -> Result<String> {
+        match from {
+            Some(id) => self.tree.branch(id)?,
+            None => self.tree.reset_leaf(),
+        }
+        let summary = summary.to_owned();
+        let from_id = from.unwrap_or("root").to_owned();
+        self.append(|id, parent_id, timestamp| {
+            SessionEntry::BranchSummary(BranchSummaryEntry {
+                id,
+                parent_id,
+                timestamp,
+                from_id,
+                summary,
+                details,
+                from_hook,
+            })
+        })
+    }
+
+    /// `createBranchedSession(leafId)` (/fork, /clone; spec: lifecycle.md §2): replaces this
+    /// session by a new one holding the path to `leaf_id` without label entries, followed by
+    /// re-created labels of the copied entries (original label timestamps). pith keeps the
+    /// chain whole: a copied entry whose parent was a dropped label is re-linked to the nearest
+    /// copied ancestor (spec: divergences.md "Writing"). When persisted, the new file is written
+    /// now if it holds an assistant message, else with the first one. Returns the new path.
+    ///
+    /// Errors: [`Error::EntryNotFound`]; [`Error::Io`].
+    pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>> {
+        let path = self.tree.get_branch(Some(leaf_id));
+        if path.is_empty() {
+            return Err(Error::EntryNotFound(leaf_id.to_owned()));
+        }
+        let mut kept: Vec<Entry> = Vec::with_capacity(path.len());
+        for entry in path
+            .into_iter()
+            .filter(|e| e.kind() != &pith_events::EntryType::Label)
+        {
+            let parent = kept.last().map(|p| p.id().to_owned());
+            kept.push(relink(entry, parent.as_deref())?);
+        }
+        let mut taken: std::collections::HashSet<String> =
+            kept.iter().map(|e| e.id().to_owned()).collect();
+        let mut prev = kept.last().map(|e| e.id().to_owned());
+        let mut labels = Vec::new();
+        for (target, label) in self.tree.labels() {
+            if !kept.iter().any(|e| e.id() == target) {
+                continue;
+            }
+            let id = (0..ID_ATTEMPTS)
+                .map(|_| self.env.ids.entry_id())
+                .find(|id| !taken.contains(id))
+                .unwrap_or_else(|| self.env.ids.long_id());
+            taken.insert(id.clone());
+            // Built by hand: the label value and timestamp are copied as raw JSON.
+            let mut text = format!(
+                "{{\"type\":\"label\",\"id\":{},\"parentId\":{}",
+                to_js_json(&id)?,
+                to_js_json(&prev)?
+            );
+            if let Some(ts) = &label.timestamp {
+                text.push_str(",\"timestamp\":");
+                text.push_str(ts);
+            }
+            text.push_str(&format!(
+                ",\"targetId\":{},\"label\":{}}}",
+                to_js_json(target)?,
+                label.value
+            ));
+            let entry = Entry::parse(&text, 0).map_err(|why| {
+                Error::Serialize(serde::de::Error::custom(format!(
+                    "pith wrote an invalid label: {why}"
+                )))
+            })?;
+            prev = Some(id);
+            labels.push(entry);
+        }
+        kept.extend(labels);
+
+        let previous_file = self
+            .session_file()
+            .map(|p| p.to_string_lossy().into_owned());
+        let id = self.env.ids.session_id();
+        let timestamp = self.env.now_iso();
+        self.header = Header::from_new(&SessionHeader::new(
+            id.clone(),
+            timestamp.clone(),
+            self.cwd.clone(),
+            previous_file,
+        ));
+        let (tree, warnings) = SessionTree::new(kept);
+        self.tree = tree;
+        self.warnings = warnings;
+        self.log = self
+            .session_dir
+            .as_ref()
+            .map(|dir| LogFile::new(dir.join(dirs::session_file_name(&timestamp, &id))));
+        if let Some(log) = &mut self.log {
+            if self.tree.has_assistant() {
+                log.rewrite(&self.header, self.tree.entries())?;
+            }
+        }
+        Ok(self.session_file().map(Path::to_owned))
+    }
+
+    /// The context at any leaf (for `--at` and `contexts_at`).
+    pub fn context_at(&self, leaf: Leaf) -> SessionContext<'_> {
+        build_session_context(&self.tree, leaf)
+    }
+}
+
+/// `entry` with `parentId` set to `parent`, changing only that member's bytes; the entry
+/// itself when it already points there.
+fn relink(entry: &Entry, parent: Option<&str>) -> Result<Entry> {
+    if entry.parent().id() == parent {
+        return Ok(entry.clone());
+    }
+    let raw = entry.raw();
+    let new_value = to_js_json(&parent)?;
+    let scanned =
+        scan::scan(raw.as_bytes()).map_err(|e| Error::Serialize(serde::de::Error::custom(e)))?;
+    let text = match scanned.members.parent_id {
+        Some(span) => format!("{}{}{}", &raw[..span.start], new_value, &raw[span.end..]),
+        None => {
+            let mut map: serde_json::Map<String, Value> = entry.decode_as()?;
+            map.insert("parentId".into(), serde_json::from_str(&new_value)?);
+            to_js_json(&map)?
+        }
+    };
+    Entry::parse(&text, entry.line()).map_err(|why| {
+        Error::Serialize(serde::de::Error::custom(format!(
+            "re-linked entry is invalid: {why}"
+        )))
+    })
+}
+
+/// The newest valid session file in `dir` by mtime (`findMostRecentSession`); ties keep
+/// name order. A file counts when its first JSON line is a valid header.
+pub fn most_recent_session(dir: &Path) -> Option<PathBuf> {
+    let mut names: Vec<_> = fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".jsonl"))
+        .collect();
+    names.sort();
+    let mut best: Option<(SystemTime, PathBuf)> = None;
+    for name in names {
+        let path = dir.join(name);
+        if !has_valid_header(&path) {
+            continue;
+        }
+        let Ok(mtime) = fs::metadata(&path).and_then(|m| m.modified()) else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|(t, _)| mtime > *t) {
+            best = Some((mtime, path));
+        }
+    }
+    best.map(|(_, p)| p)
+}
+
+/// Whether the first JSON value in the file is a session header (reads only up to it).
+pub fn has_valid_header(path: &Path) -> bool {
+    let Ok(file) = fs::File::open(path) else {
+        return false;
+    };
+    let mut valid = false;
+    let _ = read_lines(file, |event| {
+        if let LineEvent::Parsed { text, scanned, .. } = event {
+            valid = Header::parse(scanned.value.of(text)).is_ok();
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    valid
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,184 @@
+use super::*;
+use crate::env::{SequentialIds, SteppingClock};
+use pith_events::{AssistantMessage, ContentBlock, StopReason, Usage, UserMessage};
+use std::sync::Arc;
+
+fn env(dir: &Path) -> SessionEnv {
+    SessionEnv {
+        agent_dir: dir.join("agent"),
+        clock: Arc::new(SteppingClock::new(1_735_689_600_000, 1000)),
+        ids: Arc::new(SequentialIds::default()),
+    }
+}
+
+fn user(text: &str) -> AgentMessage {
+    AgentMessage::User(UserMessage {
+        content: UserContent::Blocks(vec![ContentBlock::text(text)]),
+        timestamp: 1,
+    })
+}
+
+fn assistant(text: &str) -> AgentMessage {
+    AgentMessage::Assistant(AssistantMessage {
+        content: vec![ContentBlock::text(text)],
+        api: "faux".into(),
+        provider: "faux".into(),
+        model: "faux-1".into(),
+        response_model: None,
+        response_id: None,
+        diagnostics: None,
+        usage: Usage::default(),
+        stop_reason: StopReason::Stop,
+        error_message: None,
+        timestamp: 2,
+    })
+}
+
+#[test]
+fn file_appears_with_the_first_assistant_message() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = env(tmp.path());
+    let mut s = Session::create("/w", None, &env).expect("create");
+    s.append_model_change("faux", "faux-1").expect("append");
+    s.append_thinking_level_change("off").expect("append");
+    let u = s.append_message(user("hi")).expect("append");
+    let file = s.session_file().expect("persisted").to_owned();
+    assert!(!file.exists(), "no file before an assistant message");
+    assert_eq!(
+        file.parent(),
+        Some(tmp.path().join("agent/sessions/--w--").as_path())
+    );
+    s.append_message(assistant("hello")).expect("append");
+    let text = fs::read_to_string(&file).expect("file");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5);
+    assert!(lines[0].starts_with(r#"{"type":"session","version":3,"id":"00000000-0000-7000-8000-000000000001","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#));
+    assert!(lines[3].contains(&format!("\"id\":\"{u}\"")));
+    s.append_session_info("  named  ").expect("append");
+    let text = fs::read_to_string(&file).expect("file");
+    assert_eq!(text.lines().count(), 6, "later appends write one line each");
+    assert!(text.ends_with("\"name\":\"named\"}\n"));
+    assert_eq!(s.session_name().as_deref(), Some("named"));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        fs::metadata(&file).expect("meta").permissions().mode() & 0o777,
+        0o600
+    );
+    let dir_mode = fs::metadata(file.parent().expect("dir"))
+        .expect("meta")
+        .permissions()
+        .mode();
+    assert_eq!(dir_mode & 0o777, 0o700);
+}
+
+#[test]
+fn reopen_gives_the_same_entries_and_the_last_line_as_leaf() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = env(tmp.path());
+    let mut s = Session::create("/w", None, &env).expect("create");
+    let u1 = s.append_message(user("one")).expect("append");
+    s.append_message(assistant("two")).expect("append");
+    s.branch(&u1).expect("branch");
+    let alt = s.append_message(assistant("alt")).expect("append");
+    s.branch(&u1).expect("branch");
+    let file = s.session_file().expect("file").to_owned();
+    let back = Session::open(&file, None, None, OpenMode::Write, &env).expect("open");
+    let raws = |s: &Session| {
+        s.entries()
+            .iter()
+            .map(|e| e.raw().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(raws(&back), raws(&s));
+    assert_eq!(
+        back.leaf_id(),
+        Some(alt.as_str()),
+        "leaf moves are not persisted"
+    );
+    assert_eq!(back.cwd(), "/w");
+}
+
+#[test]
+fn branch_with_summary_and_labels() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = env(tmp.path());
+    let mut s = Session::in_memory("/w", &env);
+    let u1 = s.append_message(user("one")).expect("append");
+    s.append_message(assistant("two")).expect("append");
+    let bs = s
+        .branch_with_summary(Some(&u1), "tried", None, Some(false))
+        .expect("summary");
+    let e = s.tree().get(&bs).expect("entry");
+    assert!(
+        e.raw()
+            .contains(&format!("\"parentId\":\"{u1}\",\"timestamp\":"))
+    );
+    assert!(e.raw().contains(&format!(
+        "\"fromId\":\"{u1}\",\"summary\":\"tried\",\"fromHook\":false"
+    )));
+    assert!(matches!(
+        s.append_label_change("nope", Some("x")),
+        Err(Error::EntryNotFound(_))
+    ));
+    s.append_label_change(&u1, Some("start")).expect("label");
+    assert_eq!(
+        s.tree().label(&u1).map(|l| l.text()).as_deref(),
+        Some("start")
+    );
+    s.append_label_change(&u1, None).expect("clear");
+    assert!(s.tree().label(&u1).is_none());
+    let root = s
+        .branch_with_summary(None, "", None, None)
+        .expect("root summary");
+    assert!(s.tree().get(&root).is_some_and(
+        |e| e.raw().contains("\"parentId\":null") && e.raw().contains("\"fromId\":\"root\"")
+    ));
+}
+
+#[test]
+fn branched_session_relinks_across_labels_and_recreates_them() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = env(tmp.path());
+    let mut s = Session::create("/w", None, &env).expect("create");
+    // u1 → a1 → u2 → L1 → L2 → info → a2 (lifecycle.md §2's example shape)
+    let u1 = s.append_message(user("one")).expect("append");
+    s.append_message(assistant("two")).expect("append");
+    let u2 = s.append_message(user("three")).expect("append");
+    s.append_label_change(&u1, Some("first")).expect("label");
+    s.append_label_change(&u2, Some("second")).expect("label");
+    s.append_session_info("n").expect("info");
+    let a2 = s.append_message(assistant("four")).expect("append");
+    let source = s.session_file().expect("file").to_owned();
+    let new_path = s
+        .create_branched_session(&a2)
+        .expect("branch")
+        .expect("persisted");
+    assert_ne!(new_path, source);
+    assert_eq!(
+        s.header().parent_session(),
+        Some(source.to_string_lossy().as_ref())
+    );
+    let kinds: Vec<&str> = s.entries().iter().map(|e| e.kind().as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "message",
+            "message",
+            "message",
+            "session_info",
+            "message",
+            "label",
+            "label"
+        ]
+    );
+    // The chain is whole: the context at the leaf holds all four messages.
+    let leaf = s.entries().len() - 1;
+    assert_eq!(s.context_at(Leaf::At(leaf)).messages.len(), 4);
+    let reopened = Session::open(&new_path, None, None, OpenMode::Write, &env).expect("open");
+    assert_eq!(reopened.build_context().messages.len(), 4);
+    assert_eq!(
+        reopened.tree().label(&u1).map(|l| l.text()).as_deref(),
+        Some("first")
+    );
+    assert_eq!(reopened.tree().get_tree().roots.len(), 1);
+}

@@ -1,0 +1,246 @@
+//! The append-only writer of one session file (spec: format.md §7, divergences.md "Writing").
+//!
+//! Appends whole lines with one `write` each on an `O_APPEND` descriptor; never writes a line
+//! twice (it counts what is on disk); starts a new line if the file ends in a torn fragment;
+//! notices when the file was deleted or replaced underneath it and then writes the whole
+//! session again; rewrites (migration, branching) go through a temporary file, fsync and
+//! rename. Files are created 0600.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::entry::Entry;
+use crate::error::{Error, Result};
+use crate::header::Header;
+
+/// Something the writer did that the user should hear about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// The file ended without `\n` (a torn last line); the next entry was started on a new
+    /// line and the fragment left in place.
+    TornTailSkipped {
+        /// The session file.
+        path: PathBuf,
+    },
+    /// The file was deleted or replaced while pith had it open; the complete session was
+    /// written to the path again.
+    Recreated {
+        /// The session file.
+        path: PathBuf,
+    },
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Notice::TornTailSkipped { path } => write!(
+                f,
+                "{}: the last line was incomplete (torn write); it is kept and skipped, new entries start on the next line",
+                path.display()
+            ),
+            Notice::Recreated { path } => write!(
+                f,
+                "{}: the session file was deleted or replaced while in use; the whole session was written again",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// State of one session file on disk.
+#[derive(Debug)]
+pub struct LogFile {
+    path: PathBuf,
+    /// Open append handle, once something was written or the file was checked.
+    file: Option<File>,
+    /// Whether the header line is on disk.
+    header_on_disk: bool,
+    /// How many of the session's entries (in order) are on disk; the rest are pending.
+    entries_on_disk: usize,
+}
+
+impl LogFile {
+    /// A file that does not exist yet; nothing is on disk.
+    pub fn new(path: PathBuf) -> LogFile {
+        LogFile {
+            path,
+            file: None,
+            header_on_disk: false,
+            entries_on_disk: 0,
+        }
+    }
+
+    /// A file read from disk that holds the header and the first `entries_on_disk` entries.
+    pub fn existing(path: PathBuf, entries_on_disk: usize) -> LogFile {
+        LogFile {
+            path,
+            file: None,
+            header_on_disk: true,
+            entries_on_disk,
+        }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many entries are on disk.
+    pub fn entries_on_disk(&self) -> usize {
+        self.entries_on_disk
+    }
+
+    /// Whether the header is on disk.
+    pub fn exists_on_disk(&self) -> bool {
+        self.header_on_disk
+    }
+
+    /// Writes what is not on disk yet: the header if needed, then `entries[entries_on_disk..]`.
+    /// Returns notices about a torn tail or a replaced file.
+    ///
+    /// Errors: [`Error::Io`]; nothing is counted as written unless the write succeeded, so a
+    /// later call writes the same lines again (e.g. once disk space is back).
+    pub fn write_pending(&mut self, header: &Header, entries: &[Entry]) -> Result<Vec<Notice>> {
+        let mut notices = Vec::new();
+        if self.header_on_disk && self.replaced()? {
+            notices.push(Notice::Recreated {
+                path: self.path.clone(),
+            });
+            self.rewrite(header, entries)?;
+            return Ok(notices);
+        }
+        if self.header_on_disk && self.entries_on_disk == entries.len() {
+            return Ok(notices);
+        }
+        let mut buf = Vec::with_capacity(1024);
+        if !self.header_on_disk {
+            buf.extend_from_slice(header.raw().as_bytes());
+            buf.push(b'\n');
+        }
+        for entry in &entries[self.entries_on_disk..] {
+            buf.extend_from_slice(entry.raw().as_bytes());
+            buf.push(b'\n');
+        }
+        let file = self.open(&mut notices)?;
+        file.write_all(&buf).map_err(|e| Error::io(&self.path, e))?;
+        self.header_on_disk = true;
+        self.entries_on_disk = entries.len();
+        Ok(notices)
+    }
+
+    /// Replaces the file with exactly `header` and `entries`, atomically.
+    ///
+    /// Errors: [`Error::Io`].
+    pub fn rewrite(&mut self, header: &Header, entries: &[Entry]) -> Result<()> {
+        let lines = std::iter::once(header.raw()).chain(entries.iter().map(Entry::raw));
+        atomic_write(&self.path, lines)?;
+        // The old descriptor points at the replaced inode.
+        self.file = None;
+        self.header_on_disk = true;
+        self.entries_on_disk = entries.len();
+        Ok(())
+    }
+
+    /// fsyncs what was written (durability at turn end and shutdown).
+    ///
+    /// Errors: [`Error::Io`].
+    pub fn sync(&mut self) -> Result<()> {
+        match &self.file {
+            Some(f) => f.sync_data().map_err(|e| Error::io(&self.path, e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the path no longer names the file this writer has open.
+    fn replaced(&self) -> Result<bool> {
+        let Some(file) = &self.file else {
+            // Not opened by us yet: only a missing file counts.
+            return Ok(!self.path.exists());
+        };
+        let ours = file.metadata().map_err(|e| Error::io(&self.path, e))?;
+        match std::fs::metadata(&self.path) {
+            Ok(now) => Ok(ours.nlink() == 0 || now.dev() != ours.dev() || now.ino() != ours.ino()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+            Err(e) => Err(Error::io(&self.path, e)),
+        }
+    }
+
+    fn open(&mut self, notices: &mut Vec<Notice>) -> Result<&mut File> {
+        if self.file.is_none() {
+            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                crate::dirs::ensure_dir(dir)?;
+            }
+            // A file this writer has not written a header to must not exist yet: appending to
+            // somebody else's file would graft this session onto it.
+            let fresh = !self.header_on_disk;
+            let file = OpenOptions::new()
+                .read(true)
+                .append(true)
+                .create(fresh)
+                .create_new(fresh)
+                .mode(0o600)
+                .open(&self.path)
+                .map_err(|e| Error::io(&self.path, e))?;
+            let len = file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
+            if len > 0 {
+                let mut last = [0u8; 1];
+                file.read_exact_at(&mut last, len - 1)
+                    .map_err(|e| Error::io(&self.path, e))?;
+                if last[0] != b'\n' {
+                    (&file)
+                        .write_all(b"\n")
+                        .map_err(|e| Error::io(&self.path, e))?;
+                    notices.push(Notice::TornTailSkipped {
+                        path: self.path.clone(),
+                    });
+                }
+            }
+            self.file = Some(file);
+        }
+        match &mut self.file {
+            Some(f) => Ok(f),
+            None => Err(Error::io(
+                &self.path,
+                std::io::Error::other("file not open"),
+            )),
+        }
+    }
+}
+
+/// Writes `lines` (each followed by `\n`) to a temporary file in `path`'s directory, fsyncs
+/// it, renames it over `path` and fsyncs the directory: readers see the old or the new file,
+/// never a mix (spec: divergences.md "Writing", migration rewrite). The file is 0600.
+///
+/// Errors: [`Error::Io`]; `path` is untouched when any step before the rename fails.
+pub fn atomic_write<'a>(path: &Path, lines: impl IntoIterator<Item = &'a str>) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    crate::dirs::ensure_dir(&dir)?;
+    let io = |e| Error::io(path, e);
+    let tmp = tempfile::Builder::new()
+        .prefix(".pith-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(io)?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(io)?;
+    {
+        let mut w = BufWriter::with_capacity(1 << 16, tmp.as_file());
+        for line in lines {
+            w.write_all(line.as_bytes()).map_err(io)?;
+            w.write_all(b"\n").map_err(io)?;
+        }
+        w.flush().map_err(io)?;
+    }
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(&dir, e))?;
+    Ok(())
+}
