@@ -1,1 +1,452 @@
+//! Listing sessions (`SessionManager.list`/`listAll`) and resolving `--session`/`--fork`
+//! arguments (spec: lifecycle.md §4, §5.3, divergences.md "Reading").
 
+use std::fs;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Map, Value};
+
+use crate::entry::decode_json;
+use crate::env::iso_from_ms;
+use crate::error::{Error, Result};
+use crate::header::Header;
+use crate::js::{js_date_value, js_trim};
+use crate::reader::{LineEvent, read_lines};
+use crate::scan::{self, Span};
+
+/// What the session picker shows for one file (pi's `SessionInfo`, lifecycle.md §4.1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// `header.id`.
+    pub id: String,
+    /// `header.cwd` when it is a string, else `""`.
+    pub cwd: String,
+    /// The latest `session_info` name in file order (trimmed; empty ⇒ none).
+    pub name: Option<String>,
+    /// `header.parentSession` as written (any JSON), when present.
+    pub parent_session_path: Option<Value>,
+    /// `new Date(header.timestamp)` in ms; NaN for an invalid date.
+    pub created_ms: f64,
+    /// Last activity in ms: the newest user/assistant message time, else the header time,
+    /// else the file's mtime.
+    pub modified_ms: f64,
+    /// Records of type `message` (every role, every branch).
+    pub message_count: usize,
+    /// Text of the first user message with text, or `"(no messages)"`.
+    pub first_message: String,
+    /// Texts of all user/assistant messages with text, in file order, joined by `" "`.
+    pub all_messages_text: String,
+}
+
+impl SessionInfo {
+    /// pi's JSON shape, with `created`/`modified` as `toISOString()` strings (`null` when
+    /// invalid) and `name`/`parentSessionPath` omitted when absent.
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert(
+            "path".into(),
+            Value::String(self.path.to_string_lossy().into_owned()),
+        );
+        m.insert("id".into(), Value::String(self.id.clone()));
+        m.insert("cwd".into(), Value::String(self.cwd.clone()));
+        if let Some(name) = &self.name {
+            m.insert("name".into(), Value::String(name.clone()));
+        }
+        if let Some(p) = &self.parent_session_path {
+            m.insert("parentSessionPath".into(), p.clone());
+        }
+        m.insert("created".into(), iso_value(self.created_ms));
+        m.insert("modified".into(), iso_value(self.modified_ms));
+        m.insert("messageCount".into(), Value::from(self.message_count));
+        m.insert(
+            "firstMessage".into(),
+            Value::String(self.first_message.clone()),
+        );
+        m.insert(
+            "allMessagesText".into(),
+            Value::String(self.all_messages_text.clone()),
+        );
+        Value::Object(m)
+    }
+}
+
+fn iso_value(ms: f64) -> Value {
+    if ms.is_nan() {
+        return Value::Null;
+    }
+    iso_from_ms(ms as i64).map_or(Value::Null, Value::String)
+}
+
+/// Why a file was left out of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The file.
+    pub path: PathBuf,
+    /// Why (not a session file, unreadable …).
+    pub reason: String,
+}
+
+/// A listing: sessions newest first, plus every `*.jsonl` file that was left out and why
+/// (pith never drops a file silently; spec: divergences.md "Reading").
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    /// Sessions by `modified`, newest first; ties keep name order.
+    pub sessions: Vec<SessionInfo>,
+    /// Files that are not sessions or could not be read.
+    pub skipped: Vec<Skipped>,
+}
+
+/// The `SessionInfo` of one file, read in one streaming pass.
+///
+/// Errors: [`Error::Io`]; [`Error::NotASession`] when the first JSON value is not a header
+/// with a string id (such files are left out of listings).
+pub fn session_info(path: &Path) -> Result<SessionInfo> {
+    let file = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mtime_ms = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(f64::NAN, |d| d.as_millis() as f64);
+    let mut acc = InfoBuilder::default();
+    let summary = read_lines(file, |event| acc.line(event)).map_err(|e| Error::io(path, e))?;
+    let _ = summary;
+    if let Some((line, reason)) = acc.refusal {
+        return Err(Error::NotASession {
+            path: path.to_owned(),
+            line,
+            reason,
+        });
+    }
+    let Some(header) = acc.header else {
+        let (line, reason) = acc
+            .first_invalid
+            .unwrap_or((1, "the file holds no session header".into()));
+        return Err(Error::NotASession {
+            path: path.to_owned(),
+            line,
+            reason,
+        });
+    };
+    let header_time = match header.timestamp() {
+        Some(Value::String(s)) => crate::js::date_parse(s),
+        _ => f64::NAN,
+    };
+    let modified_ms = match acc.last_activity {
+        Some(t) if t > 0.0 => t,
+        _ if !header_time.is_nan() => header_time,
+        _ => mtime_ms,
+    };
+    let created_ms = js_date_value(
+        header
+            .timestamp()
+            .and_then(|t| pith_events::js::to_js_json(t).ok())
+            .as_deref(),
+    );
+    Ok(SessionInfo {
+        path: path.to_owned(),
+        id: header.id().to_owned(),
+        cwd: header.cwd().unwrap_or("").to_owned(),
+        name: acc.name,
+        parent_session_path: acc.parent_session,
+        created_ms,
+        modified_ms,
+        message_count: acc.message_count,
+        first_message: acc.first_message.unwrap_or_else(|| "(no messages)".into()),
+        all_messages_text: acc.texts.join(" "),
+    })
+}
+
+#[derive(Default)]
+struct InfoBuilder {
+    header: Option<Header>,
+    parent_session: Option<Value>,
+    refusal: Option<(usize, String)>,
+    first_invalid: Option<(usize, String)>,
+    name: Option<String>,
+    message_count: usize,
+    first_message: Option<String>,
+    texts: Vec<String>,
+    last_activity: Option<f64>,
+}
+
+impl InfoBuilder {
+    fn line(&mut self, event: LineEvent<'_>) -> ControlFlow<()> {
+        let (text, scanned) = match event {
+            LineEvent::Invalid { line, reason, .. } => {
+                self.first_invalid.get_or_insert((line, reason));
+                return ControlFlow::Continue(());
+            }
+            LineEvent::Parsed { line, scanned, .. } if !scanned.is_object => {
+                if self.header.is_none() {
+                    self.refusal = Some((line, "the first JSON line is not an object".into()));
+                    return ControlFlow::Break(());
+                }
+                return ControlFlow::Continue(());
+            }
+            LineEvent::Parsed {
+                line,
+                text,
+                scanned,
+            } => {
+                if self.header.is_none() {
+                    match Header::parse(scanned.value.of(text)) {
+                        Ok(h) => {
+                            let fields: Map<String, Value> =
+                                decode_json(scanned.value.of(text)).unwrap_or_default();
+                            self.parent_session = fields.get("parentSession").cloned();
+                            self.header = Some(h);
+                            return ControlFlow::Continue(());
+                        }
+                        Err(bad) => {
+                            self.refusal = Some((line, bad.to_string()));
+                            return ControlFlow::Break(());
+                        }
+                    }
+                }
+                (text, scanned)
+            }
+        };
+        let m = &scanned.members;
+        let kind = m.kind.and_then(|s| scan::string_value(s.of(text)));
+        match kind.as_deref() {
+            Some("session_info") => self.session_info(scanned.value.of(text)),
+            Some("message") => self.message(text, m.message, m.role, m.timestamp),
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// `name?.trim() || undefined`, latest wins; a non-string name is ignored (pi throws and
+    /// drops the whole file from the list).
+    fn session_info(&mut self, raw: &str) {
+        let Ok(fields) = decode_json::<Map<String, Value>>(raw) else {
+            return;
+        };
+        match fields.get("name") {
+            None | Some(Value::Null) => self.name = None,
+            Some(Value::String(s)) => {
+                let t = js_trim(s);
+                self.name = (!t.is_empty()).then(|| t.to_owned());
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn message(&mut self, text: &str, message: Option<Span>, role: Option<Span>, ts: Option<Span>) {
+        self.message_count += 1;
+        let role = role.and_then(|r| scan::string_value(r.of(text)));
+        let is_user = role.as_deref() == Some("user");
+        if !is_user && role.as_deref() != Some("assistant") {
+            return;
+        }
+        let Some(message) = message else { return };
+        let Ok(fields) = decode_json::<Map<String, Value>>(message.of(text)) else {
+            return;
+        };
+        let Some(content) = fields.get("content") else {
+            return;
+        };
+        // Last activity (getLastActivityTime): message.timestamp if numeric, else the entry's.
+        let t = match fields.get("timestamp") {
+            Some(Value::Number(n)) => n.as_f64(),
+            _ => match ts.and_then(|s| scan::string_value(s.of(text))) {
+                Some(s) => Some(crate::js::date_parse(&s)).filter(|t| !t.is_nan()),
+                None => None,
+            },
+        };
+        if let Some(t) = t {
+            self.last_activity = Some(self.last_activity.unwrap_or(0.0).max(t));
+        }
+        let text = content_text(content);
+        if text.is_empty() {
+            return;
+        }
+        if is_user && self.first_message.is_none() {
+            self.first_message = Some(text.clone());
+        }
+        self.texts.push(text);
+    }
+}
+
+/// `extractTextContent`: string content as is; for arrays the `text` of `type:"text"` blocks
+/// joined by `" "`. Content pi would crash on (objects, null) has no text.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .map(|b| match b.get("text") {
+                Some(Value::String(s)) => s.clone(),
+                None | Some(Value::Null) => String::new(),
+                Some(other) => pith_events::js::to_js_json(other).unwrap_or_default(),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    }
+}
+
+/// Most files read at once; bounded so a low open-file limit never loses sessions.
+const LIST_THREADS: usize = 4;
+
+/// Lists every `*.jsonl` directly in `dir` (`SessionManager.list`, spec: lifecycle.md §4).
+/// A missing directory lists nothing.
+///
+/// Errors: none; unreadable files and non-sessions are reported in [`Listing::skipped`].
+pub fn list(dir: &Path) -> Listing {
+    let files = jsonl_files(dir);
+    finish(read_all(files))
+}
+
+/// Lists every session in every sub-directory of `sessions_root` (`SessionManager.listAll`).
+pub fn list_all(sessions_root: &Path) -> Listing {
+    let mut dirs: Vec<PathBuf> = match fs::read_dir(sessions_root) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    dirs.sort();
+    let files: Vec<PathBuf> = dirs.iter().flat_map(|d| jsonl_files(d)).collect();
+    finish(read_all(files))
+}
+
+/// `*.jsonl` names directly in `dir`, in byte order of the names (what pi's readdir gives).
+fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let mut names: Vec<_> = match fs::read_dir(dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name())
+            .filter(|n| n.to_string_lossy().ends_with(".jsonl"))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    names.into_iter().map(|n| dir.join(n)).collect()
+}
+
+fn read_all(files: Vec<PathBuf>) -> Vec<Result<SessionInfo>> {
+    let results: Vec<Mutex<Option<Result<SessionInfo>>>> =
+        files.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let threads = LIST_THREADS.min(files.len()).max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(path) = files.get(i) else { break };
+                    let info = session_info(path);
+                    if let Ok(mut slot) = results[i].lock() {
+                        *slot = Some(info);
+                    }
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .zip(files)
+        .map(|(slot, path)| {
+            slot.into_inner().ok().flatten().unwrap_or_else(|| {
+                Err(Error::io(
+                    path,
+                    std::io::Error::other("listing thread failed"),
+                ))
+            })
+        })
+        .collect()
+}
+
+fn finish(results: Vec<Result<SessionInfo>>) -> Listing {
+    let mut listing = Listing::default();
+    for r in results {
+        match r {
+            Ok(info) => listing.sessions.push(info),
+            Err(e) => {
+                let path = match &e {
+                    Error::Io { path, .. } | Error::NotASession { path, .. } => path.clone(),
+                    _ => PathBuf::new(),
+                };
+                listing.skipped.push(Skipped {
+                    path,
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    // Stable: equal times keep name order, as pi's stable sort over readdir order does.
+    listing
+        .sessions
+        .sort_by(|a, b| b.modified_ms.total_cmp(&a.modified_ms));
+    listing
+}
+
+/// What a `--session`/`--fork` argument names (spec: lifecycle.md §5.3).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolved {
+    /// The argument is a path (it contains `/` or `\`, or ends with `.jsonl`); it may not exist.
+    Path(PathBuf),
+    /// A session of the current project whose id starts with the argument.
+    Local(PathBuf),
+    /// A session of another project; `cwd` is that session's.
+    Global {
+        /// The session file.
+        path: PathBuf,
+        /// Its working directory.
+        cwd: String,
+    },
+}
+
+/// Resolves a `--session`/`--fork` argument: a path, else a prefix of a session id in
+/// `local_dir`, else in any project under `sessions_root`. An exact id wins; unlike pi
+/// (which silently takes the newest) several prefix matches are an error.
+///
+/// Errors: [`Error::NoSessionMatch`], [`Error::AmbiguousSession`].
+pub fn resolve_session_arg(arg: &str, local_dir: &Path, sessions_root: &Path) -> Result<Resolved> {
+    if arg.contains(['/', '\\']) || arg.ends_with(".jsonl") {
+        return Ok(Resolved::Path(PathBuf::from(arg)));
+    }
+    let pick = |listing: Listing| -> Result<Option<SessionInfo>> {
+        let matches: Vec<SessionInfo> = listing
+            .sessions
+            .into_iter()
+            .filter(|s| s.id.starts_with(arg))
+            .collect();
+        if let Some(exact) = matches.iter().find(|s| s.id == arg) {
+            return Ok(Some(exact.clone()));
+        }
+        match matches.len() {
+            0 => Ok(None),
+            1 => Ok(matches.into_iter().next()),
+            n => Err(Error::AmbiguousSession {
+                arg: arg.to_owned(),
+                count: n,
+                candidates: matches
+                    .iter()
+                    .take(5)
+                    .map(|s| format!("{} ({})", s.id, s.path.display()))
+                    .collect(),
+            }),
+        }
+    };
+    if let Some(info) = pick(list(local_dir))? {
+        return Ok(Resolved::Local(info.path));
+    }
+    if let Some(info) = pick(list_all(sessions_root))? {
+        return Ok(Resolved::Global {
+            path: info.path,
+            cwd: info.cwd,
+        });
+    }
+    Err(Error::NoSessionMatch(arg.to_owned()))
+}

@@ -1,0 +1,192 @@
+//! `pith session …`: read-only views of session files and directories.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+
+use pith_store::dump::{At, dump_session};
+use pith_store::list::{Listing, SessionInfo, list, list_all, session_info};
+use pith_store::{Leaf, OpenMode, Session, SessionEnv, dirs};
+
+/// The session subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Print one JSON object with the members of a conformance expected.json: header,
+    /// entries, leaf, context, contexts_at, tree, info, name, labels.
+    Dump {
+        /// The session file.
+        file: PathBuf,
+        /// Also build the context after moving the leaf here: an entry id, `root`, or `#N`
+        /// (the N-th entry, 0-based). Repeatable.
+        #[arg(long = "at", value_name = "ID|root|#N")]
+        at: Vec<At>,
+    },
+    /// List sessions: the current project's (default), a directory's, or every project's.
+    List {
+        /// List this directory instead of the current project's.
+        #[arg(long, value_name = "DIR", conflicts_with = "all")]
+        session_dir: Option<PathBuf>,
+        /// List every project under the sessions root.
+        #[arg(long)]
+        all: bool,
+        /// Print pi's SessionInfo array as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the session's tree: branches indented, labels shown, the active path marked.
+    Tree {
+        /// The session file.
+        file: PathBuf,
+    },
+    /// Print the LLM context (JSON) at the leaf, or at `--leaf`.
+    Context {
+        /// The session file.
+        file: PathBuf,
+        /// Entry id to build the context at, or `root`.
+        #[arg(long, value_name = "ID|root")]
+        leaf: Option<String>,
+    },
+    /// Print what the session picker knows about one file (pi's SessionInfo), as JSON.
+    Info {
+        /// The session file.
+        file: PathBuf,
+    },
+}
+
+/// Runs one session subcommand; output goes to stdout, warnings and errors to stderr.
+pub fn run(cmd: SessionCommand) -> Result<()> {
+    let env = SessionEnv::system();
+    let mut stdout = std::io::stdout().lock();
+    match cmd {
+        SessionCommand::Dump { file, at } => {
+            let session = open(&file, &env)?;
+            let info = session_info(&file).ok().map(|i| i.to_value());
+            stdout.write_all(dump_session(&session, &at, info).as_bytes())?;
+        }
+        SessionCommand::List {
+            session_dir,
+            all,
+            json,
+        } => {
+            let listing = if all {
+                list_all(&dirs::sessions_root(&env.agent_dir))
+            } else {
+                let dir = match session_dir {
+                    Some(d) => d,
+                    None => dirs::default_session_dir(&env.agent_dir, &current_dir())?,
+                };
+                list(&dir)
+            };
+            for s in &listing.skipped {
+                eprintln!("pith: skipped {}: {}", s.path.display(), s.reason);
+            }
+            if json {
+                let values: Vec<_> = listing.sessions.iter().map(SessionInfo::to_value).collect();
+                writeln!(stdout, "{}", serde_json::to_string_pretty(&values)?)?;
+            } else {
+                write_table(&mut stdout, &listing, all)?;
+            }
+        }
+        SessionCommand::Tree { file } => {
+            let session = open(&file, &env)?;
+            crate::tree_view::write(&mut stdout, &session)?;
+        }
+        SessionCommand::Context { file, leaf } => {
+            let session = open(&file, &env)?;
+            let leaf = match leaf.as_deref() {
+                None => session.tree().leaf(),
+                Some("root") => Leaf::Root,
+                Some(id) => Leaf::At(
+                    session
+                        .tree()
+                        .index_of(id)
+                        .with_context(|| format!("{}: Entry {id} not found", file.display()))?,
+                ),
+            };
+            writeln!(stdout, "{}", session.context_at(leaf).to_json())?;
+        }
+        SessionCommand::Info { file } => {
+            open(&file, &env)?;
+            let info = session_info(&file)?;
+            writeln!(
+                stdout,
+                "{}",
+                serde_json::to_string_pretty(&info.to_value())?
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Opens a session file for inspection and reports skipped lines on stderr.
+fn open(file: &Path, env: &SessionEnv) -> Result<Session> {
+    // Opening a missing path would start a new session there; inspecting one is an error.
+    std::fs::metadata(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let session = Session::open(file, None, None, OpenMode::Inspect, env)?;
+    for w in session.warnings() {
+        eprintln!("pith: {}: {w}", file.display());
+    }
+    Ok(session)
+}
+
+fn current_dir() -> String {
+    std::env::current_dir()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "/".into())
+}
+
+fn write_table(out: &mut impl Write, listing: &Listing, show_cwd: bool) -> Result<()> {
+    if listing.sessions.is_empty() {
+        writeln!(out, "No sessions.")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<24}  {:>5}  {:<8}  {}",
+        "MODIFIED",
+        "MSGS",
+        "ID",
+        if show_cwd { "CWD / TITLE" } else { "TITLE" }
+    )?;
+    for s in &listing.sessions {
+        let modified =
+            pith_store::env::iso_from_ms(s.modified_ms as i64).unwrap_or_else(|| "?".into());
+        let title = s
+            .name
+            .clone()
+            .unwrap_or_else(|| one_line(&s.first_message, 72));
+        let id: String = s.id.chars().take(8).collect();
+        if show_cwd {
+            writeln!(
+                out,
+                "{modified:<24}  {:>5}  {id:<8}  {}  {title}",
+                s.message_count, s.cwd
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{modified:<24}  {:>5}  {id:<8}  {title}",
+                s.message_count
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// First line of `s`, cut to `max` characters with an ellipsis.
+pub fn one_line(s: &str, max: usize) -> String {
+    let line = s
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    if line.chars().count() <= max {
+        line.to_owned()
+    } else {
+        let mut cut: String = line.chars().take(max.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
+}
