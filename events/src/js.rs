@@ -78,7 +78,7 @@ pub fn format_js_number(value: f64) -> String {
             out.push_str(&digits[1..]);
         }
         out.push('e');
-        out.push(if n - 1 >= 0 { '+' } else { '-' });
+        out.push(if n >= 1 { '+' } else { '-' });
         out.push_str(&(n - 1).abs().to_string());
     }
     out

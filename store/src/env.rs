@@ -101,15 +101,67 @@ impl IdSource for SequentialIds {
 /// ISO-8601 UTC with milliseconds, as JavaScript's `toISOString` writes it
 /// (`2026-11-30T09:32:43.732Z`); `None` outside JavaScript's date range.
 pub fn iso_from_ms(ms: i64) -> Option<String> {
-    let ts = jiff::Timestamp::from_millisecond(ms).ok()?;
-    let s = ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
-    // JavaScript writes years outside 0..=9999 as ±YYYYYY; jiff's range is narrower anyway.
-    Some(s)
+    // Years 0..=9999 only: JavaScript writes others as ±YYYYYY, which no session holds.
+    if !(-62_167_219_200_000..=253_402_300_799_999).contains(&ms) {
+        return None;
+    }
+    let days = ms.div_euclid(86_400_000);
+    let in_day = ms.rem_euclid(86_400_000);
+    let (y, m, d) = civil_from_days(days);
+    let (h, min, s, milli) = (
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1000 % 60,
+        in_day % 1000,
+    );
+    // Hand-formatted: this runs on every append.
+    Some(format!(
+        "{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z"
+    ))
+}
+
+/// (year, month, day) of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iso_matches_jiff_over_a_wide_range() {
+        for ms in [
+            0i64,
+            951_782_400_000,
+            4_107_542_399_999,
+            -62_135_596_800_000,
+            253_402_207_200_000,
+        ] {
+            let want = jiff::Timestamp::from_millisecond(ms)
+                .expect("in range")
+                .strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+                .to_string();
+            assert_eq!(iso_from_ms(ms).as_deref(), Some(want.as_str()), "{ms}");
+        }
+        let mut ms = -5_000_000_000_000i64;
+        while ms < 5_000_000_000_000 {
+            let want = jiff::Timestamp::from_millisecond(ms)
+                .expect("in range")
+                .strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+                .to_string();
+            assert_eq!(iso_from_ms(ms).as_deref(), Some(want.as_str()));
+            ms += 7_777_777_777;
+        }
+    }
 
     #[test]
     fn iso_keeps_trailing_zero_millis() {

@@ -57,8 +57,8 @@ pub enum Loaded {
     /// The file is empty or holds only whitespace: there is nothing to lose (pi writes a
     /// fresh header there, and so does pith when it opens it for writing).
     Blank(ReadSummary),
-    /// A session.
-    Log(LoadedLog),
+    /// A session (boxed: it is large next to `Blank`).
+    Log(Box<LoadedLog>),
 }
 
 /// One line kept while a migration is pending.
@@ -172,14 +172,14 @@ pub fn load_from<R: Read>(
         };
     };
     if !steps.ran() {
-        return Ok(Loaded::Log(LoadedLog {
+        return Ok(Loaded::Log(Box::new(LoadedLog {
             header,
             entries,
             warnings,
             summary,
             migration: steps,
             rewrite: None,
-        }));
+        })));
     }
 
     // Migration: values in pi's index space, then back to lines.
@@ -212,12 +212,12 @@ pub fn load_from<R: Read>(
         lines.push(text);
     }
     warnings.sort_by_key(|w| w.line);
-    Ok(Loaded::Log(LoadedLog {
+    Ok(Loaded::Log(Box::new(LoadedLog {
         header,
         entries,
         warnings,
         summary,
         migration: steps,
         rewrite: Some(lines),
-    }))
+    })))
 }

@@ -80,11 +80,11 @@ pub fn migrate(
                     changed[i] = true;
                 }
                 Some("message") => {
-                    if let Some(Value::Object(msg)) = obj.get_mut("message") {
-                        if msg.get("role").and_then(Value::as_str) == Some("hookMessage") {
-                            msg.insert("role".into(), Value::String("custom".into()));
-                            changed[i] = true;
-                        }
+                    if let Some(Value::Object(msg)) = obj.get_mut("message")
+                        && msg.get("role").and_then(Value::as_str) == Some("hookMessage")
+                    {
+                        msg.insert("role".into(), Value::String("custom".into()));
+                        changed[i] = true;
                     }
                 }
                 _ => {}

@@ -86,7 +86,11 @@ pub fn read_lines<R: Read>(
         if summary.ends_with_newline {
             buf.pop();
         }
-        let text = String::from_utf8_lossy(&buf);
+        // Valid UTF-8 is the rule; Node's decoder turns invalid bytes into U+FFFD.
+        let text = match std::str::from_utf8(&buf) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(&buf),
+        };
         let mut text: &str = &text;
         if !summary.has_content {
             text = text.trim_start_matches(is_js_whitespace);
@@ -95,16 +99,15 @@ pub fn read_lines<R: Read>(
             continue;
         }
         summary.has_content = true;
-        if let Some((line, text, reason)) = deferred.take() {
-            if on_line(LineEvent::Invalid {
+        if let Some((line, text, reason)) = deferred.take()
+            && on_line(LineEvent::Invalid {
                 line,
                 text: &text,
                 reason,
             })
             .is_break()
-            {
-                return Ok(summary);
-            }
+        {
+            return Ok(summary);
         }
         let flow = match scan::scan(text.as_bytes()) {
             Ok(scanned) => on_line(LineEvent::Parsed {

@@ -341,29 +341,37 @@ fn scan_number(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
     Ok(i)
 }
 
-/// Bytes that end the fast run inside a string: `"`, `\` and control characters.
-static STOP: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut c = 0;
-    while c < 0x20 {
-        t[c] = true;
-        c += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Offset (0..8) of the first byte in `w` (little-endian) that is `"`, `\\` or a control
+/// character, or 8 if there is none. Classic SWAR: a byte `b` is flagged when `b - n` borrows
+/// for `n = 0x20`, or when `b ^ c` is zero; borrows can only flag bytes *after* a real hit,
+/// so the lowest flag is exact.
+#[inline]
+fn first_stop(w: u64) -> usize {
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let slash = w ^ (ONES * u64::from(b'\\'));
+    let flags = ((quote.wrapping_sub(ONES) & !quote)
+        | (slash.wrapping_sub(ONES) & !slash)
+        | (w.wrapping_sub(ONES * 0x20) & !w))
+        & HIGHS;
+    (flags.trailing_zeros() / 8) as usize
+}
 
 /// Scans the string starting at the quote at `i`; returns the offset after the closing quote.
 fn scan_string(b: &[u8], i: usize) -> Result<usize, ScanError> {
     let mut j = i + 1;
     loop {
-        // Eight bytes at a time while none of them can end the run.
+        // Eight bytes at a time until one of them can end the run.
         while let Some(chunk) = b.get(j..j + 8) {
-            if chunk.iter().any(|&c| STOP[c as usize]) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let k = first_stop(u64::from_le_bytes(word));
+            j += k;
+            if k < 8 {
                 break;
             }
-            j += 8;
         }
         match b.get(j) {
             None => return err(j, "unterminated string"),

@@ -162,6 +162,7 @@ impl Session {
                 Ok(s)
             }
             Loaded::Log(log) => {
+                let log = *log;
                 if let Some(lines) = &log.rewrite {
                     atomic_write(&path, lines.iter().map(String::as_str))?;
                 }
@@ -675,10 +676,10 @@ impl Session {
             .session_dir
             .as_ref()
             .map(|dir| LogFile::new(dir.join(dirs::session_file_name(&timestamp, &id))));
-        if let Some(log) = &mut self.log {
-            if self.tree.has_assistant() {
-                log.rewrite(&self.header, self.tree.entries())?;
-            }
+        if let Some(log) = &mut self.log
+            && self.tree.has_assistant()
+        {
+            log.rewrite(&self.header, self.tree.entries())?;
         }
         Ok(self.session_file().map(Path::to_owned))
     }

@@ -249,10 +249,10 @@ impl SessionTree {
         let mut seen: Option<HashSet<usize>> = self.has_cycles.then(HashSet::new);
         let mut cur = Some(index);
         while let Some(i) = cur {
-            if let Some(seen) = &mut seen {
-                if !seen.insert(i) {
-                    break;
-                }
+            if let Some(seen) = &mut seen
+                && !seen.insert(i)
+            {
+                break;
             }
             path.push(i);
             cur = self.walk_parent(i);

@@ -55,6 +55,9 @@ pub struct LogFile {
     path: PathBuf,
     /// Open append handle, once something was written or the file was checked.
     file: Option<File>,
+    /// (device, inode) of `file`, to notice the path being deleted or replaced with one
+    /// `stat` per write.
+    identity: Option<(u64, u64)>,
     /// Whether the header line is on disk.
     header_on_disk: bool,
     /// How many of the session's entries (in order) are on disk; the rest are pending.
@@ -67,6 +70,7 @@ impl LogFile {
         LogFile {
             path,
             file: None,
+            identity: None,
             header_on_disk: false,
             entries_on_disk: 0,
         }
@@ -77,6 +81,7 @@ impl LogFile {
         LogFile {
             path,
             file: None,
+            identity: None,
             header_on_disk: true,
             entries_on_disk,
         }
@@ -138,6 +143,7 @@ impl LogFile {
         atomic_write(&self.path, lines)?;
         // The old descriptor points at the replaced inode.
         self.file = None;
+        self.identity = None;
         self.header_on_disk = true;
         self.entries_on_disk = entries.len();
         Ok(())
@@ -154,17 +160,21 @@ impl LogFile {
     }
 
     /// Whether the path no longer names the file this writer has open.
+    ///
+    /// With the file open, one `fstat` answers it: deleting the path or renaming another file
+    /// over it leaves our inode with no links. Before the first write, the path is checked.
     fn replaced(&self) -> Result<bool> {
         let Some(file) = &self.file else {
-            // Not opened by us yet: only a missing file counts.
-            return Ok(!self.path.exists());
+            return match std::fs::metadata(&self.path) {
+                Ok(now) => Ok(self
+                    .identity
+                    .is_some_and(|(dev, ino)| now.dev() != dev || now.ino() != ino)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+                Err(e) => Err(Error::io(&self.path, e)),
+            };
         };
         let ours = file.metadata().map_err(|e| Error::io(&self.path, e))?;
-        match std::fs::metadata(&self.path) {
-            Ok(now) => Ok(ours.nlink() == 0 || now.dev() != ours.dev() || now.ino() != ours.ino()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
-            Err(e) => Err(Error::io(&self.path, e)),
-        }
+        Ok(ours.nlink() == 0)
     }
 
     fn open(&mut self, notices: &mut Vec<Notice>) -> Result<&mut File> {
@@ -183,7 +193,9 @@ impl LogFile {
                 .mode(0o600)
                 .open(&self.path)
                 .map_err(|e| Error::io(&self.path, e))?;
-            let len = file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
+            let meta = file.metadata().map_err(|e| Error::io(&self.path, e))?;
+            self.identity = Some((meta.dev(), meta.ino()));
+            let len = meta.len();
             if len > 0 {
                 let mut last = [0u8; 1];
                 file.read_exact_at(&mut last, len - 1)

@@ -1,6 +1,9 @@
 //! Test support shared by pith's cross-crate tests: where the conformance fixtures are, and
 //! a Rust port of their comparison rules (`../shared/conformance/tools/lib/compare-core.mjs`).
 
+// Test support: a panic here is a failing test with its message, which is what we want.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -178,11 +181,11 @@ pub fn compare(expected: &Value, actual: &Value, opts: &CompareOptions) -> Vec<D
     let mut diffs = Vec::new();
     let mut stack: Vec<(String, &Value, &Value, bool)> =
         vec![("$".into(), expected, actual, false)];
-    let mut push = |diffs: &mut Vec<Diff>,
-                    path: &str,
-                    message: String,
-                    e: Option<&Value>,
-                    a: Option<&Value>| {
+    let push = |diffs: &mut Vec<Diff>,
+                path: &str,
+                message: String,
+                e: Option<&Value>,
+                a: Option<&Value>| {
         diffs.push(Diff {
             path: path.to_owned(),
             message,
@@ -334,10 +337,11 @@ pub fn positional_id_map(expected: &Value, actual: &Value) -> HashMap<String, St
         return map;
     };
     for (x, y) in e.iter().zip(a) {
-        if let (Some(ei), Some(ai)) = (x["id"].as_str(), y["id"].as_str()) {
-            if ei != ai && !map.contains_key(ai) {
-                map.insert(ai.to_owned(), ei.to_owned());
-            }
+        if let (Some(ei), Some(ai)) = (x["id"].as_str(), y["id"].as_str())
+            && ei != ai
+            && !map.contains_key(ai)
+        {
+            map.insert(ai.to_owned(), ei.to_owned());
         }
     }
     map

@@ -1,6 +1,8 @@
 //! Every conformance case through the library: open a copy as pi's `SessionManager.open`
 //! does, list an untouched copy, and compare with what pi 0.73.1 reported.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::path::Path;
 use std::sync::Arc;
 
