@@ -215,6 +215,35 @@ impl Entry {
         self.line
     }
 
+    /// This entry with the top-level member `key` set to the JSON text `value`, changing no
+    /// other byte of the line; a missing member is appended last (as a JavaScript assignment
+    /// adds it). Used where pith must re-link a copied entry (spec: divergences.md "Writing").
+    ///
+    /// Errors: a message when `value` is not JSON or the result is not an entry.
+    pub fn with_member(&self, key: &str, value: &str) -> Result<Entry, String> {
+        serde_json::from_str::<serde::de::IgnoredAny>(value)
+            .map_err(|e| format!("{value}: {e}"))?;
+        let raw = &*self.raw;
+        let members: std::collections::HashMap<Cow<'_, str>, &serde_json::value::RawValue> =
+            serde_json::from_str(raw).map_err(|e| e.to_string())?;
+        let text = match members.get(key) {
+            Some(old) => {
+                let start = old.get().as_ptr() as usize - raw.as_ptr() as usize;
+                let end = start + old.get().len();
+                format!("{}{value}{}", &raw[..start], &raw[end..])
+            }
+            None => {
+                let body = raw.trim_end().strip_suffix('}').unwrap_or(raw);
+                let sep = if members.is_empty() { "" } else { "," };
+                format!(
+                    "{body}{sep}{}:{value}}}",
+                    serde_json::to_string(key).map_err(|e| e.to_string())?
+                )
+            }
+        };
+        Entry::parse(&text, self.line)
+    }
+
     /// Decodes the whole entry into the typed vocabulary.
     ///
     /// Errors: the entry's JSON does not decode (only possible for values serde_json cannot
@@ -291,6 +320,25 @@ mod tests {
         let e = Entry::parse(r#"{"id":"x","parentId":7}"#, 1).expect("typeless entry is kept");
         assert_eq!(e.kind(), &EntryType::Unknown(String::new()));
         assert_eq!(e.parent(), &Parent::None);
+    }
+
+    #[test]
+    fn with_member_changes_only_that_member() {
+        let e = Entry::parse(r#"{"type":"compaction","id":"c","parentId":"l","timestamp":"t","summary":"parentId: 1.0","firstKeptEntryId":"l","tokensBefore":1.0}"#, 4).expect("entry");
+        let moved = e.with_member("parentId", "\"x\"").expect("set");
+        assert_eq!(
+            moved.raw(),
+            r#"{"type":"compaction","id":"c","parentId":"x","timestamp":"t","summary":"parentId: 1.0","firstKeptEntryId":"l","tokensBefore":1.0}"#
+        );
+        assert_eq!(moved.parent().id(), Some("x"));
+        assert_eq!(moved.line(), 4);
+        let added = e.with_member("fromHook", "false").expect("set");
+        assert!(
+            added
+                .raw()
+                .ends_with(r#""tokensBefore":1.0,"fromHook":false}"#)
+        );
+        assert!(e.with_member("x", "nope").is_err());
     }
 
     #[test]

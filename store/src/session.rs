@@ -23,7 +23,6 @@ use crate::header::Header;
 use crate::js::js_trim;
 use crate::load::{Loaded, Warning, load_file};
 use crate::reader::{LineEvent, read_lines};
-use crate::scan;
 use crate::tree::{Leaf, SessionTree};
 use crate::writer::{LogFile, Notice, atomic_write};
 
@@ -613,12 +612,34 @@ impl Session {
             return Err(Error::EntryNotFound(leaf_id.to_owned()));
         }
         let mut kept: Vec<Entry> = Vec::with_capacity(path.len());
-        for entry in path
-            .into_iter()
-            .filter(|e| e.kind() != &pith_events::EntryType::Label)
-        {
+        // A dropped label that a compaction keeps from is replaced by the next copied entry,
+        // so the copy's context is the source's.
+        let mut dropped: Vec<&str> = Vec::new();
+        let mut successor: std::collections::HashMap<&str, String> =
+            std::collections::HashMap::new();
+        for entry in path {
+            if entry.kind() == &pith_events::EntryType::Label {
+                dropped.push(entry.id());
+                continue;
+            }
+            for label in dropped.drain(..) {
+                successor.insert(label, entry.id().to_owned());
+            }
             let parent = kept.last().map(|p| p.id().to_owned());
             kept.push(relink(entry, parent.as_deref())?);
+        }
+        for entry in &mut kept {
+            if entry.kind() != &pith_events::EntryType::Compaction {
+                continue;
+            }
+            let fields: serde_json::Map<String, Value> = entry.decode_as()?;
+            if let Some(next) = fields
+                .get("firstKeptEntryId")
+                .and_then(Value::as_str)
+                .and_then(|id| successor.get(id))
+            {
+                *entry = set_member(entry, "firstKeptEntryId", &to_js_json(next)?)?;
+            }
         }
         let mut taken: std::collections::HashSet<String> =
             kept.iter().map(|e| e.id().to_owned()).collect();
@@ -696,21 +717,15 @@ fn relink(entry: &Entry, parent: Option<&str>) -> Result<Entry> {
     if entry.parent().id() == parent {
         return Ok(entry.clone());
     }
-    let raw = entry.raw();
-    let new_value = to_js_json(&parent)?;
-    let scanned =
-        scan::scan(raw.as_bytes()).map_err(|e| Error::Serialize(serde::de::Error::custom(e)))?;
-    let text = match scanned.members.parent_id {
-        Some(span) => format!("{}{}{}", &raw[..span.start], new_value, &raw[span.end..]),
-        None => {
-            let mut map: serde_json::Map<String, Value> = entry.decode_as()?;
-            map.insert("parentId".into(), serde_json::from_str(&new_value)?);
-            to_js_json(&map)?
-        }
-    };
-    Entry::parse(&text, entry.line()).map_err(|why| {
+    set_member(entry, "parentId", &to_js_json(&parent)?)
+}
+
+/// [`Entry::with_member`] with the store's error type.
+fn set_member(entry: &Entry, key: &str, value: &str) -> Result<Entry> {
+    entry.with_member(key, value).map_err(|why| {
         Error::Serialize(serde::de::Error::custom(format!(
-            "re-linked entry is invalid: {why}"
+            "cannot set {key} of entry {}: {why}",
+            entry.id()
         )))
     })
 }

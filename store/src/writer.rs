@@ -78,10 +78,11 @@ impl LogFile {
 
     /// A file read from disk that holds the header and the first `entries_on_disk` entries.
     pub fn existing(path: PathBuf, entries_on_disk: usize) -> LogFile {
+        let identity = identity_of(&path);
         LogFile {
             path,
             file: None,
-            identity: None,
+            identity,
             header_on_disk: true,
             entries_on_disk,
         }
@@ -143,7 +144,7 @@ impl LogFile {
         atomic_write(&self.path, lines)?;
         // The old descriptor points at the replaced inode.
         self.file = None;
-        self.identity = None;
+        self.identity = identity_of(&self.path);
         self.header_on_disk = true;
         self.entries_on_disk = entries.len();
         Ok(())
@@ -219,6 +220,11 @@ impl LogFile {
             )),
         }
     }
+}
+
+/// (device, inode) of the file at `path`, if it exists.
+fn identity_of(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Writes `lines` (each followed by `\n`) to a temporary file in `path`'s directory, fsyncs
