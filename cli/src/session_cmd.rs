@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Subcommand;
 
-use pith_store::dump::{At, dump_session};
+use pith_store::dump::{At, write_dump};
 use pith_store::list::{Listing, SessionInfo, list, list_all, session_info};
 use pith_store::{Leaf, OpenMode, Session, SessionEnv, dirs};
 
@@ -63,7 +63,9 @@ pub fn run(cmd: SessionCommand) -> Result<()> {
         SessionCommand::Dump { file, at } => {
             let session = open(&file, &env)?;
             let info = session_info(&file).ok().map(|i| i.to_value());
-            stdout.write_all(dump_session(&session, &at, info).as_bytes())?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut stdout);
+            write_dump(&mut out, &session, &at, info)?;
+            out.flush()?;
         }
         SessionCommand::List {
             session_dir,

@@ -146,7 +146,9 @@ fn describe(entry: &Entry) -> String {
             Some(label) if !label.is_empty() => format!("[label {} = {label}]", l.target_id),
             _ => format!("[label {} cleared]", l.target_id),
         },
-        SessionEntry::SessionInfo(i) => format!("[name: {}]", i.name.unwrap_or_default()),
+        SessionEntry::SessionInfo(i) => {
+            format!("[name: {}]", one_line(&i.name.unwrap_or_default(), 50))
+        }
         SessionEntry::Unknown(_) => match entry.kind() {
             EntryType::Unknown(t) if !t.is_empty() => format!("[{t}]"),
             k => format!("[{}]", k.as_str()),

@@ -1,12 +1,10 @@
 //! The JSON object `pith session dump` prints: the members of a conformance `expected.json`
 //! (`../shared/conformance/README.md`), computed the way pi computes them.
 
-use std::path::Path;
+use std::io::Write;
 
 use crate::context::build_session_context;
-use crate::error::Result;
-use crate::list::session_info;
-use crate::session::{OpenMode, Session};
+use crate::session::Session;
 use crate::tree::{Leaf, SessionTree};
 
 /// A position to build an extra context at (`--at`).
@@ -39,47 +37,42 @@ impl std::str::FromStr for At {
     }
 }
 
-/// Opens `path` as pi's `SessionManager.open` would (migrating a legacy file atomically, never
-/// writing to a blank one) and returns the dump object as compact JSON text, members in
-/// `expected.json` order.
-///
-/// Errors: those of [`Session::open`] (a file that is not a session is refused untouched).
-pub fn dump(path: &Path, at: &[At], env: &crate::env::SessionEnv) -> Result<String> {
-    let session = Session::open(path, None, None, OpenMode::Inspect, env)?;
-    let info = match session.session_file() {
-        Some(file) if file.exists() => session_info(file).ok(),
-        _ => None,
-    };
-    Ok(dump_session(&session, at, info.map(|i| i.to_value())))
-}
-
 /// The dump of an open session; `info` is its listing entry (`null` when listing skips it).
 pub fn dump_session(session: &Session, at: &[At], info: Option<serde_json::Value>) -> String {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write_dump(&mut out, session, at, info);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Streams the dump of an open session to `out` (it holds every entry twice, in `entries`
+/// and in `tree`, so it is never built in memory by the CLI).
+///
+/// Errors: those of `out`.
+pub fn write_dump(
+    out: &mut impl Write,
+    session: &Session,
+    at: &[At],
+    info: Option<serde_json::Value>,
+) -> std::io::Result<()> {
     let tree = session.tree();
-    let mut out = String::with_capacity(
-        tree.entries()
-            .iter()
-            .map(|e| e.raw().len() * 3)
-            .sum::<usize>()
-            + 1024,
-    );
-    out.push_str("{\n\"header\": ");
-    out.push_str(session.header().raw());
-    out.push_str(",\n\"entries\": [");
+    out.write_all("{\n\"header\": ".as_bytes())?;
+    out.write_all(session.header().raw().as_bytes())?;
+    out.write_all(",\n\"entries\": [".as_bytes())?;
     for (i, e) in tree.entries().iter().enumerate() {
         if i > 0 {
-            out.push(',');
+            out.write_all(b",")?;
         }
-        out.push_str(e.raw());
+        out.write_all(e.raw().as_bytes())?;
     }
-    out.push_str("],\n\"leaf\": ");
-    push_json(&mut out, &session.leaf_id());
-    out.push_str(",\n\"context\": ");
-    out.push_str(&session.build_context().to_json());
-    out.push_str(",\n\"contexts_at\": {");
+    out.write_all("],\n\"leaf\": ".as_bytes())?;
+    push_json(out, &session.leaf_id())?;
+    out.write_all(",\n\"context\": ".as_bytes())?;
+    out.write_all(session.build_context().to_json().as_bytes())?;
+    out.write_all(",\n\"contexts_at\": {".as_bytes())?;
     for (i, a) in at.iter().enumerate() {
         if i > 0 {
-            out.push(',');
+            out.write_all(b",")?;
         }
         let (key, leaf) = match a {
             At::Root => ("root".to_owned(), Some(Leaf::Root)),
@@ -89,20 +82,20 @@ pub fn dump_session(session: &Session, at: &[At], info: Option<serde_json::Value
                 None => (format!("#{n}"), None),
             },
         };
-        push_json(&mut out, &key);
-        out.push(':');
+        push_json(out, &key)?;
+        out.write_all(b":")?;
         match leaf {
-            Some(leaf) => out.push_str(&build_session_context(tree, leaf).to_json()),
-            None => push_json(&mut out, &format!("error: Entry {key} not found")),
+            Some(leaf) => out.write_all(build_session_context(tree, leaf).to_json().as_bytes())?,
+            None => push_json(out, &format!("error: Entry {key} not found"))?,
         }
     }
-    out.push_str("},\n\"tree\": ");
-    write_tree(&mut out, tree);
-    out.push_str(",\n\"info\": ");
-    push_json(&mut out, &info);
-    out.push_str(",\n\"name\": ");
-    push_json(&mut out, &session.session_name());
-    out.push_str(",\n\"labels\": {");
+    out.write_all("},\n\"tree\": ".as_bytes())?;
+    write_tree(out, tree)?;
+    out.write_all(",\n\"info\": ".as_bytes())?;
+    push_json(out, &info)?;
+    out.write_all(",\n\"name\": ".as_bytes())?;
+    push_json(out, &session.session_name())?;
+    out.write_all(",\n\"labels\": {".as_bytes())?;
     // One member per labelled entry id (labels of ids that are no entry are not listed).
     let mut done = std::collections::HashSet::new();
     for e in tree.entries() {
@@ -113,50 +106,57 @@ pub fn dump_session(session: &Session, at: &[At], info: Option<serde_json::Value
             continue;
         }
         if done.len() > 1 {
-            out.push(',');
+            out.write_all(b",")?;
         }
-        push_json(&mut out, &e.id());
-        out.push(':');
-        out.push_str(&label.value);
+        push_json(out, &e.id())?;
+        out.write_all(b":")?;
+        out.write_all(label.value.as_bytes())?;
     }
-    out.push_str("}\n}\n");
-    out
+    out.write_all("}\n}\n".as_bytes())?;
+    Ok(())
 }
 
-fn push_json<T: serde::Serialize + ?Sized>(out: &mut String, v: &T) {
-    out.push_str(&pith_events::js::to_js_json(v).unwrap_or_else(|_| "null".into()));
+fn push_json<T: serde::Serialize + ?Sized>(out: &mut impl Write, v: &T) -> std::io::Result<()> {
+    out.write_all(
+        pith_events::js::to_js_json(v)
+            .unwrap_or_else(|_| "null".into())
+            .as_bytes(),
+    )
 }
 
 /// Writes `getTree()` as pi shapes it (`[{entry, children, label?, labelTimestamp?}]`)
 /// without recursion: trees nest two JSON levels per entry.
-pub fn write_tree(out: &mut String, tree: &SessionTree) {
+///
+/// Errors: those of `out`.
+pub fn write_tree(out: &mut impl Write, tree: &SessionTree) -> std::io::Result<()> {
     let shape = tree.get_tree();
     // Each frame: the list being written and the position in it.
     let mut stack: Vec<(&[usize], usize, Option<usize>)> = vec![(&shape.roots, 0, None)];
-    out.push('[');
+    out.write_all(b"[")?;
     while let Some((list, pos, owner)) = stack.pop() {
         if let Some(&node) = list.get(pos) {
             stack.push((list, pos + 1, owner));
             if pos > 0 {
-                out.push(',');
+                out.write_all(b",")?;
             }
-            out.push_str("{\"entry\":");
-            out.push_str(tree.entries()[node].raw());
-            out.push_str(",\"children\":[");
+            out.write_all("{\"entry\":".as_bytes())?;
+            out.write_all(tree.entries()[node].raw().as_bytes())?;
+            out.write_all(",\"children\":[".as_bytes())?;
             stack.push((&shape.children[node], 0, Some(node)));
             continue;
         }
-        out.push(']');
+        out.write_all(b"]")?;
         if let Some(node) = owner {
             if let Some(label) = tree.label(tree.entries()[node].id()) {
-                out.push_str(",\"label\":");
-                out.push_str(&label.value);
+                out.write_all(",\"label\":".as_bytes())?;
+                out.write_all(label.value.as_bytes())?;
                 if let Some(ts) = &label.timestamp {
-                    out.push_str(",\"labelTimestamp\":");
-                    out.push_str(ts);
+                    out.write_all(",\"labelTimestamp\":".as_bytes())?;
+                    out.write_all(ts.as_bytes())?;
                 }
             }
-            out.push('}');
+            out.write_all(b"}")?;
         }
     }
+    Ok(())
 }

@@ -1,0 +1,275 @@
+//! `pith session …` as a user runs it: every conformance case through `pith session dump`,
+//! errors on stderr with file and line, listings, and the tree view.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::fs;
+use std::path::Path;
+
+use assert_cmd::Command;
+use pith_tests::{
+    at_args, case_dirs, compare_case, conformance_dir, parse_json, read_json, skipped_members,
+};
+use predicates::prelude::*;
+
+fn pith(agent_dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("pith").expect("binary");
+    cmd.env("PITH_AGENT_DIR", agent_dir).env("TZ", "UTC");
+    cmd
+}
+
+#[test]
+fn every_case_matches_pi_through_pith_session_dump() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = case_dirs();
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let dir = tmp.path().join(&name);
+        fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("session.jsonl");
+        fs::copy(case.join("session.jsonl"), &copy).unwrap();
+        let expected = read_json(&case.join("expected.json"));
+        let mut cmd = pith(&tmp.path().join("agent"));
+        cmd.arg("session").arg("dump").arg(&copy);
+        for at in at_args(&expected) {
+            cmd.arg("--at").arg(at);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let actual = parse_json(std::str::from_utf8(&out.stdout).unwrap());
+        let skip: Vec<&str> = skipped_members(&name).into_iter().collect();
+        let diffs = compare_case(&expected, &actual, &skip);
+        if !diffs.is_empty() {
+            failures.push(format!("{name}: {}", diffs[0]));
+        }
+    }
+    println!(
+        "conformance (pith session dump): {}/{} cases equal",
+        cases.len() - failures.len(),
+        cases.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_file_that_is_not_a_session_is_refused_on_stderr_and_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("notes.jsonl");
+    let bytes = b"\n{\"type\":\"note\",\"id\":\"n1\"}\n{\"type\":\"session\",\"id\":\"s\"}\n";
+    fs::write(&path, bytes).unwrap();
+    for sub in ["dump", "tree", "context", "info"] {
+        pith(tmp.path())
+            .args(["session", sub])
+            .arg(&path)
+            .assert()
+            .failure()
+            .stdout("")
+            .stderr(predicate::str::contains(format!(
+                "pith: error: not a pi session file: {}: line 2: the first JSON line is not a session header",
+                path.display()
+            )));
+    }
+    assert_eq!(fs::read(&path).unwrap(), bytes);
+    pith(tmp.path())
+        .args(["session", "dump"])
+        .arg(tmp.path().join("missing.jsonl"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("missing.jsonl"));
+}
+
+#[test]
+fn skipped_lines_are_reported_with_their_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    fs::write(
+        &path,
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n{oops\n{\"type\":\"custom\",\"customType\":\"c\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"t\"}\n42\n",
+    )
+    .unwrap();
+    pith(tmp.path())
+        .args(["session", "context"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout("{\"messages\":[],\"thinkingLevel\":\"off\",\"model\":null}\n")
+        .stderr(predicate::str::contains(format!(
+            "{}: line 2: invalid JSON at byte 2",
+            path.display()
+        )))
+        .stderr(predicate::str::contains(format!(
+            "{}: line 4: a JSON value that is not an object",
+            path.display()
+        )));
+}
+
+#[test]
+fn inspecting_never_modifies_a_v3_file_but_migrates_a_legacy_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = conformance_dir();
+    let v3 = tmp.path().join("v3.jsonl");
+    fs::copy(conf.join("corrupt-torn-last-line/session.jsonl"), &v3).unwrap();
+    let v1 = tmp.path().join("v1.jsonl");
+    fs::copy(conf.join("legacy-v1-linear/session.jsonl"), &v1).unwrap();
+    let before = fs::read(&v3).unwrap();
+    for sub in ["dump", "tree", "context", "info"] {
+        pith(tmp.path())
+            .args(["session", sub])
+            .arg(&v3)
+            .assert()
+            .success();
+    }
+    assert_eq!(fs::read(&v3).unwrap(), before);
+    pith(tmp.path())
+        .args(["session", "info"])
+        .arg(&v1)
+        .assert()
+        .success();
+    let migrated = fs::read_to_string(&v1).unwrap();
+    assert!(migrated.lines().next().unwrap().ends_with("\"version\":3}"));
+    assert!(
+        migrated
+            .lines()
+            .skip(1)
+            .all(|l| l.contains("\"id\":") && l.contains("\"parentId\":"))
+    );
+}
+
+#[test]
+fn list_json_is_pis_listing_and_the_table_is_readable() {
+    let conf = conformance_dir().join("_list-public");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pith(tmp.path())
+        .args(["session", "list", "--json", "--session-dir"])
+        .arg(conf.join("sessions"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let list = parse_json(std::str::from_utf8(&out.stdout).unwrap());
+    let expected = read_json(&conf.join("expected.json"));
+    let diffs = compare_case(&expected, &serde_json::json!({ "list": list }), &[]);
+    assert!(
+        diffs.is_empty(),
+        "{}",
+        diffs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("skipped") && stderr.contains("_empty.jsonl"),
+        "{stderr}"
+    );
+
+    let table = pith(tmp.path())
+        .args(["session", "list", "--session-dir"])
+        .arg(conf.join("sessions"))
+        .output()
+        .unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    let rows: Vec<&str> = table.lines().collect();
+    assert_eq!(rows.len(), 1 + 7, "{table}");
+    assert!(rows[0].starts_with("MODIFIED"));
+    assert!(rows[1].starts_with("2025-12-07T00:00:00.000Z"));
+    assert!(rows.iter().any(|r| r.contains("padded name")));
+}
+
+#[test]
+fn list_all_walks_every_project_of_the_agent_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = conformance_dir();
+    let root = tmp.path().join("sessions");
+    for (project, case) in [
+        ("--a--", "gen-s001-linear"),
+        ("--b--", "gen-s002-branching"),
+    ] {
+        fs::create_dir_all(root.join(project)).unwrap();
+        fs::copy(
+            conf.join(case).join("session.jsonl"),
+            root.join(project).join(format!("{case}.jsonl")),
+        )
+        .unwrap();
+    }
+    let out = pith(tmp.path())
+        .args(["session", "list", "--all", "--json"])
+        .output()
+        .unwrap();
+    let list = parse_json(std::str::from_utf8(&out.stdout).unwrap());
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    let want: Vec<String> = ["gen-s001-linear", "gen-s002-branching"]
+        .iter()
+        .map(|c| {
+            read_json(&conf.join(c).join("expected.json"))["info"]["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(want.iter().all(|w| ids.contains(&w.as_str())));
+}
+
+#[test]
+fn tree_view_marks_labels_and_the_active_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("session.jsonl");
+    fs::copy(
+        conformance_dir().join("gen-s005-labels-names/session.jsonl"),
+        &path,
+    )
+    .unwrap();
+    let out = pith(tmp.path())
+        .args(["session", "tree"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false }, {
+        insta::assert_snapshot!("tree_gen_s005_labels_names", text);
+    });
+}
+
+#[test]
+fn context_at_root_and_unknown_leaf() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("session.jsonl");
+    fs::copy(
+        conformance_dir().join("gen-s001-linear/session.jsonl"),
+        &path,
+    )
+    .unwrap();
+    pith(tmp.path())
+        .args(["session", "context", "--leaf", "root"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout("{\"messages\":[],\"thinkingLevel\":\"off\",\"model\":null}\n");
+    pith(tmp.path())
+        .args(["session", "context", "--leaf", "nope"])
+        .arg(&path)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("Entry nope not found"));
+    let out = pith(tmp.path())
+        .args(["session", "dump", "--at", "nope", "--at", "#0"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let dump = parse_json(std::str::from_utf8(&out.stdout).unwrap());
+    assert_eq!(dump["contexts_at"]["nope"], "error: Entry nope not found");
+    let first = dump["entries"][0]["id"].as_str().unwrap();
+    assert!(dump["contexts_at"][first].is_object());
+}
