@@ -273,3 +273,30 @@ fn context_at_root_and_unknown_leaf() {
     let first = dump["entries"][0]["id"].as_str().unwrap();
     assert!(dump["contexts_at"][first].is_object());
 }
+
+#[test]
+fn listing_never_drops_sessions_under_a_low_open_file_limit() {
+    // pi reads every file at once and silently returns a subset when descriptors run out.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("many");
+    fs::create_dir_all(&dir).unwrap();
+    let source = fs::read(conformance_dir().join("gen-s001-linear/session.jsonl")).unwrap();
+    for i in 0..60 {
+        fs::write(dir.join(format!("s{i:03}.jsonl")), &source).unwrap();
+    }
+    let out = std::process::Command::new("prlimit")
+        .arg("--nofile=12:12")
+        .arg(assert_cmd::cargo::cargo_bin("pith"))
+        .args(["session", "list", "--json", "--session-dir"])
+        .arg(&dir)
+        .env("PITH_AGENT_DIR", tmp.path())
+        .output()
+        .expect("prlimit (util-linux) runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = parse_json(std::str::from_utf8(&out.stdout).unwrap());
+    assert_eq!(list.as_array().unwrap().len(), 60);
+}

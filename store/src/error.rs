@@ -25,6 +25,15 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// Another process holds the session's writer lock (spec: divergences.md "Writing": one
+    /// writer per file).
+    #[error("{path} is open for writing in another process (pid {}); close it there first", pid.map_or_else(|| "unknown".to_owned(), |p| p.to_string()))]
+    Locked {
+        /// The session file.
+        path: PathBuf,
+        /// The holder's pid, as it wrote it into the lock file.
+        pid: Option<u32>,
+    },
     /// An entry id that is not in the session (pi: `Entry <id> not found`).
     #[error("Entry {0} not found")]
     EntryNotFound(String),

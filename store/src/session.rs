@@ -162,14 +162,22 @@ impl Session {
             }
             Loaded::Log(log) => {
                 let log = *log;
+                let mut file = LogFile::existing(path.clone(), log.entries.len());
+                // One writer per file: taken before any rewrite, held while open for writing.
+                if mode == OpenMode::Write || log.rewrite.is_some() {
+                    file.lock()?;
+                }
                 if let Some(lines) = &log.rewrite {
                     atomic_write(&path, lines.iter().map(String::as_str))?;
+                    file.file_replaced_by_us();
+                }
+                if mode == OpenMode::Inspect {
+                    file.unlock();
                 }
                 let cwd = cwd_override
                     .map(str::to_owned)
                     .or_else(|| log.header.cwd().map(str::to_owned))
                     .unwrap_or_else(process_cwd);
-                let on_disk = log.entries.len();
                 let (tree, mut tree_warnings) = SessionTree::new(log.entries);
                 let mut warnings = log.warnings;
                 warnings.append(&mut tree_warnings);
@@ -184,7 +192,7 @@ impl Session {
                     tree,
                     cwd,
                     session_dir: Some(dir),
-                    log: Some(LogFile::existing(path, on_disk)),
+                    log: Some(file),
                     warnings,
                     notices: Vec::new(),
                     env: env.clone(),

@@ -60,6 +60,8 @@ pub struct LogFile {
     identity: Option<(u64, u64)>,
     /// Whether the header line is on disk.
     header_on_disk: bool,
+    /// The advisory lock that makes this the file's only writer, taken before the first write.
+    lock: Option<WriterLock>,
     /// How many of the session's entries (in order) are on disk; the rest are pending.
     entries_on_disk: usize,
 }
@@ -73,6 +75,7 @@ impl LogFile {
             identity: None,
             header_on_disk: false,
             entries_on_disk: 0,
+            lock: None,
         }
     }
 
@@ -85,6 +88,7 @@ impl LogFile {
             identity,
             header_on_disk: true,
             entries_on_disk,
+            lock: None,
         }
     }
 
@@ -110,6 +114,7 @@ impl LogFile {
     /// later call writes the same lines again (e.g. once disk space is back).
     pub fn write_pending(&mut self, header: &Header, entries: &[Entry]) -> Result<Vec<Notice>> {
         let mut notices = Vec::new();
+        self.lock()?;
         if self.header_on_disk && self.replaced()? {
             notices.push(Notice::Recreated {
                 path: self.path.clone(),
@@ -140,14 +145,36 @@ impl LogFile {
     ///
     /// Errors: [`Error::Io`].
     pub fn rewrite(&mut self, header: &Header, entries: &[Entry]) -> Result<()> {
+        self.lock()?;
         let lines = std::iter::once(header.raw()).chain(entries.iter().map(Entry::raw));
         atomic_write(&self.path, lines)?;
-        // The old descriptor points at the replaced inode.
-        self.file = None;
-        self.identity = identity_of(&self.path);
+        self.file_replaced_by_us();
         self.header_on_disk = true;
         self.entries_on_disk = entries.len();
         Ok(())
+    }
+
+    /// Takes the file's writer lock if this writer does not hold it yet.
+    ///
+    /// Errors: [`Error::Locked`] naming the holder's pid when another process writes the
+    /// file; [`Error::Io`].
+    pub fn lock(&mut self) -> Result<()> {
+        if self.lock.is_none() {
+            self.lock = Some(WriterLock::acquire(&self.path)?);
+        }
+        Ok(())
+    }
+
+    /// Releases the writer lock (an inspecting reader that only had to migrate the file).
+    pub fn unlock(&mut self) {
+        self.lock = None;
+    }
+
+    /// Records that the path now names a file this process wrote (after an atomic rewrite
+    /// done outside this writer), so it is not mistaken for a replacement.
+    pub fn file_replaced_by_us(&mut self) {
+        self.file = None;
+        self.identity = identity_of(&self.path);
     }
 
     /// fsyncs what was written (durability at turn end and shutdown).
@@ -219,6 +246,88 @@ impl LogFile {
                 std::io::Error::other("file not open"),
             )),
         }
+    }
+}
+
+/// An exclusive advisory lock (`flock`) on `<session file>.lock`, which holds the holder's pid.
+///
+/// A sidecar file rather than the session file itself, so that atomic rewrites (which
+/// replace the session file's inode) never drop the lock. The OS releases it when the holder
+/// exits, however it exits, so a dead process's lock is simply taken over. A clean release
+/// removes the sidecar; a lock is only valid while its path still names the locked inode, so
+/// removal cannot let two writers in.
+#[derive(Debug)]
+pub struct WriterLock {
+    file: File,
+    path: PathBuf,
+}
+
+impl Drop for WriterLock {
+    fn drop(&mut self) {
+        // Still holding the lock here, so nobody else can be relying on this inode.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl WriterLock {
+    /// Takes the lock of `session_file` without waiting.
+    ///
+    /// Errors: [`Error::Locked`] when another open file description holds it (another
+    /// process, or another writer in this one); [`Error::Io`].
+    pub fn acquire(session_file: &Path) -> Result<WriterLock> {
+        let mut name = session_file.file_name().unwrap_or_default().to_owned();
+        name.push(".lock");
+        let path = session_file.with_file_name(name);
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            crate::dirs::ensure_dir(dir)?;
+        }
+        let io = |e| Error::io(&path, e);
+        // A holder that releases between our open and our lock has removed the file we
+        // opened; try again on the new one.
+        for _ in 0..8 {
+            let mut file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)
+                .map_err(io)?;
+            match file.try_lock() {
+                Ok(()) => {
+                    let ours = file.metadata().map_err(io)?;
+                    if identity_of(&path) != Some((ours.dev(), ours.ino())) {
+                        continue;
+                    }
+                    file.set_len(0).map_err(io)?;
+                    file.write_all(std::process::id().to_string().as_bytes())
+                        .map_err(io)?;
+                    return Ok(WriterLock { file, path });
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let mut pid = String::new();
+                    let _ = std::io::Read::read_to_string(&mut file, &mut pid);
+                    return Err(Error::Locked {
+                        path: session_file.to_owned(),
+                        pid: pid.trim().parse().ok(),
+                    });
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+            }
+        }
+        Err(io(std::io::Error::other(
+            "the lock file kept changing while taking it",
+        )))
+    }
+
+    /// The sidecar lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The open lock file.
+    pub fn file(&self) -> &File {
+        &self.file
     }
 }
 

@@ -551,7 +551,19 @@ fn migration_rewrites_atomically_and_keeps_skipped_lines() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["legacy.jsonl"], "no temporary file left behind");
+    assert!(
+        names.iter().all(|n| !n.starts_with(".pith-")),
+        "no temporary file left behind: {names:?}"
+    );
+    assert!(
+        names.contains(&"legacy.jsonl.lock".to_owned()),
+        "held while open for writing"
+    );
+    drop(s);
+    assert!(
+        !tmp.path().join("legacy.jsonl.lock").exists(),
+        "removed on release"
+    );
     let now = lines(&path);
     assert_eq!(
         now.last().map(String::as_str),
@@ -638,4 +650,43 @@ fn files_are_private_to_the_user() {
             dir.display()
         );
     }
+}
+
+#[test]
+fn one_writer_per_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let content = format!(
+        "{HEADER}\n{}\n{}\n",
+        user_line("u1", None, "q"),
+        assistant_line("a1", "u1")
+    );
+    let path = write(tmp.path(), "s.jsonl", content.as_bytes());
+    let mut first = Session::open(&path, None, None, OpenMode::Write, &env).unwrap();
+    let err = Session::open(&path, None, None, OpenMode::Write, &env).unwrap_err();
+    match &err {
+        Error::Locked { pid, .. } => assert_eq!(*pid, Some(std::process::id())),
+        other => panic!("expected Locked, got {other}"),
+    }
+    assert!(
+        err.to_string()
+            .contains(&format!("pid {}", std::process::id())),
+        "{err}"
+    );
+    // Readers are not blocked; the holder keeps writing.
+    let reader = Session::open(&path, None, None, OpenMode::Inspect, &env).unwrap();
+    assert_eq!(reader.entries().len(), 2);
+    first.append_message(user("more")).unwrap();
+    drop(first);
+    // Released on drop (and by the OS when a process dies): the next writer takes over.
+    let mut second = Session::open(&path, None, None, OpenMode::Write, &env).unwrap();
+    second.append_message(assistant()).unwrap();
+    assert_eq!(lines(&path).len(), 5);
+    // A clean release removes the lock file; one left by a dead process holds no lock.
+    drop(second);
+    assert!(!tmp.path().join("s.jsonl.lock").exists());
+    fs::write(tmp.path().join("s.jsonl.lock"), "999999").unwrap();
+    Session::open(&path, None, None, OpenMode::Write, &env).unwrap();
+    // Listing ignores lock files.
+    assert_eq!(list(tmp.path()).skipped.len(), 0);
 }

@@ -82,7 +82,7 @@ fn reopen_gives_the_same_entries_and_the_last_line_as_leaf() {
     let alt = s.append_message(assistant("alt")).expect("append");
     s.branch(&u1).expect("branch");
     let file = s.session_file().expect("file").to_owned();
-    let back = Session::open(&file, None, None, OpenMode::Write, &env).expect("open");
+    let back = Session::open(&file, None, None, OpenMode::Inspect, &env).expect("open");
     let raws = |s: &Session| {
         s.entries()
             .iter()
@@ -174,7 +174,7 @@ fn branched_session_relinks_across_labels_and_recreates_them() {
     // The chain is whole: the context at the leaf holds all four messages.
     let leaf = s.entries().len() - 1;
     assert_eq!(s.context_at(Leaf::At(leaf)).messages.len(), 4);
-    let reopened = Session::open(&new_path, None, None, OpenMode::Write, &env).expect("open");
+    let reopened = Session::open(&new_path, None, None, OpenMode::Inspect, &env).expect("open");
     assert_eq!(reopened.build_context().messages.len(), 4);
     assert_eq!(
         reopened.tree().label(&u1).map(|l| l.text()).as_deref(),
