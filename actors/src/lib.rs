@@ -1,5 +1,18 @@
-//! pith's actor runtime (ractor): the `Runtime` supervisor and, per session, the
-//! `SessionWriter`, `Projection`, `Agent`, `Compactor` and one actor per `Extension`.
+//! pith's actor runtime (ractor).
 //!
-//! Nothing lives here yet: the session log it stands on (`pith-store`) comes first. The
-//! runtime's guarantees will be written down in `docs/actors.md` when it lands.
+//! - [`runtime`]: the root supervisor; owns the per-session subtree and performs switches.
+//! - [`writer`]: SessionWriter, the only owner of the session file.
+//! - [`projection`]: Projection, the context kept current as entries arrive.
+//! - [`agent`]: Agent, pi's agent loop (turns, tool calls, steering, follow-ups, abort).
+//! - [`compactor`]: Compactor, which owns compaction decisions.
+//! - [`extension`]: the Extension trait, its actor, and two example extensions.
+//! - [`provider`] and [`faux`]: the model seam and the built-in offline model.
+//! - [`trace`]: span fields that let a run be drawn as a message flow.
+//!
+//! The guarantees (who owns what, ordering, restarts, switches) are in `docs/actors.md`.
+
+pub mod faux;
+pub mod projection;
+pub mod provider;
+pub mod trace;
+pub mod writer;

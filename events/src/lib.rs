@@ -7,23 +7,30 @@
 //!   whose field order is the order pi writes its keys in (spec: format.md §2.3).
 //! - [`message`]: the `AgentMessage` roles that live inside `message` entries and the
 //!   content blocks they hold (spec: format.md §3).
+//! - [`agent`]: the agent loop's events (`agent_start` … `agent_end`), pi's JSON shape.
+//! - [`lifecycle`]: how a session subtree starts (`SessionStart`) and the events extensions
+//!   receive around switches.
 //! - [`js`]: how JavaScript's `JSON.stringify` spells values, so lines pith creates are
 //!   byte-for-byte what pi would have written (spec README, "JS-isms").
 //!
 //! Lines that pith did not create are never re-serialized from these types: the store keeps
 //! their raw bytes. These types are for lines pith writes and for reading fields on demand.
 
+pub mod agent;
 pub mod entry;
 pub mod header;
 pub mod js;
+pub mod lifecycle;
 pub mod message;
 
+pub use agent::{AgentEvent, StreamKind, StreamUpdate};
 pub use entry::{
     BranchSummaryEntry, CompactionEntry, CustomEntry, CustomMessageEntry, EntryBase, EntryType,
     LabelEntry, MessageEntry, ModelChangeEntry, SessionEntry, SessionInfoEntry,
     ThinkingLevelChangeEntry,
 };
 pub use header::{CURRENT_SESSION_VERSION, SessionHeader};
+pub use lifecycle::{ExtensionEvent, ForkPosition, SessionStart, StartReason};
 pub use message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
     CompactionSummaryMessage, ContentBlock, Cost, CustomMessage, ImageContent, StopReason,

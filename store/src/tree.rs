@@ -105,8 +105,9 @@ impl SessionTree {
         self.entries.push(entry);
     }
 
-    /// Appends an entry whose parent is the current leaf and makes it the leaf.
-    pub(crate) fn push(&mut self, entry: Entry) -> usize {
+    /// Appends an entry (written with the current leaf as its parent) and makes it the leaf;
+    /// returns its index. Used by the session and by mirrors of it (the projection).
+    pub fn push(&mut self, entry: Entry) -> usize {
         self.push_unresolved(entry);
         let index = self.entries.len() - 1;
         let parent = self.resolve_parent(index);
@@ -227,6 +228,14 @@ impl SessionTree {
             .ok_or_else(|| Error::EntryNotFound(id.to_owned()))?;
         self.leaf = Some(index);
         Ok(())
+    }
+
+    /// Sets the leaf to an index (or the root); indices come from this tree.
+    pub fn set_leaf(&mut self, leaf: Leaf) {
+        self.leaf = match leaf {
+            Leaf::Root => None,
+            Leaf::At(i) => (i < self.entries.len()).then_some(i),
+        };
     }
 
     /// Moves the leaf before the first entry (`resetLeaf`).

@@ -1,0 +1,49 @@
+//! The seam to language models: one trait, one streaming call (spec: agent-and-events.md §1.2).
+
+use pith_events::{AgentMessage, AssistantMessage, StreamUpdate};
+use tokio::sync::{mpsc, watch};
+
+/// What a provider is asked: the model and the context, already converted for the model
+/// (`convert_to_llm`: only user, assistant and toolResult messages).
+#[derive(Debug, Clone)]
+pub struct ProviderRequest {
+    /// Provider name, e.g. `faux`.
+    pub provider: String,
+    /// Model id within the provider, e.g. `faux-1`.
+    pub model: String,
+    /// `off` … `xhigh`.
+    pub thinking_level: String,
+    /// The conversation, oldest first.
+    pub messages: Vec<AgentMessage>,
+}
+
+/// One step of a streamed reply.
+#[derive(Debug, Clone)]
+pub enum ProviderEvent {
+    /// The reply began; the partial message so far.
+    Start(AssistantMessage),
+    /// A content block changed; the partial message after the change.
+    Update {
+        /// What changed.
+        update: StreamUpdate,
+        /// The message so far.
+        partial: AssistantMessage,
+    },
+    /// The final message. Errors and aborts are final messages too, with `stopReason`
+    /// `error`/`aborted` and `errorMessage`: a provider never fails any other way.
+    Done(AssistantMessage),
+}
+
+/// A language model behind a streaming API.
+pub trait Provider: Send + Sync + 'static {
+    /// The provider's name (`faux`, `anthropic`, …).
+    fn name(&self) -> &str;
+
+    /// Starts a reply and returns its events; the last one is always [`ProviderEvent::Done`].
+    /// `abort` turning `true` ends the reply with `stopReason: "aborted"`.
+    fn stream(
+        &self,
+        request: ProviderRequest,
+        abort: watch::Receiver<bool>,
+    ) -> mpsc::Receiver<ProviderEvent>;
+}

@@ -1,0 +1,139 @@
+//! Agent events: what the agent loop emits, in pi's JSON shape (spec: agent-and-events.md §1, §7).
+//!
+//! Serialized with `type` first and pi's member names, so `--mode json` can print them as
+//! they are.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::AgentMessage;
+
+/// The kind of a streaming update of an assistant message (`assistantMessageEvent.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamKind {
+    /// A text block starts.
+    TextStart,
+    /// More text.
+    TextDelta,
+    /// The text block is complete.
+    TextEnd,
+    /// A thinking block starts.
+    ThinkingStart,
+    /// More thinking.
+    ThinkingDelta,
+    /// The thinking block is complete.
+    ThinkingEnd,
+    /// A tool call starts.
+    #[serde(rename = "toolcall_start")]
+    ToolCallStart,
+    /// More tool-call arguments (JSON text).
+    #[serde(rename = "toolcall_delta")]
+    ToolCallDelta,
+    /// The tool call is complete.
+    #[serde(rename = "toolcall_end")]
+    ToolCallEnd,
+}
+
+/// `assistantMessageEvent` of a `message_update`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamUpdate {
+    /// What happened.
+    #[serde(rename = "type")]
+    pub kind: StreamKind,
+    /// Index of the content block it concerns.
+    #[serde(rename = "contentIndex")]
+    pub content_index: usize,
+    /// The new text, for `*_delta`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub delta: Option<String>,
+}
+
+/// One event of the agent loop (spec: agent-and-events.md §1.2, §2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// A run starts (`prompt` or `continue`).
+    AgentStart,
+    /// A turn starts: one LLM call and its tool calls. `turnIndex` restarts at 0 per run.
+    TurnStart {
+        /// 0-based turn number within the run.
+        #[serde(rename = "turnIndex")]
+        turn_index: u32,
+        /// ms since the epoch.
+        timestamp: i64,
+    },
+    /// A message begins (a prompt, a streamed assistant reply, a tool result).
+    MessageStart {
+        /// The message so far.
+        message: AgentMessage,
+    },
+    /// A streamed assistant message changed.
+    MessageUpdate {
+        /// The partial message after the update.
+        message: AgentMessage,
+        /// What changed.
+        #[serde(rename = "assistantMessageEvent")]
+        update: StreamUpdate,
+    },
+    /// A message is complete; user, assistant, toolResult and custom messages are persisted now.
+    MessageEnd {
+        /// The final message.
+        message: AgentMessage,
+    },
+    /// A tool call starts executing.
+    ToolExecutionStart {
+        /// The call's id.
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        /// The tool.
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        /// Its arguments.
+        args: Value,
+    },
+    /// A tool call finished.
+    ToolExecutionEnd {
+        /// The call's id.
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        /// The tool.
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        /// `{content, details}` of the result.
+        result: Value,
+        /// Whether the tool failed.
+        #[serde(rename = "isError")]
+        is_error: bool,
+    },
+    /// A turn ended.
+    TurnEnd {
+        /// 0-based turn number within the run.
+        #[serde(rename = "turnIndex")]
+        turn_index: u32,
+        /// The turn's assistant message.
+        message: AgentMessage,
+        /// The tool results of the turn, in call order.
+        #[serde(rename = "toolResults")]
+        tool_results: Vec<AgentMessage>,
+    },
+    /// The run ended.
+    AgentEnd {
+        /// Every message the run added (prompts included).
+        messages: Vec<AgentMessage>,
+    },
+    /// The steering / follow-up queues changed (full current lists).
+    QueueUpdate {
+        /// Queued steering texts.
+        steering: Vec<String>,
+        /// Queued follow-up texts.
+        #[serde(rename = "followUp")]
+        follow_up: Vec<String>,
+    },
+    /// The session name changed.
+    SessionInfoChanged {
+        /// The new name; absent when cleared.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        name: Option<String>,
+    },
+}
