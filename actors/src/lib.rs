@@ -11,8 +11,12 @@
 //!
 //! The guarantees (who owns what, ordering, restarts, switches) are in `docs/actors.md`.
 
+pub mod agent;
+pub mod compactor;
+pub mod extension;
 pub mod faux;
 pub mod projection;
 pub mod provider;
+pub mod runtime;
 pub mod trace;
 pub mod writer;

@@ -109,6 +109,39 @@ impl Session {
         ))
     }
 
+    /// A session rebuilt from a copy of its log (a writer's snapshot), for a restart or a fork
+    /// when the file is not the whole truth (in memory, or not created yet). `file` is where
+    /// it is (or will be) written: an existing file is treated as holding `entries` already.
+    pub fn from_snapshot(
+        header: Header,
+        entries: Vec<Entry>,
+        leaf: Leaf,
+        cwd: &str,
+        session_dir: Option<&Path>,
+        file: Option<&Path>,
+        env: &SessionEnv,
+    ) -> Session {
+        let (mut tree, warnings) = SessionTree::new(entries);
+        tree.set_leaf(leaf);
+        let log = file.map(|f| {
+            if f.exists() {
+                LogFile::existing(f.to_owned(), tree.entries().len())
+            } else {
+                LogFile::new(f.to_owned())
+            }
+        });
+        Session {
+            header,
+            tree,
+            cwd: cwd.to_owned(),
+            session_dir: session_dir.map(Path::to_owned),
+            log,
+            warnings,
+            notices: Vec::new(),
+            env: env.clone(),
+        }
+    }
+
     /// A session that is never written (`SessionManager.inMemory`).
     pub fn in_memory(cwd: &str, env: &SessionEnv) -> Session {
         Session::fresh(cwd.to_owned(), None, env.clone(), None, None)

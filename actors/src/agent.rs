@@ -1,0 +1,507 @@
+//! Agent: pi's agent loop (spec: agent-and-events.md §1–3).
+//!
+//! A run (one `prompt`) is a task the Agent actor spawns, so that steering, follow-ups and
+//! abort keep flowing through the mailbox while the run streams. The run persists through the
+//! SessionWriter on `message_end` of user, assistant, toolResult and custom messages, awaiting
+//! each append: entries reach the file in event order. It asks the Projection for the context
+//! before every model call and fsyncs at every turn end.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
+
+use pith_events::{
+    AgentEvent, AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage,
+    UserContent, UserMessage,
+};
+use pith_store::env::Clock;
+use pith_store::llm::convert_to_llm;
+
+use crate::extension::ExtensionMsg;
+use crate::projection::ProjectionMsg;
+use crate::provider::{Provider, ProviderEvent, ProviderRequest};
+use crate::trace::TraceIds;
+use crate::writer::{Append, WriterMsg};
+
+/// How long an actor call may take before the caller gives up (a stuck actor is a bug, not a
+/// wait: appends and context reads are in-memory plus one write).
+const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Where agent events go: every frontend and extension subscribed, in order, never dropped.
+#[derive(Clone, Default)]
+pub struct EventSink {
+    subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<AgentEvent>>>>,
+}
+
+impl EventSink {
+    /// A new subscription; events arrive in emission order.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<AgentEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Ok(mut subs) = self.subscribers.lock() {
+            subs.push(tx);
+        }
+        rx
+    }
+
+    /// Sends `event` to every live subscriber.
+    pub fn emit(&self, event: AgentEvent) {
+        if let Ok(mut subs) = self.subscribers.lock() {
+            subs.retain(|s| s.send(event.clone()).is_ok());
+        }
+    }
+}
+
+/// The tools a run may call. Tool calls to names it does not know get pi's
+/// `Tool <name> not found` error result.
+pub trait Tools: Send + Sync + 'static {
+    /// Runs one call; `Ok` is the result content and details, `Err` an error text.
+    fn run(&self, name: &str, args: &Value) -> Option<Result<(Vec<ContentBlock>, Value), String>>;
+}
+
+/// No tools at all.
+pub struct NoTools;
+
+impl Tools for NoTools {
+    fn run(
+        &self,
+        _name: &str,
+        _args: &Value,
+    ) -> Option<Result<(Vec<ContentBlock>, Value), String>> {
+        None
+    }
+}
+
+/// Messages of the Agent.
+#[derive(Debug)]
+pub enum AgentMsg {
+    /// Start a run with this prompt text; answered once the run has started, or with
+    /// `Agent is already processing…` while one runs (queue it with `Steer`/`FollowUp`).
+    Prompt(TraceIds, String, RpcReplyPort<Result<(), String>>),
+    /// Queue a steering message (delivered after the current tool calls).
+    Steer(String),
+    /// Queue a follow-up (delivered when the run would otherwise end).
+    FollowUp(String),
+    /// Abort the current run; answered when the agent is idle.
+    Abort(RpcReplyPort<()>),
+    /// Answered with whether no run is active.
+    IsIdle(RpcReplyPort<bool>),
+    /// The run task finished (internal).
+    RunFinished,
+}
+
+/// What the agent needs from its subtree.
+pub struct AgentArgs {
+    /// Persists messages.
+    pub writer: ActorRef<WriterMsg>,
+    /// Answers context requests.
+    pub projection: ActorRef<ProjectionMsg>,
+    /// The model.
+    pub provider: Arc<dyn Provider>,
+    /// `(provider, model id)` requested.
+    pub model: (String, String),
+    /// Thinking level.
+    pub thinking_level: String,
+    /// Tools the model may call.
+    pub tools: Arc<dyn Tools>,
+    /// Where events go.
+    pub events: EventSink,
+    /// Timestamps of messages.
+    pub clock: Arc<dyn Clock>,
+    /// Session id, for spans.
+    pub session_id: String,
+    /// Extensions, in load order: each event is handled by all of them before the run goes
+    /// on (so an entry an extension appends on `message_end` lands before the message, as in
+    /// pi), then it goes to frontends.
+    pub extensions: Vec<ActorRef<ExtensionMsg>>,
+}
+
+#[derive(Default)]
+struct Queues {
+    steering: VecDeque<String>,
+    follow_up: VecDeque<String>,
+}
+
+/// The agent's state.
+pub struct AgentState {
+    args: Arc<AgentArgs>,
+    queues: Arc<Mutex<Queues>>,
+    abort: Option<watch::Sender<bool>>,
+    waiting_for_idle: Vec<RpcReplyPort<()>>,
+}
+
+/// The Agent actor.
+pub struct Agent;
+
+impl Actor for Agent {
+    type Msg = AgentMsg;
+    type State = AgentState;
+    type Arguments = AgentArgs;
+
+    async fn pre_start(
+        &self,
+        _me: ActorRef<AgentMsg>,
+        args: AgentArgs,
+    ) -> Result<AgentState, ActorProcessingErr> {
+        Ok(AgentState {
+            args: Arc::new(args),
+            queues: Arc::default(),
+            abort: None,
+            waiting_for_idle: Vec::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        me: ActorRef<AgentMsg>,
+        msg: AgentMsg,
+        state: &mut AgentState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            AgentMsg::Prompt(ids, text, reply) => {
+                if state.abort.is_some() {
+                    let _ = reply.send(Err("Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion.".into()));
+                    return Ok(());
+                }
+                let (tx, rx) = watch::channel(false);
+                state.abort = Some(tx);
+                let run = Run {
+                    args: state.args.clone(),
+                    queues: state.queues.clone(),
+                    abort: rx,
+                    ids,
+                };
+                let span = crate::message_span!("Agent", "prompt", state.args.session_id, ids);
+                tokio::spawn(
+                    async move {
+                        run.run(text).await;
+                        let _ = me.cast(AgentMsg::RunFinished);
+                    }
+                    .instrument(span),
+                );
+                let _ = reply.send(Ok(()));
+            }
+            AgentMsg::Steer(text) => {
+                if let Ok(mut q) = state.queues.lock() {
+                    q.steering.push_back(text);
+                }
+                emit_queue(&state.args.events, &state.queues);
+            }
+            AgentMsg::FollowUp(text) => {
+                if let Ok(mut q) = state.queues.lock() {
+                    q.follow_up.push_back(text);
+                }
+                emit_queue(&state.args.events, &state.queues);
+            }
+            AgentMsg::Abort(reply) => match &state.abort {
+                Some(tx) => {
+                    let _ = tx.send(true);
+                    state.waiting_for_idle.push(reply);
+                }
+                None => {
+                    let _ = reply.send(());
+                }
+            },
+            AgentMsg::IsIdle(reply) => {
+                let _ = reply.send(state.abort.is_none());
+            }
+            AgentMsg::RunFinished => {
+                state.abort = None;
+                for waiter in state.waiting_for_idle.drain(..) {
+                    let _ = waiter.send(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn emit_queue(events: &EventSink, queues: &Arc<Mutex<Queues>>) {
+    if let Ok(q) = queues.lock() {
+        events.emit(AgentEvent::QueueUpdate {
+            steering: q.steering.iter().cloned().collect(),
+            follow_up: q.follow_up.iter().cloned().collect(),
+        });
+    }
+}
+
+/// One run of the loop.
+struct Run {
+    args: Arc<AgentArgs>,
+    queues: Arc<Mutex<Queues>>,
+    abort: watch::Receiver<bool>,
+    ids: TraceIds,
+}
+
+impl Run {
+    fn user(&self, text: String) -> AgentMessage {
+        AgentMessage::User(UserMessage {
+            content: UserContent::Blocks(vec![ContentBlock::text(text)]),
+            timestamp: self.args.clock.now_ms(),
+        })
+    }
+
+    /// One message per poll (pi's default `one-at-a-time` mode).
+    fn poll(&self, steering: bool) -> Option<String> {
+        let text = self.queues.lock().ok().and_then(|mut q| {
+            if steering {
+                q.steering.pop_front()
+            } else {
+                q.follow_up.pop_front()
+            }
+        });
+        if text.is_some() {
+            emit_queue(&self.args.events, &self.queues);
+        }
+        text
+    }
+
+    async fn persist(&self, message: &AgentMessage) {
+        let append = Append::Message(Box::new(message.clone()));
+        let result = self
+            .args
+            .writer
+            .call(
+                |r| WriterMsg::Append(self.ids, append, r),
+                Some(CALL_TIMEOUT),
+            )
+            .await;
+        match result {
+            Ok(ractor::rpc::CallResult::Success(Ok(_))) => {}
+            Ok(ractor::rpc::CallResult::Success(Err(e))) => {
+                tracing::error!("could not persist a message: {e}")
+            }
+            Ok(_) | Err(_) => tracing::error!("the session writer did not answer an append"),
+        }
+    }
+
+    async fn sync(&self) {
+        let _ = self
+            .args
+            .writer
+            .call(|r| WriterMsg::Sync(self.ids, r), Some(CALL_TIMEOUT))
+            .await;
+    }
+
+    /// Emits an event: every extension handles it (awaited, in load order), then frontends.
+    async fn emit(&self, event: AgentEvent) {
+        for ext in &self.args.extensions {
+            let ev = Box::new(pith_events::ExtensionEvent::Agent(Box::new(event.clone())));
+            let _ = ext
+                .call(
+                    |r| ExtensionMsg::Event(self.ids, ev, Vec::new(), r),
+                    Some(CALL_TIMEOUT),
+                )
+                .await;
+        }
+        self.args.events.emit(event);
+    }
+
+    /// A message that is persisted on `message_end`: start, end, append.
+    async fn deliver(&self, message: AgentMessage) {
+        self.emit(AgentEvent::MessageStart {
+            message: message.clone(),
+        })
+        .await;
+        self.emit(AgentEvent::MessageEnd {
+            message: message.clone(),
+        })
+        .await;
+        self.persist(&message).await;
+    }
+
+    async fn context(&self) -> Vec<AgentMessage> {
+        match self
+            .args
+            .projection
+            .call(ProjectionMsg::GetContext, Some(CALL_TIMEOUT))
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(ctx)) => convert_to_llm(&ctx.messages),
+            _ => Vec::new(),
+        }
+    }
+
+    async fn stream(&self) -> AssistantMessage {
+        let request = ProviderRequest {
+            provider: self.args.model.0.clone(),
+            model: self.args.model.1.clone(),
+            thinking_level: self.args.thinking_level.clone(),
+            messages: self.context().await,
+        };
+        let mut events = self.args.provider.stream(request, self.abort.clone());
+        let mut started = false;
+        while let Some(event) = events.recv().await {
+            match event {
+                ProviderEvent::Start(partial) => {
+                    started = true;
+                    self.emit(AgentEvent::MessageStart {
+                        message: AgentMessage::Assistant(partial),
+                    })
+                    .await;
+                }
+                ProviderEvent::Update { update, partial } => {
+                    self.emit(AgentEvent::MessageUpdate {
+                        message: AgentMessage::Assistant(partial),
+                        update,
+                    })
+                    .await;
+                }
+                ProviderEvent::Done(message) => {
+                    if !started {
+                        self.emit(AgentEvent::MessageStart {
+                            message: AgentMessage::Assistant(message.clone()),
+                        })
+                        .await;
+                    }
+                    return message;
+                }
+            }
+        }
+        // A provider that ends without Done is a provider bug; the run ends with an error.
+        AssistantMessage {
+            content: Vec::new(),
+            api: self.args.provider.name().to_owned(),
+            provider: self.args.model.0.clone(),
+            model: self.args.model.1.clone(),
+            response_model: None,
+            response_id: None,
+            diagnostics: None,
+            usage: Default::default(),
+            stop_reason: StopReason::Error,
+            error_message: Some("the provider's stream ended without a final message".into()),
+            timestamp: self.args.clock.now_ms(),
+        }
+    }
+
+    fn run_tool(&self, name: &str, id: &str, args: &Value) -> AgentMessage {
+        let (content, details, is_error) = match self.args.tools.run(name, args) {
+            None => (
+                vec![ContentBlock::text(format!("Tool {name} not found"))],
+                None,
+                true,
+            ),
+            Some(Ok((content, details))) => (content, Some(details), false),
+            Some(Err(e)) => (vec![ContentBlock::text(e)], Some(json!({})), true),
+        };
+        AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: id.to_owned(),
+            tool_name: name.to_owned(),
+            content,
+            details,
+            is_error,
+            timestamp: self.args.clock.now_ms(),
+        })
+    }
+
+    async fn run(self, text: String) {
+        let mut new_messages = Vec::new();
+        self.emit(AgentEvent::AgentStart).await;
+        let mut turn_index = 0u32;
+        self.emit(AgentEvent::TurnStart {
+            turn_index,
+            timestamp: self.args.clock.now_ms(),
+        })
+        .await;
+        let prompt = self.user(text);
+        self.deliver(prompt.clone()).await;
+        new_messages.push(prompt);
+        let mut pending: Vec<AgentMessage> =
+            self.poll(true).map(|t| self.user(t)).into_iter().collect();
+        let mut more_tool_calls = true;
+        let mut first = true;
+        loop {
+            while more_tool_calls || !pending.is_empty() {
+                if !first {
+                    self.emit(AgentEvent::TurnStart {
+                        turn_index,
+                        timestamp: self.args.clock.now_ms(),
+                    })
+                    .await;
+                }
+                first = false;
+                for m in pending.drain(..) {
+                    self.deliver(m.clone()).await;
+                    new_messages.push(m);
+                }
+                let reply = self.stream().await;
+                let message = AgentMessage::Assistant(reply.clone());
+                self.emit(AgentEvent::MessageEnd {
+                    message: message.clone(),
+                })
+                .await;
+                self.persist(&message).await;
+                new_messages.push(message.clone());
+                if matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted) {
+                    self.emit(AgentEvent::TurnEnd {
+                        turn_index,
+                        message,
+                        tool_results: Vec::new(),
+                    })
+                    .await;
+                    self.sync().await;
+                    self.emit(AgentEvent::AgentEnd {
+                        messages: new_messages,
+                    })
+                    .await;
+                    return;
+                }
+                let calls: Vec<(String, String, Value)> = reply
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolCall(c) => {
+                            Some((c.id.clone(), c.name.clone(), c.arguments.clone()))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let mut results = Vec::new();
+                for (id, name, args) in &calls {
+                    self.emit(AgentEvent::ToolExecutionStart {
+                        tool_call_id: id.clone(),
+                        tool_name: name.clone(),
+                        args: args.clone(),
+                    })
+                    .await;
+                    let result = self.run_tool(name, id, args);
+                    if let AgentMessage::ToolResult(r) = &result {
+                        self.emit(AgentEvent::ToolExecutionEnd {
+                            tool_call_id: id.clone(),
+                            tool_name: name.clone(),
+                            result: json!({ "content": r.content, "details": r.details }),
+                            is_error: r.is_error,
+                        })
+                        .await;
+                    }
+                    results.push(result);
+                }
+                for result in &results {
+                    self.deliver(result.clone()).await;
+                    new_messages.push(result.clone());
+                }
+                self.emit(AgentEvent::TurnEnd {
+                    turn_index,
+                    message,
+                    tool_results: results,
+                })
+                .await;
+                self.sync().await;
+                turn_index += 1;
+                more_tool_calls = !calls.is_empty();
+                pending.extend(self.poll(true).map(|t| self.user(t)));
+            }
+            match self.poll(false) {
+                Some(t) => pending.push(self.user(t)),
+                None => break,
+            }
+        }
+        self.emit(AgentEvent::AgentEnd {
+            messages: new_messages,
+        })
+        .await;
+    }
+}

@@ -1,0 +1,331 @@
+//! The runtime end to end on the faux model: event order, persistence order, switches,
+//! extensions, crashes.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pith_actors::agent::NoTools;
+use pith_actors::extension::{NoForkWhileRunning, PromptCounter};
+use pith_actors::faux::{Faux, ScriptedReply};
+use pith_actors::runtime::{Runtime, RuntimeConfig, RuntimeEvent, RuntimeHandle};
+use pith_events::{AgentEvent, AgentMessage, SessionStart};
+use pith_store::env::{RandomIds, SteppingClock};
+use pith_store::{OpenMode, Session, SessionEnv, build_session_context};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+fn env(tmp: &Path) -> SessionEnv {
+    SessionEnv {
+        agent_dir: tmp.join("agent"),
+        clock: Arc::new(SteppingClock::new(1_764_000_000_000, 1000)),
+        ids: Arc::new(RandomIds),
+    }
+}
+
+fn script(json: &str) -> Vec<ScriptedReply> {
+    serde_json::from_str(json).expect("script")
+}
+
+async fn start(
+    tmp: &Path,
+    replies: Vec<ScriptedReply>,
+) -> (RuntimeHandle, UnboundedReceiver<RuntimeEvent>, SessionEnv) {
+    let env = env(tmp);
+    let config = RuntimeConfig {
+        env: env.clone(),
+        cwd: "/project".into(),
+        session_dir: None,
+        persist: true,
+        provider: Arc::new(Faux::new(replies, env.clock.clone())),
+        model: ("faux".into(), "faux-1".into()),
+        thinking_level: "off".into(),
+        tools: Arc::new(NoTools),
+        extensions: vec![
+            Arc::new(|| Box::new(PromptCounter::default())),
+            Arc::new(|| Box::new(NoForkWhileRunning::default())),
+        ],
+    };
+    let session = Session::create("/project", None, &env).expect("session");
+    let rt = Runtime::start(config, session).await.expect("runtime");
+    let events = rt.subscribe().await.expect("subscribe");
+    (rt, events, env)
+}
+
+/// Agent events until `agent_end`, as pi names them.
+async fn run_names(events: &mut UnboundedReceiver<RuntimeEvent>) -> Vec<String> {
+    let mut names = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .expect("no stall")
+            .expect("open");
+        if let RuntimeEvent::Agent(e) = event {
+            let name = serde_json::to_value(&e).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let done = matches!(*e, AgentEvent::AgentEnd { .. });
+            if name != "message_update" {
+                names.push(name);
+            }
+            if done {
+                return names;
+            }
+        }
+    }
+}
+
+fn file_roles(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            match v["type"].as_str().unwrap() {
+                "message" => v["message"]["role"].as_str().unwrap().to_owned(),
+                t => t.to_owned(),
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_prompt_with_a_tool_call_runs_two_turns_and_persists_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, env) = start(
+        tmp.path(),
+        script(r#"[{"content":[{"type":"text","text":"let me look"},{"type":"toolCall","id":"t1","name":"bash","arguments":{"command":"ls"}}]},
+                  {"content":[{"type":"text","text":"done"}]}]"#),
+    )
+    .await;
+    rt.prompt("list files").await.unwrap();
+    let names = run_names(&mut events).await;
+    assert_eq!(
+        names,
+        [
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "message_end", // prompt
+            "message_start",
+            "message_end", // assistant → toolUse
+            "tool_execution_start",
+            "tool_execution_end",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "agent_end",
+        ]
+    );
+    let file = rt.summary().await.unwrap().session_file.unwrap();
+    rt.shutdown().await.unwrap();
+    assert_eq!(
+        file_roles(&file),
+        // The counter extension's entry lands before the user message: extensions handle
+        // message_end before it is persisted, as in pi.
+        [
+            "model_change",
+            "thinking_level_change",
+            "custom",
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant"
+        ]
+    );
+    // The context pith used equals the log's projection, and the missing tool is pi's error.
+    let back = Session::open(&file, None, None, OpenMode::Inspect, &env).unwrap();
+    let ctx = build_session_context(back.tree(), back.tree().leaf());
+    assert_eq!(ctx.messages.len(), 4);
+    assert!(ctx.messages[2].to_json().contains("Tool bash not found"));
+}
+
+#[tokio::test]
+async fn steering_arrives_after_the_tool_batch_and_follow_ups_at_the_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env) = start(
+        tmp.path(),
+        script(r#"[{"content":[{"type":"toolCall","id":"t1","name":"read","arguments":{}}],"delayMs":300},
+                  {"content":[{"type":"text","text":"after steer"}]},
+                  {"content":[{"type":"text","text":"after follow-up"}]}]"#),
+    )
+    .await;
+    rt.prompt("start").await.unwrap();
+    rt.follow_up("follow me");
+    rt.steer("steer me");
+    run_names(&mut events).await;
+    let file = rt.summary().await.unwrap().session_file.unwrap();
+    rt.shutdown().await.unwrap();
+    let texts: Vec<String> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let m = &v["message"];
+            match m["role"].as_str()? {
+                "user" => Some(format!("user:{}", m["content"][0]["text"].as_str()?)),
+                "assistant" => Some(format!("assistant:{}", m["stopReason"].as_str()?)),
+                "toolResult" => Some("toolResult".into()),
+                _ => None,
+            }
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "user:start",
+            "assistant:toolUse",
+            "toolResult",
+            "user:steer me",
+            "assistant:stop",
+            "user:follow me",
+            "assistant:stop"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn abort_persists_the_aborted_reply_and_leaves_the_agent_idle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env) = start(
+        tmp.path(),
+        script(r#"[{"content":[{"type":"text","text":"slow"}],"delayMs":5000}]"#),
+    )
+    .await;
+    rt.prompt("wait").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    rt.abort().await.unwrap();
+    let names = run_names(&mut events).await;
+    assert_eq!(names.last().map(String::as_str), Some("agent_end"));
+    rt.prompt("again").await.expect("idle after abort");
+    run_names(&mut events).await;
+    let file = rt.summary().await.unwrap().session_file.unwrap();
+    rt.shutdown().await.unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains(r#""stopReason":"aborted","errorMessage":"Request was aborted""#));
+}
+
+#[tokio::test]
+async fn switches_keep_extension_state_in_the_log_and_forks_can_be_vetoed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, env) = start(tmp.path(), script(r#"[{"content":[{"type":"text","text":"one"}]},{"content":[{"type":"text","text":"slow"}],"delayMs":1500}]"#)).await;
+    rt.prompt("first").await.unwrap();
+    run_names(&mut events).await;
+    let first_file = rt.summary().await.unwrap().session_file.unwrap();
+    assert_eq!(
+        rt.command("count", "").await.unwrap().as_deref(),
+        Some("1 prompt(s) in this session")
+    );
+
+    // While the agent runs, the example extension refuses forks.
+    rt.prompt("second").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let user_id = {
+        let snap = rt.snapshot().await.unwrap();
+        snap.entries
+            .iter()
+            .find(|e| e.raw().contains("\"text\":\"second\""))
+            .unwrap()
+            .id()
+            .to_owned()
+    };
+    let vetoed = rt
+        .switch(SessionStart::Fork {
+            entry_id: user_id.clone(),
+        })
+        .await
+        .unwrap();
+    assert!(
+        vetoed
+            .cancelled
+            .as_deref()
+            .unwrap_or("")
+            .contains("still running"),
+        "{vetoed:?}"
+    );
+    run_names(&mut events).await;
+
+    // Afterwards it is allowed: a real fork with the source's path up to the message.
+    let forked = rt
+        .switch(SessionStart::Fork { entry_id: user_id })
+        .await
+        .unwrap();
+    assert_eq!(forked.selected_text.as_deref(), Some("second"));
+    let fork_file = forked.session_file.unwrap();
+    assert_ne!(fork_file, first_file);
+    let fork = Session::open(&fork_file, None, None, OpenMode::Inspect, &env).unwrap();
+    assert_eq!(
+        fork.header().parent_session(),
+        Some(first_file.to_string_lossy().as_ref())
+    );
+    // The counter was restored from the copied custom entries: the fork copies the path up
+    // to the forked message's parent, which is the counter's entry for that very prompt
+    // (extensions append on message_end before the message is persisted, as in pi).
+    assert_eq!(
+        rt.command("count", "").await.unwrap().as_deref(),
+        Some("2 prompt(s) in this session")
+    );
+
+    // Resume the first session: its counter comes back from its own log.
+    let resumed = rt
+        .switch(SessionStart::Resume(first_file.clone()))
+        .await
+        .unwrap();
+    assert_eq!(resumed.session_file.as_deref(), Some(first_file.as_path()));
+    assert_eq!(
+        rt.command("count", "").await.unwrap().as_deref(),
+        Some("2 prompt(s) in this session")
+    );
+    rt.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_crashed_child_is_rebuilt_from_the_log_without_losing_or_repeating_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env) = start(tmp.path(), Vec::new()).await;
+    rt.prompt("before the crash").await.unwrap();
+    run_names(&mut events).await;
+    let file = rt.summary().await.unwrap().session_file.unwrap();
+    let before = std::fs::read_to_string(&file).unwrap();
+    rt.crash_child("SessionWriter");
+    let notice = loop {
+        match tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            RuntimeEvent::Notice(n) => break n,
+            _ => continue,
+        }
+    };
+    assert!(
+        notice.contains("SessionWriter") && notice.contains("was rebuilt from its log"),
+        "{notice}"
+    );
+    rt.prompt("after the crash").await.unwrap();
+    run_names(&mut events).await;
+    rt.shutdown().await.unwrap();
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        after.starts_with(&before),
+        "nothing already written changed"
+    );
+    let lines: Vec<&str> = after.lines().collect();
+    let unique: std::collections::HashSet<&&str> = lines.iter().collect();
+    assert_eq!(unique.len(), lines.len(), "no line twice");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains("\"role\":\"user\""))
+            .count(),
+        2
+    );
+    let _ = AgentMessage::Unknown(serde_json::Value::Null);
+}
