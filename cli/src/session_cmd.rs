@@ -44,9 +44,9 @@ pub enum SessionCommand {
     Context {
         /// The session file.
         file: PathBuf,
-        /// Entry id to build the context at, or `root`.
-        #[arg(long, value_name = "ID|root")]
-        leaf: Option<String>,
+        /// Where to build the context: an entry id, `root`, or `#N` (the N-th entry, 0-based).
+        #[arg(long, value_name = "ID|root|#N")]
+        leaf: Option<At>,
     },
     /// Print what the session picker knows about one file (pi's SessionInfo), as JSON.
     Info {
@@ -97,21 +97,28 @@ pub fn run(cmd: SessionCommand) -> Result<()> {
         }
         SessionCommand::Context { file, leaf } => {
             let session = open(&file, &env)?;
-            let leaf = match leaf.as_deref() {
-                None => session.tree().leaf(),
-                Some("root") => Leaf::Root,
-                Some(id) => Leaf::At(
-                    session
-                        .tree()
-                        .index_of(id)
+            let tree = session.tree();
+            let leaf = match leaf {
+                None => tree.leaf(),
+                Some(At::Root) => Leaf::Root,
+                Some(At::Id(id)) => Leaf::At(
+                    tree.index_of(&id)
                         .with_context(|| format!("{}: Entry {id} not found", file.display()))?,
                 ),
+                Some(At::Nth(n)) => {
+                    let e = tree
+                        .entries()
+                        .get(n)
+                        .with_context(|| format!("{}: there is no entry #{n}", file.display()))?;
+                    Leaf::At(tree.index_of(e.id()).unwrap_or(n))
+                }
             };
             writeln!(stdout, "{}", session.context_at(leaf).to_json())?;
         }
         SessionCommand::Info { file } => {
-            open(&file, &env)?;
-            let info = session_info(&file)?;
+            // As the session picker sees the file: read, never migrated or written.
+            std::fs::metadata(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let info = session_info(&std::path::absolute(&file)?)?;
             writeln!(
                 stdout,
                 "{}",
@@ -155,16 +162,14 @@ fn write_table(out: &mut impl Write, listing: &Listing, show_cwd: bool) -> Resul
     for s in &listing.sessions {
         let modified =
             pith_store::env::iso_from_ms(s.modified_ms as i64).unwrap_or_else(|| "?".into());
-        let title = s
-            .name
-            .clone()
-            .unwrap_or_else(|| one_line(&s.first_message, 72));
-        let id: String = s.id.chars().take(8).collect();
+        let title = one_line(s.name.as_deref().unwrap_or(&s.first_message), 72);
+        let id: String = printable(&s.id).chars().take(8).collect();
         if show_cwd {
             writeln!(
                 out,
                 "{modified:<24}  {:>5}  {id:<8}  {}  {title}",
-                s.message_count, s.cwd
+                s.message_count,
+                printable(&s.cwd)
             )?;
         } else {
             writeln!(
@@ -177,13 +182,29 @@ fn write_table(out: &mut impl Write, listing: &Listing, show_cwd: bool) -> Resul
     Ok(())
 }
 
-/// First line of `s`, cut to `max` characters with an ellipsis.
+/// `s` with control characters (terminal escapes, newlines) shown escaped, so text from a
+/// session file can never drive the terminal or break a table.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+/// First non-blank line of `s`, made [`printable`], cut to `max` characters with an ellipsis.
 pub fn one_line(s: &str, max: usize) -> String {
-    let line = s
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
+    let line = printable(
+        s.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or(""),
+    );
+    let line = line.as_str();
     if line.chars().count() <= max {
         line.to_owned()
     } else {

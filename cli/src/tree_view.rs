@@ -10,7 +10,7 @@ use std::io::Write;
 use pith_events::{AgentMessage, ContentBlock, EntryType, SessionEntry, UserContent};
 use pith_store::{Entry, Session};
 
-use crate::session_cmd::one_line;
+use crate::session_cmd::{one_line, printable};
 
 /// Writes the tree of `session` to `out`.
 pub fn write(out: &mut impl Write, session: &Session) -> std::io::Result<()> {
@@ -39,12 +39,12 @@ pub fn write(out: &mut impl Write, session: &Session) -> std::io::Result<()> {
         };
         let label = tree
             .label(entry.id())
-            .map(|l| format!("  [{}]", l.text()))
+            .map(|l| format!("  [{}]", one_line(&l.text(), 40)))
             .unwrap_or_default();
         writeln!(
             out,
             "{line_prefix}{mark} {} {}{label}",
-            entry.id(),
+            printable(entry.id()),
             describe(entry)
         )?;
         let kids = &shape.children[node];

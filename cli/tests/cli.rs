@@ -125,8 +125,17 @@ fn inspecting_never_modifies_a_v3_file_but_migrates_a_legacy_one() {
             .success();
     }
     assert_eq!(fs::read(&v3).unwrap(), before);
+    // The picker's view (info, list) reads legacy files as they are, as pi's list() does.
+    let legacy = fs::read(&v1).unwrap();
     pith(tmp.path())
         .args(["session", "info"])
+        .arg(&v1)
+        .assert()
+        .success();
+    assert_eq!(fs::read(&v1).unwrap(), legacy);
+    // Opening it (tree, context, dump) migrates it, as pi's SessionManager.open does.
+    pith(tmp.path())
+        .args(["session", "tree"])
         .arg(&v1)
         .assert()
         .success();

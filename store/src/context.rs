@@ -192,7 +192,9 @@ impl ContextMessage<'_> {
     /// members omitted.
     pub fn to_json(&self) -> String {
         match self {
-            ContextMessage::Stored(e) => e.message_raw().unwrap_or("null").to_owned(),
+            ContextMessage::Stored(e) => e
+                .js_message_raw()
+                .map_or_else(|| "null".to_owned(), |m| m.into_owned()),
             _ => pith_events::js::to_js_json(&self.projected()).unwrap_or_default(),
         }
     }

@@ -57,23 +57,21 @@ pub fn write_dump(
 ) -> std::io::Result<()> {
     let tree = session.tree();
     out.write_all("{\n\"header\": ".as_bytes())?;
-    out.write_all(session.header().raw().as_bytes())?;
+    out.write_all(crate::scan::js_compatible(session.header().raw()).as_bytes())?;
     out.write_all(",\n\"entries\": [".as_bytes())?;
     for (i, e) in tree.entries().iter().enumerate() {
         if i > 0 {
             out.write_all(b",")?;
         }
-        out.write_all(e.raw().as_bytes())?;
+        out.write_all(e.js_raw().as_bytes())?;
     }
     out.write_all("],\n\"leaf\": ".as_bytes())?;
     push_json(out, &session.leaf_id())?;
     out.write_all(",\n\"context\": ".as_bytes())?;
     out.write_all(session.build_context().to_json().as_bytes())?;
     out.write_all(",\n\"contexts_at\": {".as_bytes())?;
-    for (i, a) in at.iter().enumerate() {
-        if i > 0 {
-            out.write_all(b",")?;
-        }
+    let mut keys = std::collections::HashSet::new();
+    for a in at {
         let (key, leaf) = match a {
             At::Root => ("root".to_owned(), Some(Leaf::Root)),
             At::Id(id) => (id.clone(), tree.index_of(id).map(Leaf::At)),
@@ -82,6 +80,13 @@ pub fn write_dump(
                 None => (format!("#{n}"), None),
             },
         };
+        // One member per key, as a JavaScript object holds it.
+        if !keys.insert(key.clone()) {
+            continue;
+        }
+        if keys.len() > 1 {
+            out.write_all(b",")?;
+        }
         push_json(out, &key)?;
         out.write_all(b":")?;
         match leaf {
@@ -140,7 +145,7 @@ pub fn write_tree(out: &mut impl Write, tree: &SessionTree) -> std::io::Result<(
                 out.write_all(b",")?;
             }
             out.write_all("{\"entry\":".as_bytes())?;
-            out.write_all(tree.entries()[node].raw().as_bytes())?;
+            out.write_all(tree.entries()[node].js_raw().as_bytes())?;
             out.write_all(",\"children\":[".as_bytes())?;
             stack.push((&shape.children[node], 0, Some(node)));
             continue;

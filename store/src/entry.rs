@@ -80,6 +80,8 @@ pub struct Entry {
     role: Option<Role>,
     /// 1-based line in the file it was read from; 0 for entries appended in this process.
     line: usize,
+    /// The text holds a number beyond f64's range (see [`Entry::js_raw`]).
+    huge_numbers: bool,
 }
 
 /// Why a parsed line cannot be an entry.
@@ -142,6 +144,7 @@ impl Entry {
             message: m.message.map(shift),
             role,
             line,
+            huge_numbers: scanned.huge_numbers,
         })
     }
 
@@ -157,6 +160,26 @@ impl Entry {
     /// The raw JSON object text.
     pub fn raw(&self) -> &str {
         &self.raw
+    }
+
+    /// The raw text as pi would print the parsed entry: identical to [`Entry::raw`] unless a
+    /// number is beyond f64's range, which `JSON.stringify` writes as `null`.
+    pub fn js_raw(&self) -> Cow<'_, str> {
+        if self.huge_numbers {
+            scan::js_compatible(&self.raw)
+        } else {
+            Cow::Borrowed(&self.raw)
+        }
+    }
+
+    /// The `message` member as pi would print it (see [`Entry::js_raw`]).
+    pub fn js_message_raw(&self) -> Option<Cow<'_, str>> {
+        let m = self.message_raw()?;
+        Some(if self.huge_numbers {
+            scan::js_compatible(m)
+        } else {
+            Cow::Borrowed(m)
+        })
     }
 
     /// The shared raw text (for copying an entry into another session without re-encoding).
@@ -270,8 +293,18 @@ impl Entry {
 /// serde_json decoding of a JSON text `JSON.parse` accepted; lone surrogate escapes, which
 /// serde_json refuses, are read as U+FFFD.
 pub fn decode_json<T: DeserializeOwned>(raw: &str) -> Result<T, serde_json::Error> {
-    let text: Cow<'_, str> = scan::without_lone_surrogates(raw);
-    let mut de = serde_json::Deserializer::from_str(&text);
+    match decode_exact(&scan::without_lone_surrogates(raw)) {
+        // Numbers beyond f64's range are Infinity for JSON.parse and `null` once written;
+        // serde_json refuses them, so they are read as `null` rather than losing the value.
+        Err(e) if e.is_data() || e.is_syntax() => {
+            decode_exact(&scan::js_compatible(&scan::without_lone_surrogates(raw)))
+        }
+        other => other,
+    }
+}
+
+fn decode_exact<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
     // Messages may nest deeply (tool arguments); the scanner already accepted the text.
     de.disable_recursion_limit();
     // ... and serde_stacker grows the stack on the heap instead of overflowing it.

@@ -105,7 +105,9 @@ fn parse_iso(b: &[u8]) -> Option<f64> {
             i += 3;
         }
     }
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+    // V8 checks only 1..=31; an impossible day rolls over into the next month, as
+    // `Date.UTC` does (2025-02-30 is 2025-03-02).
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
         return None;
     }
     let (mut hour, mut minute, mut second, mut millis) = (0, 0, 0, 0.0);
@@ -170,15 +172,6 @@ fn parse_iso(b: &[u8]) -> Option<f64> {
     (ms.abs() <= MAX_TIME_MS).then_some(ms)
 }
 
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -204,6 +197,8 @@ mod tests {
         assert_eq!(date_parse("2025"), 1735689600000.0);
         assert_eq!(date_parse("2025-01-01T01:00+01:00"), 1735689600000.0);
         assert_eq!(date_parse("2025-01-01T00:00:00.1239Z"), 1735689600123.0);
+        // V8 rolls impossible days over (checked against node 20).
+        assert_eq!(date_parse("2025-02-30T00:00:00.000Z"), 1740873600000.0);
         assert_eq!(date_parse("1969-12-31T23:59:59.999Z"), -1.0);
         assert_eq!(date_parse("+002025-01-01T00:00:00Z"), 1735689600000.0);
         assert_eq!(date_parse("2024-02-29T00:00:00Z"), 1709164800000.0);
@@ -211,7 +206,7 @@ mod tests {
             "nope",
             "",
             "2025-13-01",
-            "2025-02-30",
+            "2025-02-32",
             "2025-01-01T25:00Z",
             "-000000-01-01",
             "2025-01-01T00:00:00.Z",

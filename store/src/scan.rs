@@ -56,6 +56,9 @@ pub struct Scanned {
     pub is_object: bool,
     /// Member spans; all `None` unless `is_object`.
     pub members: Members,
+    /// Whether a number literal may lie beyond f64's range (`1e400`): `JSON.parse` reads it as
+    /// ±Infinity (written back as `null`), serde_json refuses it; see [`js_compatible`].
+    pub huge_numbers: bool,
 }
 
 /// Why a line is not JSON: the byte offset and what was expected there.
@@ -125,6 +128,7 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
     let mut members = Members::default();
     let mut pending_role: Option<Span> = None;
     let mut stack: Vec<Frame> = Vec::new();
+    let mut huge_numbers = false;
     let mut i = skip_ws(b, 0);
 
     'value: loop {
@@ -195,7 +199,12 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
                 vend = i;
             }
             Some(b'-' | b'0'..=b'9') => {
-                i = scan_number(b, i)?;
+                let end = scan_number(b, i)?;
+                // Only long literals or three-digit exponents can leave f64's range.
+                if end - i > 300 || b[i..end].iter().any(|c| matches!(c, b'e' | b'E')) {
+                    huge_numbers |= !js_number_is_finite(&b[i..end]);
+                }
+                i = end;
                 vend = i;
             }
             Some(_) => return err(i, "expected a JSON value"),
@@ -220,6 +229,7 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
                     } else {
                         Members::default()
                     },
+                    huge_numbers,
                 });
             };
             if top.object {
@@ -454,6 +464,46 @@ pub fn unescape(inner: &str) -> Cow<'_, str> {
 pub fn string_value(raw: &str) -> Option<Cow<'_, str>> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     Some(unescape(inner))
+}
+
+fn js_number_is_finite(literal: &[u8]) -> bool {
+    std::str::from_utf8(literal)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .is_some_and(f64::is_finite)
+}
+
+/// `raw` (valid JSON) with every number literal beyond f64's range replaced by `null`: what
+/// `JSON.stringify(JSON.parse(raw))` writes for it (±Infinity becomes `null`). Everything
+/// else, strings included, is left as it is. Borrowed when nothing changes.
+pub fn js_compatible(raw: &str) -> Cow<'_, str> {
+    let b = raw.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => i = scan_string(b, i).unwrap_or(b.len()),
+            b'-' | b'0'..=b'9' => {
+                let end = scan_number(b, i).unwrap_or(b.len()).max(i + 1);
+                if !js_number_is_finite(&b[i..end]) {
+                    let o = out.get_or_insert_with(|| String::with_capacity(raw.len()));
+                    o.push_str(&raw[copied..i]);
+                    o.push_str("null");
+                    copied = end;
+                }
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    match out {
+        Some(mut o) => {
+            o.push_str(&raw[copied..]);
+            Cow::Owned(o)
+        }
+        None => Cow::Borrowed(raw),
+    }
 }
 
 /// `raw` with every lone surrogate escape replaced by `\ufffd`, so that serde_json (which

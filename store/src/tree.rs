@@ -396,32 +396,36 @@ pub(crate) fn value_truthy(v: &Value) -> bool {
 }
 
 /// Sorts `items` by `ms[item]` ascending exactly as V8's `Array.prototype.sort` does with the
-/// comparator `(a, b) => ms[a] - ms[b]`, including when some values are NaN (then the
-/// comparator is inconsistent and only V8's own steps give pi's order). V8 sorts arrays
-/// shorter than 64 with one run plus binary insertion; longer ones here use a stable sort with
-/// NaN last, which equals V8 whenever no timestamp is NaN.
+/// comparator `(a, b) => ms[a] - ms[b]`, including when some values are NaN: V8 turns a NaN
+/// comparator result into 0 ("equal"), which makes the order inconsistent, so only V8's own
+/// steps give pi's order. Arrays shorter than 64 are one run plus binary insertion in V8 and
+/// here; longer ones with a NaN use a stable sort with NaN last (an approximation of V8's merge
+/// steps), and without a NaN every stable sort agrees with V8.
 fn sort_like_v8(items: &mut [usize], ms: &[f64]) {
     let any_nan = items.iter().any(|&i| ms[i].is_nan());
     if !any_nan || items.len() >= 64 {
-        items.sort_by(|&a, &b| ms[a].total_cmp(&ms[b]).then(std::cmp::Ordering::Equal));
+        items.sort_by(|&a, &b| ms[a].total_cmp(&ms[b]));
         if any_nan {
             items.sort_by_key(|&i| ms[i].is_nan());
         }
         return;
     }
-    let less = |a: usize, b: usize| ms[a] - ms[b] < 0.0;
-    // CountAndMakeRun: a strictly descending prefix is reversed; NaN never ends a run.
+    // V8's SortCompareUserFn: NaN → 0.
+    let order = |a: usize, b: usize| {
+        let d = ms[a] - ms[b];
+        if d.is_nan() { 0.0 } else { d }
+    };
+    // CountAndMakeRun: a strictly descending prefix is reversed.
     let n = items.len();
     let mut run = 2;
-    let descending = less(items[1], items[0]);
+    let descending = order(items[1], items[0]) < 0.0;
     while run < n {
-        let (cur, prev) = (items[run], items[run - 1]);
-        let order = ms[cur] - ms[prev];
+        let o = order(items[run], items[run - 1]);
         if descending {
-            if order >= 0.0 {
+            if o >= 0.0 {
                 break;
             }
-        } else if order < 0.0 {
+        } else if o < 0.0 {
             break;
         }
         run += 1;
@@ -435,7 +439,7 @@ fn sort_like_v8(items: &mut [usize], ms: &[f64]) {
         let (mut left, mut right) = (0, start);
         while left < right {
             let mid = left + ((right - left) >> 1);
-            if less(pivot, items[mid]) {
+            if order(pivot, items[mid]) < 0.0 {
                 right = mid;
             } else {
                 left = mid + 1;

@@ -275,9 +275,12 @@ impl WriterLock {
     /// Errors: [`Error::Locked`] when another open file description holds it (another
     /// process, or another writer in this one); [`Error::Io`].
     pub fn acquire(session_file: &Path) -> Result<WriterLock> {
-        let mut name = session_file.file_name().unwrap_or_default().to_owned();
+        // One lock per file, however it is reached (symlinks, relative paths).
+        let canonical =
+            std::fs::canonicalize(session_file).unwrap_or_else(|_| session_file.to_owned());
+        let mut name = canonical.file_name().unwrap_or_default().to_owned();
         name.push(".lock");
-        let path = session_file.with_file_name(name);
+        let path = canonical.with_file_name(name);
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             crate::dirs::ensure_dir(dir)?;
         }
@@ -342,6 +345,16 @@ fn identity_of(path: &Path) -> Option<(u64, u64)> {
 ///
 /// Errors: [`Error::Io`]; `path` is untouched when any step before the rename fails.
 pub fn atomic_write<'a>(path: &Path, lines: impl IntoIterator<Item = &'a str>) -> Result<()> {
+    // A symlinked session file is rewritten where it points; renaming over the link itself
+    // would replace the link with a copy and leave its target unmigrated.
+    let resolved;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            resolved = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
+            resolved.as_path()
+        }
+        _ => path,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),

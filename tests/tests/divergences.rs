@@ -690,3 +690,70 @@ fn one_writer_per_file() {
     // Listing ignores lock files.
     assert_eq!(list(tmp.path()).skipped.len(), 0);
 }
+
+#[test]
+fn numbers_beyond_f64_range_lose_no_field() {
+    // JSON.parse reads 1e400 as Infinity (written back as null); the rest of the entry counts.
+    let tmp = tempfile::tempdir().unwrap();
+    let content = [
+        HEADER.to_owned(),
+        user_line("u1", None, "q"),
+        r#"{"type":"model_change","id":"m","parentId":"u1","timestamp":"2025-01-01T00:00:02.000Z","provider":"p","modelId":"q","x":1e400}"#.into(),
+        r#"{"type":"compaction","id":"c","parentId":"m","timestamp":"2025-01-01T00:00:03.000Z","summary":"S","firstKeptEntryId":"u1","tokensBefore":1e400}"#.into(),
+        r#"{"type":"session_info","id":"n","parentId":"c","timestamp":"2025-01-01T00:00:04.000Z","name":"big","x":-1e999}"#.into(),
+    ]
+    .join("\n");
+    let path = write(tmp.path(), "s.jsonl", content.as_bytes());
+    let s = Session::open(&path, None, None, OpenMode::Inspect, &env(tmp.path())).unwrap();
+    let ctx = parse_json(&s.build_context().to_json());
+    assert_eq!(
+        ctx["model"],
+        serde_json::json!({"provider":"p","modelId":"q"})
+    );
+    assert_eq!(
+        ctx["messages"][0],
+        serde_json::json!({"role":"compactionSummary","summary":"S","tokensBefore":null,"timestamp":1735689603000u64})
+    );
+    assert_eq!(
+        ctx["messages"].as_array().unwrap().len(),
+        2,
+        "the kept user message is there"
+    );
+    assert_eq!(s.session_name().as_deref(), Some("big"));
+    assert_eq!(session_info(&path).unwrap().name.as_deref(), Some("big"));
+    let dump = parse_json(&pith_store::dump::dump_session(&s, &[], None));
+    assert_eq!(
+        dump["entries"][1]["x"],
+        serde_json::Value::Null,
+        "written as JSON.stringify writes Infinity"
+    );
+    assert!(
+        fs::read_to_string(&path).unwrap().contains("1e400"),
+        "the file keeps its bytes"
+    );
+}
+
+#[test]
+fn migrating_through_a_symlink_rewrites_its_target() {
+    let case = case_dirs()
+        .into_iter()
+        .find(|c| c.ends_with("legacy-v1-linear"))
+        .expect("case");
+    let tmp = tempfile::tempdir().unwrap();
+    let real = tmp.path().join("real.jsonl");
+    fs::copy(case.join("session.jsonl"), &real).unwrap();
+    let link = tmp.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    drop(Session::open(&link, None, None, OpenMode::Write, &env(tmp.path())).unwrap());
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link stays a link"
+    );
+    assert!(
+        lines(&real)[0].ends_with("\"version\":3}"),
+        "its target is migrated"
+    );
+}

@@ -167,3 +167,17 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn numbers_beyond_f64_are_flagged_and_written_as_null() {
+    let line = r#"{"id":"x","a":1e400,"b":"1e400","c":[-1E+999,2.5e3,0.1e-400]}"#;
+    let s = scan(line.as_bytes()).expect("JSON.parse accepts huge numbers");
+    assert!(s.huge_numbers);
+    assert_eq!(
+        js_compatible(line),
+        r#"{"id":"x","a":null,"b":"1e400","c":[null,2.5e3,0.1e-400]}"#
+    );
+    let plain = r#"{"a":1e300,"b":12345678901234567890}"#;
+    assert!(!scan(plain.as_bytes()).expect("valid").huge_numbers);
+    assert!(matches!(js_compatible(plain), Cow::Borrowed(_)));
+}

@@ -89,12 +89,18 @@ fn labels_replay_in_file_order_and_names_take_the_latest_string() {
 
 #[test]
 fn v8_sort_with_unparseable_timestamps() {
-    // NaN compares as "not less" both ways; V8's run detection and binary insertion decide.
+    // NaN compares as equal (V8 maps a NaN comparator result to 0); V8's run detection and
+    // binary insertion decide. Run: [NaN, 5] (ascending, 0 does not break it), 1 < 5 breaks.
+    // Insert 1: mid=1 → 1<5 → right=1, mid=0 → 1 vs NaN = 0 → left=1: [NaN,1,5].
+    // Insert 3: mid=1 → 3 vs 1 → left=2, mid=2 → 3<5 → [NaN,1,3,5].
     let ms = [f64::NAN, 5.0, 1.0, 3.0];
     let mut items = vec![0, 1, 2, 3];
     sort_like_v8(&mut items, &ms);
-    // Run: [NaN, 5] (NaN never breaks), 1 < 5 breaks. Insert 1: mid=1 → less(1,5) → right=1,
-    // mid=0 → less(1,NaN) false → left=1: [NaN,1,5]. Insert 3: mid=1 → less(3,1) no → left=2,
-    // mid=2 → less(3,5) → [NaN,1,3,5].
     assert_eq!(items, [0, 2, 3, 1]);
+    // The reviewer's case (verified against pi): children 5s, 1s, NaN, 3s → c1 c3 c5 cx.
+    // Descending run [5, 1] reversed to [1, 5]; NaN vs 5 = 0 ends it... order(NaN,1)=0 ≥ 0.
+    let ms = [5.0, 1.0, f64::NAN, 3.0];
+    let mut items = vec![0, 1, 2, 3];
+    sort_like_v8(&mut items, &ms);
+    assert_eq!(items, [1, 3, 0, 2]);
 }
