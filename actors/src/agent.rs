@@ -265,7 +265,7 @@ impl Run {
             .args
             .writer
             .call(
-                |r| WriterMsg::Append(self.ids, append, r),
+                |r| WriterMsg::Append(self.ids.sent_by("Agent"), append, r),
                 Some(CALL_TIMEOUT),
             )
             .await;
@@ -282,7 +282,10 @@ impl Run {
         let _ = self
             .args
             .writer
-            .call(|r| WriterMsg::Sync(self.ids, r), Some(CALL_TIMEOUT))
+            .call(
+                |r| WriterMsg::Sync(self.ids.sent_by("Agent"), r),
+                Some(CALL_TIMEOUT),
+            )
             .await;
     }
 
@@ -292,7 +295,7 @@ impl Run {
             let ev = Box::new(pith_events::ExtensionEvent::Agent(Box::new(event.clone())));
             let _ = ext
                 .call(
-                    |r| ExtensionMsg::Event(self.ids, ev, Vec::new(), r),
+                    |r| ExtensionMsg::Event(self.ids.sent_by("Agent"), ev, Vec::new(), r),
                     Some(CALL_TIMEOUT),
                 )
                 .await;

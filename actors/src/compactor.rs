@@ -91,7 +91,10 @@ impl Actor for Compactor {
         };
         let result = match state
             .writer
-            .call(|r| WriterMsg::Append(ids, append, r), Some(CALL_TIMEOUT))
+            .call(
+                |r| WriterMsg::Append(ids.sent_by("Compactor"), append, r),
+                Some(CALL_TIMEOUT),
+            )
             .await
         {
             Ok(ractor::rpc::CallResult::Success(r)) => r,

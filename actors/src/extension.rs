@@ -84,6 +84,27 @@ pub struct SlashCommand {
 }
 
 /// An extension (spec: agent-and-events.md §6).
+///
+/// ```
+/// use pith_actors::extension::{Extension, ExtensionContext, Verdict};
+/// use pith_events::{AgentEvent, ExtensionEvent};
+///
+/// #[derive(Default)]
+/// struct TurnLog;
+///
+/// impl Extension for TurnLog {
+///     fn name(&self) -> &str { "turn-log" }
+///     fn subscriptions(&self) -> &[&str] { &["turn_end"] }
+///     fn on_event(&mut self, event: &ExtensionEvent, ctx: &mut ExtensionContext) -> Verdict {
+///         if let ExtensionEvent::Agent(e) = event {
+///             if let AgentEvent::TurnEnd { turn_index, .. } = &**e {
+///                 ctx.append_entry("turn-log", Some(serde_json::json!({ "turn": turn_index })));
+///             }
+///         }
+///         Verdict::Continue
+///     }
+/// }
+/// ```
 pub trait Extension: Send + 'static {
     /// Its name, used in errors and traces.
     fn name(&self) -> &str;
@@ -121,13 +142,21 @@ pub enum ExtensionMsg {
 pub struct ExtensionState {
     extension: Box<dyn Extension>,
     writer: ActorRef<WriterMsg>,
+    /// `Extension:<name>`, the sender name in traces. Trace ids carry `&'static str`, so it is
+    /// leaked once per extension actor (a few bytes per session subtree).
+    label: &'static str,
 }
 
 /// The actor that hosts one [`Extension`].
 pub struct ExtensionActor;
 
 impl ExtensionActor {
-    async fn carry_out(ids: TraceIds, writer: &ActorRef<WriterMsg>, actions: Vec<ExtensionAction>) {
+    async fn carry_out(
+        ids: TraceIds,
+        label: &'static str,
+        writer: &ActorRef<WriterMsg>,
+        actions: Vec<ExtensionAction>,
+    ) {
         for action in actions {
             let append = match action {
                 ExtensionAction::AppendEntry { custom_type, data } => {
@@ -146,7 +175,7 @@ impl ExtensionActor {
             };
             if let Err(e) = writer
                 .call(
-                    |r| WriterMsg::Append(ids, append, r),
+                    |r| WriterMsg::Append(ids.sent_by(label), append, r),
                     Some(std::time::Duration::from_secs(60)),
                 )
                 .await
@@ -167,7 +196,13 @@ impl Actor for ExtensionActor {
         _me: ActorRef<ExtensionMsg>,
         (extension, writer): Self::Arguments,
     ) -> Result<ExtensionState, ActorProcessingErr> {
-        Ok(ExtensionState { extension, writer })
+        let label: &'static str =
+            Box::leak(format!("Extension:{}", extension.name()).into_boxed_str());
+        Ok(ExtensionState {
+            extension,
+            writer,
+            label,
+        })
     }
 
     async fn handle(
@@ -179,7 +214,7 @@ impl Actor for ExtensionActor {
         match msg {
             ExtensionMsg::Event(ids, event, entries, reply) => {
                 let name = state.extension.name().to_owned();
-                let span = tracing::info_span!("message", actor = %format!("Extension:{name}"), msg = event.name(), correlation = ids.correlation, causation = ids.causation);
+                let span = tracing::info_span!("message", actor = %format!("Extension:{name}"), msg = event.name(), from = ids.from, correlation = ids.correlation, causation = ids.causation);
                 let _g = span.enter();
                 let verdict = if state.extension.subscriptions().contains(&event.name()) {
                     let mut ctx = ExtensionContext {
@@ -187,7 +222,7 @@ impl Actor for ExtensionActor {
                         actions: Vec::new(),
                     };
                     let v = state.extension.on_event(&event, &mut ctx);
-                    Self::carry_out(ids, &state.writer, ctx.actions).await;
+                    Self::carry_out(ids, state.label, &state.writer, ctx.actions).await;
                     if event.is_cancellable() {
                         v
                     } else {
@@ -201,7 +236,13 @@ impl Actor for ExtensionActor {
             ExtensionMsg::Command(name, args, reply) => {
                 let mut ctx = ExtensionContext::default();
                 let text = state.extension.on_command(&name, &args, &mut ctx);
-                Self::carry_out(TraceIds::default(), &state.writer, ctx.actions).await;
+                Self::carry_out(
+                    TraceIds::root(0, state.label),
+                    state.label,
+                    &state.writer,
+                    ctx.actions,
+                )
+                .await;
                 let _ = reply.send(text);
             }
             ExtensionMsg::Commands(reply) => {

@@ -202,7 +202,7 @@ impl RuntimeState {
     }
 
     fn ids(&self) -> TraceIds {
-        TraceIds::root(self.next_id.fetch_add(1, Ordering::Relaxed))
+        TraceIds::root(self.next_id.fetch_add(1, Ordering::Relaxed), "Runtime")
     }
 }
 

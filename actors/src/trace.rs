@@ -9,28 +9,29 @@ pub struct TraceIds {
     pub correlation: u64,
     /// The direct cause.
     pub causation: u64,
+    /// The actor that sent the message (`Runtime`, `Agent`, …), for the message-flow picture.
+    pub from: &'static str,
 }
 
 impl TraceIds {
-    /// Ids for a new action.
-    pub fn root(id: u64) -> TraceIds {
+    /// Ids for a new action started by `from`.
+    pub fn root(id: u64, from: &'static str) -> TraceIds {
         TraceIds {
             correlation: id,
             causation: id,
+            from,
         }
     }
 
-    /// Ids for a message caused by message `cause` in the same flow.
-    pub fn caused_by(self, cause: u64) -> TraceIds {
-        TraceIds {
-            correlation: self.correlation,
-            causation: cause,
-        }
+    /// The same flow, sent on by another actor.
+    pub fn sent_by(self, from: &'static str) -> TraceIds {
+        TraceIds { from, ..self }
     }
 }
 
-/// A span for handling one message: `actor`, `msg` (kind), `session`, `entry`, `correlation`
-/// and `causation` fields, which the Chrome-trace and Mermaid exports read.
+/// A span for handling one message: `actor` (receiver), `from` (sender), `msg` (kind),
+/// `session`, `entry`, `correlation` and `causation` fields, which the Chrome-trace and
+/// Mermaid exports read.
 #[macro_export]
 macro_rules! message_span {
     ($actor:expr, $kind:expr, $session:expr, $ids:expr) => {
@@ -40,6 +41,7 @@ macro_rules! message_span {
             msg = $kind,
             session = %$session,
             entry = tracing::field::Empty,
+            from = $ids.from,
             correlation = $ids.correlation,
             causation = $ids.causation,
         )

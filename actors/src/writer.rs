@@ -197,9 +197,10 @@ impl Actor for SessionWriter {
                     // memory, and the next successful write persists it.
                     if let Some(entry) = s.entries().get(before) {
                         tracing::Span::current().record("entry", entry.id());
-                        let _ = state
-                            .projection
-                            .cast(ProjectionMsg::Appended(ids, entry.clone()));
+                        let _ = state.projection.cast(ProjectionMsg::Appended(
+                            ids.sent_by("SessionWriter"),
+                            entry.clone(),
+                        ));
                     }
                     for notice in s.take_notices() {
                         tracing::warn!("{notice}");
@@ -220,9 +221,10 @@ impl Actor for SessionWriter {
                     }
                 };
                 if result.is_ok() {
-                    let _ = state
-                        .projection
-                        .cast(ProjectionMsg::LeafMoved(ids, state.session.tree().leaf()));
+                    let _ = state.projection.cast(ProjectionMsg::LeafMoved(
+                        ids.sent_by("SessionWriter"),
+                        state.session.tree().leaf(),
+                    ));
                 }
                 let _ = reply.send(result);
             }

@@ -1,9 +1,12 @@
 //! The `pith` binary.
 //!
-//! Today it carries the session commands (`pith session dump|list|tree|context|info`); the
-//! interactive, print, json and rpc modes build on the actor runtime.
+//! `pith -p "prompt"` runs one prompt on the actor runtime and prints the reply (print mode);
+//! `pith session …` inspects and lists session files; `pith trace mermaid` draws a `--trace`
+//! file as a sequence diagram. The interactive, json and rpc modes come next.
 
+mod print;
 mod session_cmd;
+mod trace_cmd;
 mod tree_view;
 
 use std::process::ExitCode;
@@ -12,10 +15,12 @@ use clap::{Parser, Subcommand};
 
 /// pith: pi's session system, as an event-sourced actor runtime.
 #[derive(Debug, Parser)]
-#[command(name = "pith", version, about, long_about = None)]
+#[command(name = "pith", version, about, long_about = None, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    #[command(flatten)]
+    run: print::RunArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -23,20 +28,20 @@ enum Command {
     /// Inspect, list and browse session files (pi's format v3, read as pi reads it).
     #[command(subcommand)]
     Session(session_cmd::SessionCommand),
+    /// Work with `--trace` files.
+    #[command(subcommand)]
+    Trace(trace_cmd::TraceCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Some(Command::Session(cmd)) => session_cmd::run(cmd),
-        None => {
-            use clap::CommandFactory;
-            let _ = Cli::command().print_help();
-            Ok(())
-        }
+        Some(Command::Session(cmd)) => session_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
+        Some(Command::Trace(cmd)) => trace_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
+        None => print::run(cli.run),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         // `pith session tree … | head` closes stdout early; that is not an error.
         Err(e)
             if e.downcast_ref::<std::io::Error>()

@@ -1,0 +1,263 @@
+//! Print mode: `pith -p "prompt"` runs the prompt on the actor runtime and prints the reply
+//! (spec: agent-and-events.md §8 for the prompt rules, lifecycle.md §5 for session flags).
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use pith_actors::agent::NoTools;
+use pith_actors::extension::{NoForkWhileRunning, PromptCounter};
+use pith_actors::faux::{FAUX_MODEL, Faux, read_script};
+use pith_actors::runtime::{Runtime, RuntimeConfig, RuntimeEvent};
+use pith_events::{AgentEvent, AgentMessage, ContentBlock, StopReason};
+use pith_store::list::{Resolved, resolve_session_arg};
+use pith_store::{OpenMode, Session, SessionEnv, dirs};
+
+/// Flags of a run (pi's names).
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Print mode: run the prompt(s), print the reply, exit.
+    #[arg(short = 'p', long = "print")]
+    print: bool,
+    /// Continue the most recent session of this directory.
+    #[arg(short = 'c', long = "continue")]
+    continue_recent: bool,
+    /// Open a session: a path, or a prefix of a session id.
+    #[arg(long, value_name = "PATH|ID")]
+    session: Option<String>,
+    /// Copy a session (path or id prefix) into a new session of this directory.
+    #[arg(long, value_name = "PATH|ID")]
+    fork: Option<String>,
+    /// Keep everything in memory; write no session file.
+    #[arg(long)]
+    no_session: bool,
+    /// Directory for session files instead of the per-project default.
+    #[arg(long, value_name = "DIR")]
+    session_dir: Option<PathBuf>,
+    /// Model as provider/id[:thinking]; only the offline `faux/faux-1` exists so far.
+    #[arg(long, value_name = "PROVIDER/ID[:THINKING]")]
+    model: Option<String>,
+    /// Thinking level: off, minimal, low, medium, high, xhigh.
+    #[arg(long, value_name = "LEVEL")]
+    thinking: Option<String>,
+    /// Replies for the faux model, in order (a JSON array; see the spec's faux-model.md).
+    #[arg(long, value_name = "FILE")]
+    faux_script: Option<PathBuf>,
+    /// Write a Chrome trace (open in Perfetto) of every actor message to FILE.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// The prompt(s). Text piped on stdin is put before the first one.
+    messages: Vec<String>,
+}
+
+const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high", "xhigh"];
+
+/// Runs print mode; exit status 1 when the last reply is an error or was aborted.
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    if !args.print {
+        bail!(
+            "interactive mode is not built yet: run `pith -p \"your prompt\"`, or see `pith --help`"
+        );
+    }
+    let combined: Vec<&str> = [
+        args.session.as_ref().map(|_| "--session"),
+        args.continue_recent.then_some("--continue"),
+        args.no_session.then_some("--no-session"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if args.fork.is_some() && !combined.is_empty() {
+        bail!("--fork cannot be combined with {}", combined.join(", "));
+    }
+    let mut prompts = args.messages.clone();
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let mut piped = String::new();
+        stdin
+            .lock()
+            .read_to_string(&mut piped)
+            .context("reading the prompt from stdin")?;
+        if !piped.is_empty() {
+            match prompts.first_mut() {
+                Some(first) => *first = format!("{piped}{first}"),
+                None => prompts.push(piped),
+            }
+        }
+    }
+    if prompts.is_empty() {
+        bail!("no prompt: give one as an argument (pith -p \"…\") or on stdin");
+    }
+    let _trace_guard = args.trace.as_deref().map(install_trace).transpose()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run_prompts(args, prompts))
+}
+
+fn install_trace(path: &Path) -> Result<tracing_chrome::FlushGuard> {
+    use tracing_subscriber::prelude::*;
+    let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
+        .file(path)
+        .include_args(true)
+        .trace_style(tracing_chrome::TraceStyle::Async)
+        .build();
+    tracing_subscriber::registry()
+        .with(layer)
+        .try_init()
+        .context("installing the trace writer")?;
+    Ok(guard)
+}
+
+/// `(provider, model id, thinking)` from `--model` and `--thinking`.
+fn model_choice(args: &RunArgs) -> Result<(String, String, String)> {
+    let (spec, mut thinking) = match &args.model {
+        Some(m) => match m.split_once(':') {
+            Some((model, level)) => (model.to_owned(), Some(level.to_owned())),
+            None => (m.clone(), None),
+        },
+        None => {
+            eprintln!(
+                "pith: no model configured (no API key found); using the built-in offline model faux/{FAUX_MODEL}"
+            );
+            (format!("faux/{FAUX_MODEL}"), None)
+        }
+    };
+    if let Some(t) = &args.thinking {
+        thinking = Some(t.clone());
+    }
+    let (provider, id) = spec.split_once('/').unwrap_or(("faux", spec.as_str()));
+    if provider != "faux" || id != FAUX_MODEL {
+        bail!("unknown model {spec}: pith knows only the offline model faux/{FAUX_MODEL} so far");
+    }
+    let level = thinking.unwrap_or_else(|| "off".to_owned());
+    if !THINKING_LEVELS.contains(&level.as_str()) {
+        bail!(
+            "unknown thinking level {level}: use one of {}",
+            THINKING_LEVELS.join(", ")
+        );
+    }
+    // faux does not reason; pi clamps the level of such models to off.
+    Ok((provider.to_owned(), id.to_owned(), "off".to_owned()))
+}
+
+/// The session the flags ask for (spec: lifecycle.md §5.1, §5.3).
+fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<Session> {
+    let dir = args.session_dir.as_deref();
+    let local_dir = match dir {
+        Some(d) => d.to_owned(),
+        None => dirs::default_session_dir(&env.agent_dir, cwd)?,
+    };
+    let root = dirs::sessions_root(&env.agent_dir);
+    if args.no_session {
+        return Ok(Session::in_memory(cwd, env));
+    }
+    if let Some(arg) = &args.fork {
+        let source = match resolve_session_arg(arg, &local_dir, &root)? {
+            Resolved::Path(p) | Resolved::Local(p) | Resolved::Global { path: p, .. } => p,
+        };
+        return Ok(Session::fork_from(&source, cwd, dir, env)?);
+    }
+    if let Some(arg) = &args.session {
+        return match resolve_session_arg(arg, &local_dir, &root)? {
+            Resolved::Path(p) | Resolved::Local(p) => {
+                Ok(Session::open(&p, dir, None, OpenMode::Write, env)?)
+            }
+            Resolved::Global { cwd: other, .. } => bail!(
+                "Session found in different project: {other}\nuse --fork {arg} to copy it into this directory"
+            ),
+        };
+    }
+    if args.continue_recent {
+        return Ok(Session::continue_recent(cwd, dir, env)?);
+    }
+    Ok(Session::create(cwd, dir, env)?)
+}
+
+async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
+    let env = SessionEnv::system();
+    let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
+    let (provider, model, thinking) = model_choice(&args)?;
+    let session = choose_session(&args, &cwd, &env)?;
+    if let Some(file) = session.session_file() {
+        for w in session.warnings() {
+            eprintln!("pith: {}: {w}", file.display());
+        }
+        if !Path::new(session.cwd()).is_dir() {
+            bail!(
+                "Stored session working directory does not exist: {}\nSession: {}\nCurrent directory: {cwd}",
+                session.cwd(),
+                file.display()
+            );
+        }
+    }
+    let script = match &args.faux_script {
+        Some(p) => read_script(p)?,
+        None => Vec::new(),
+    };
+    let config = RuntimeConfig {
+        env: env.clone(),
+        cwd: cwd.clone(),
+        session_dir: args.session_dir.clone(),
+        persist: !args.no_session,
+        provider: Arc::new(Faux::new(script, env.clock.clone())),
+        model: (provider, model),
+        thinking_level: thinking,
+        tools: Arc::new(NoTools),
+        extensions: vec![
+            Arc::new(|| Box::new(PromptCounter::default())),
+            Arc::new(|| Box::new(NoForkWhileRunning::default())),
+        ],
+    };
+    let rt = Runtime::start(config, session).await?;
+    let mut events = rt.subscribe().await?;
+    let mut last: Option<AgentMessage> = None;
+    for prompt in prompts {
+        rt.prompt(&prompt).await?;
+        loop {
+            match events.recv().await {
+                Some(RuntimeEvent::Agent(event)) => match *event {
+                    AgentEvent::MessageEnd {
+                        message: m @ AgentMessage::Assistant(_),
+                    } => last = Some(m),
+                    AgentEvent::AgentEnd { .. } => break,
+                    _ => {}
+                },
+                Some(RuntimeEvent::Notice(n)) => eprintln!("pith: {n}"),
+                Some(RuntimeEvent::SessionStarted { .. }) => {}
+                None => bail!("the runtime stopped unexpectedly"),
+            }
+        }
+        if matches!(&last, Some(AgentMessage::Assistant(a)) if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted))
+        {
+            break;
+        }
+    }
+    rt.shutdown().await?;
+    match last {
+        Some(AgentMessage::Assistant(a)) => {
+            let text: Vec<&str> = a
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
+                eprintln!(
+                    "pith: {}",
+                    a.error_message.as_deref().unwrap_or("the request failed")
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+            println!("{}", text.join(""));
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}

@@ -1,0 +1,208 @@
+//! `pith -p`: print mode on the built-in offline model, with pi's session flags.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn pith(agent: &Path, cwd: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("pith").expect("binary");
+    cmd.env("PITH_AGENT_DIR", agent)
+        .current_dir(cwd)
+        .env("TZ", "UTC");
+    cmd
+}
+
+fn session_files(agent: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = walk(&agent.join("sessions"));
+    files.sort();
+    files
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.flat_map(|e| {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            walk(&p)
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            vec![p]
+        } else {
+            vec![]
+        }
+    })
+    .collect()
+}
+
+fn kinds(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            match v["type"].as_str().unwrap() {
+                "message" => v["message"]["role"].as_str().unwrap().to_owned(),
+                t => t.to_owned(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_prompt_writes_a_session_pi_can_read_and_prints_the_reply() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    pith(&agent, &cwd)
+        .args(["-p", "Hello, pith"])
+        .assert()
+        .success()
+        .stdout("faux-1 (offline) heard: Hello, pith\n")
+        .stderr(predicate::str::contains(
+            "using the built-in offline model faux/faux-1",
+        ));
+    let files = session_files(&agent);
+    assert_eq!(files.len(), 1);
+    let encoded = pith_store::dirs::encode_cwd(&cwd.to_string_lossy());
+    assert!(
+        files[0].parent().unwrap().ends_with(&encoded),
+        "{}",
+        files[0].display()
+    );
+    assert_eq!(
+        kinds(&files[0]),
+        [
+            "model_change",
+            "thinking_level_change",
+            "custom",
+            "user",
+            "assistant"
+        ]
+    );
+
+    // --continue appends to the same file; stdin is put before the first message.
+    pith(&agent, &cwd)
+        .args(["-p", "-c", " and more"])
+        .write_stdin("piped")
+        .assert()
+        .success()
+        .stdout("faux-1 (offline) heard: piped and more\n");
+    assert_eq!(session_files(&agent).len(), 1);
+    assert_eq!(kinds(&files[0]).iter().filter(|k| *k == "user").count(), 2);
+}
+
+#[test]
+fn no_session_writes_nothing_and_fork_copies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    pith(&agent, &cwd)
+        .args(["-p", "--no-session", "hi"])
+        .assert()
+        .success();
+    assert!(session_files(&agent).is_empty());
+    pith(&agent, &cwd).args(["-p", "first"]).assert().success();
+    let source = session_files(&agent).remove(0);
+    pith(&agent, &cwd)
+        .args(["-p", "--fork"])
+        .arg(&source)
+        .arg("second")
+        .assert()
+        .success();
+    let files = session_files(&agent);
+    assert_eq!(files.len(), 2);
+    let fork = files.iter().find(|f| **f != source).unwrap();
+    let header: serde_json::Value =
+        serde_json::from_str(fs::read_to_string(fork).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(header["parentSession"], source.to_string_lossy().as_ref());
+    pith(&agent, &cwd)
+        .args(["-p", "--fork", "x", "--no-session", "hi"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "--fork cannot be combined with --no-session",
+        ));
+}
+
+#[test]
+fn an_error_reply_exits_1_and_is_persisted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    let script = tmp.path().join("script.json");
+    fs::write(
+        &script,
+        r#"[{"content":[],"errorMessage":"400 invalid request"}]"#,
+    )
+    .unwrap();
+    pith(&agent, &cwd)
+        .args(["-p", "--faux-script"])
+        .arg(&script)
+        .arg("hi")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("400 invalid request"));
+    let file = session_files(&agent).remove(0);
+    assert!(
+        fs::read_to_string(file)
+            .unwrap()
+            .contains(r#""stopReason":"error","errorMessage":"400 invalid request""#)
+    );
+    fs::write(&script, "[{").unwrap();
+    pith(&agent, &cwd)
+        .args(["-p", "--faux-script"])
+        .arg(&script)
+        .arg("hi")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("script.json: line 1, column 2"));
+    pith(&agent, &cwd)
+        .args(["-p", "--model", "openai/gpt-9", "hi"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("unknown model openai/gpt-9"));
+}
+
+#[test]
+fn the_trace_draws_the_message_flow_and_never_holds_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    let trace = tmp.path().join("trace.json");
+    let secret = "sk-ant-pith-test-secret-0123456789";
+    pith(&agent, &cwd)
+        .env("ANTHROPIC_API_KEY", secret)
+        .env("OPENAI_API_KEY", secret)
+        .args(["-p", "--trace"])
+        .arg(&trace)
+        .arg("trace me")
+        .assert()
+        .success();
+    let text = fs::read_to_string(&trace).unwrap();
+    assert!(!text.contains(secret));
+    for f in session_files(&agent) {
+        assert!(!fs::read_to_string(f).unwrap().contains(secret));
+    }
+    let out = pith(&agent, &cwd)
+        .args(["trace", "mermaid"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let diagram = String::from_utf8(out.stdout).unwrap();
+    assert!(diagram.starts_with("sequenceDiagram\n"));
+    for arrow in [
+        "Runtime->>Agent: prompt",
+        "Agent->>SessionWriter: append_message",
+        "SessionWriter->>Projection: appended",
+        "Agent->>SessionWriter: sync",
+        "Extension_prompt_counter->>SessionWriter: append_custom",
+    ] {
+        assert!(diagram.contains(arrow), "{arrow} missing in\n{diagram}");
+    }
+}
