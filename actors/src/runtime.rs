@@ -121,6 +121,8 @@ pub enum RuntimeMsg {
     Summary(RpcReplyPort<SessionSummary>),
     /// Answered with a copy of the current log.
     Snapshot(RpcReplyPort<Snapshot>),
+    /// Answered with the projection's current context.
+    Context(RpcReplyPort<crate::projection::Context>),
     /// A new subscription to runtime events.
     Subscribe(RpcReplyPort<mpsc::UnboundedReceiver<RuntimeEvent>>),
     /// Stop everything (flush, fsync, `session_shutdown {quit}`); answered when done.
@@ -323,6 +325,13 @@ impl RuntimeHandle {
     /// Errors: [`RuntimeError::Unanswered`].
     pub async fn snapshot(&self) -> Result<Snapshot, RuntimeError> {
         self.ask(RuntimeMsg::Snapshot).await
+    }
+
+    /// The context the agent would send now (the projection's).
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn context(&self) -> Result<crate::projection::Context, RuntimeError> {
+        self.ask(RuntimeMsg::Context).await
     }
 
     /// Makes a child actor fail (`SessionWriter`, `Projection`, `Agent`, `Compactor`).
@@ -933,6 +942,13 @@ impl Actor for Runtime {
                     && let Some(snap) = call(&sub.writer, WriterMsg::Snapshot).await
                 {
                     let _ = reply.send(snap);
+                }
+            }
+            RuntimeMsg::Context(reply) => {
+                if let Some(sub) = &state.subtree
+                    && let Some(ctx) = call(&sub.projection, ProjectionMsg::GetContext).await
+                {
+                    let _ = reply.send(ctx);
                 }
             }
             RuntimeMsg::Shutdown(reply) => {

@@ -150,14 +150,26 @@ async fn a_prompt_with_a_tool_call_runs_two_turns_and_persists_in_order() {
 #[tokio::test]
 async fn steering_arrives_after_the_tool_batch_and_follow_ups_at_the_end() {
     let tmp = tempfile::tempdir().unwrap();
+    // Turn 2's reply waits 1 s before streaming; the test queues during that window.
     let (rt, mut events, _env) = start(
         tmp.path(),
-        script(r#"[{"content":[{"type":"toolCall","id":"t1","name":"read","arguments":{}}],"delayMs":300},
+        script(r#"[{"content":[{"type":"toolCall","id":"t0","name":"read","arguments":{}}]},
+                  {"content":[{"type":"toolCall","id":"t1","name":"read","arguments":{}}],"delayMs":1000},
                   {"content":[{"type":"text","text":"after steer"}]},
                   {"content":[{"type":"text","text":"after follow-up"}]}]"#),
     )
     .await;
     rt.prompt("start").await.unwrap();
+    let mut turn_starts = 0;
+    while turn_starts < 2 {
+        if let RuntimeEvent::Agent(e) = tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            turn_starts += usize::from(matches!(*e, AgentEvent::TurnStart { .. }));
+        }
+    }
     rt.follow_up("follow me");
     rt.steer("steer me");
     run_names(&mut events).await;
@@ -183,10 +195,12 @@ async fn steering_arrives_after_the_tool_batch_and_follow_ups_at_the_end() {
             "user:start",
             "assistant:toolUse",
             "toolResult",
+            "assistant:toolUse",
+            "toolResult",
             "user:steer me",
             "assistant:stop",
             "user:follow me",
-            "assistant:stop"
+            "assistant:stop",
         ]
     );
 }

@@ -1,0 +1,203 @@
+//! Deterministic replays: a scripted faux session run through the whole runtime with
+//! counting ids and a stepping clock. The session file and the event sequence are snapshots;
+//! the projection's context must equal `build_session_context` on the resulting log.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pith_actors::agent::NoTools;
+use pith_actors::extension::{NoForkWhileRunning, PromptCounter};
+use pith_actors::faux::Faux;
+use pith_actors::projection::fold;
+use pith_actors::runtime::{Runtime, RuntimeConfig, RuntimeEvent, RuntimeHandle};
+use pith_events::{AgentEvent, SessionStart};
+use pith_store::env::{SequentialIds, SteppingClock};
+use pith_store::{Session, SessionEnv, SessionTree};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+struct Replay {
+    rt: RuntimeHandle,
+    events: UnboundedReceiver<RuntimeEvent>,
+    log: Vec<String>,
+    agent_dir: std::path::PathBuf,
+}
+
+impl Replay {
+    async fn new(tmp: &Path, script: &str) -> Replay {
+        let env = SessionEnv {
+            agent_dir: tmp.join("agent"),
+            clock: Arc::new(SteppingClock::new(1_764_000_000_000, 1000)),
+            ids: Arc::new(SequentialIds::default()),
+        };
+        let config = RuntimeConfig {
+            env: env.clone(),
+            cwd: "/replay".into(),
+            session_dir: None,
+            persist: true,
+            provider: Arc::new(Faux::new(
+                serde_json::from_str(script).unwrap(),
+                env.clock.clone(),
+            )),
+            model: ("faux".into(), "faux-1".into()),
+            thinking_level: "off".into(),
+            tools: Arc::new(NoTools),
+            extensions: vec![
+                Arc::new(|| Box::new(PromptCounter::default())),
+                Arc::new(|| Box::new(NoForkWhileRunning::default())),
+            ],
+        };
+        let session = Session::create("/replay", None, &env).unwrap();
+        let rt = Runtime::start(config, session).await.unwrap();
+        let events = rt.subscribe().await.unwrap();
+        Replay {
+            rt,
+            events,
+            log: Vec::new(),
+            agent_dir: env.agent_dir,
+        }
+    }
+
+    /// Records events until `agent_end` (updates are summarised by their kind).
+    async fn until_idle(&mut self) {
+        self.until("agent_end").await;
+    }
+
+    /// Records events until one whose summary line is `stop`.
+    async fn until(&mut self, stop: &str) {
+        loop {
+            let e = tokio::time::timeout(Duration::from_secs(20), self.events.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            let RuntimeEvent::Agent(e) = e else { continue };
+            let v = serde_json::to_value(&*e).unwrap();
+            let line = match &*e {
+                AgentEvent::MessageUpdate { update, .. } => {
+                    format!("message_update {:?}", update.kind)
+                }
+                AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
+                    format!("{} {}", v["type"].as_str().unwrap(), message.role())
+                }
+                _ => v["type"].as_str().unwrap().to_owned(),
+            };
+            let done = line == stop;
+            self.log.push(line);
+            if done {
+                return;
+            }
+        }
+    }
+
+    /// The projection equals the full fold of the writer's log.
+    async fn check_projection(&self) {
+        let snap = self.rt.snapshot().await.unwrap();
+        let (mut tree, _) = SessionTree::new(snap.entries.clone());
+        tree.set_leaf(snap.leaf);
+        assert_eq!(self.rt.context().await.unwrap(), fold(&tree, tree.leaf()));
+    }
+
+    /// Every session file under the agent dir, with its path relative to the agent dir.
+    fn files(&self) -> String {
+        let mut out = String::new();
+        let mut dirs = vec![self.agent_dir.clone()];
+        let mut files = Vec::new();
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p)
+                } else {
+                    files.push(p)
+                }
+            }
+        }
+        files.sort();
+        for f in files {
+            out.push_str(&format!(
+                "== {}\n",
+                f.strip_prefix(&self.agent_dir).unwrap().display()
+            ));
+            out.push_str(&std::fs::read_to_string(&f).unwrap());
+        }
+        // The temporary directory differs per run (it shows up in parentSession).
+        let tmp = self
+            .agent_dir
+            .parent()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        out.replace(&tmp, "[TMP]")
+    }
+}
+
+fn snapshot(name: &str, text: &str) {
+    insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false }, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+#[tokio::test]
+async fn replay_tool_call_steering_and_follow_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The second reply waits a second before streaming: the window in which the test queues
+    // its steering and follow-up (faux-model.md: delayMs opens race windows in tests).
+    let mut r = Replay::new(
+        tmp.path(),
+        r#"[{"content":[{"type":"thinking","thinking":"look first"},{"type":"toolCall","id":"t1","name":"read","arguments":{"path":"a.txt"}}]},
+            {"content":[{"type":"toolCall","id":"t2","name":"ls","arguments":{}}],"delayMs":1000},
+            {"content":[{"type":"text","text":"steered"}]},
+            {"content":[{"type":"text","text":"followed up"}]}]"#,
+    )
+    .await;
+    r.rt.prompt("read a.txt").await.unwrap();
+    r.until("turn_end").await;
+    r.until("turn_start").await;
+    r.rt.steer("also check b.txt");
+    r.rt.follow_up("summarise");
+    r.until_idle().await;
+    r.check_projection().await;
+    r.rt.shutdown().await.unwrap();
+    snapshot(
+        "replay_tool_call_steering_and_follow_up__events",
+        &r.log.join("\n"),
+    );
+    snapshot("replay_tool_call_steering_and_follow_up__files", &r.files());
+}
+
+#[tokio::test]
+async fn replay_compaction_fork_and_clone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut r = Replay::new(tmp.path(), r#"[{"content":[{"type":"text","text":"one"}]},{"content":[{"type":"text","text":"two"}]},{"content":[{"type":"text","text":"three"}]}]"#).await;
+    r.rt.prompt("first").await.unwrap();
+    r.until_idle().await;
+    r.rt.compact("The user said first; the model said one.")
+        .await
+        .unwrap();
+    r.check_projection().await;
+    r.rt.prompt("second").await.unwrap();
+    r.until_idle().await;
+    r.check_projection().await;
+    let snap = r.rt.snapshot().await.unwrap();
+    let second = snap
+        .entries
+        .iter()
+        .find(|e| e.raw().contains("\"text\":\"second\""))
+        .unwrap()
+        .id()
+        .to_owned();
+    let fork =
+        r.rt.switch(SessionStart::Fork { entry_id: second })
+            .await
+            .unwrap();
+    assert_eq!(fork.selected_text.as_deref(), Some("second"));
+    r.check_projection().await;
+    r.rt.prompt("second, again").await.unwrap();
+    r.until_idle().await;
+    r.rt.switch(SessionStart::Clone).await.unwrap();
+    r.check_projection().await;
+    r.rt.shutdown().await.unwrap();
+    snapshot("replay_compaction_fork_and_clone__files", &r.files());
+}
