@@ -662,11 +662,13 @@ impl Runtime {
         .await;
         Self::stop_subtree(state).await;
         let opened: Result<Session, String> = match &start {
-            SessionStart::New => match Self::session_dir_for(state, &state.config.cwd) {
+            // The runtime's cwd is the current session's (pi's runtime.cwd follows a resume
+            // into another project), so /new starts there.
+            SessionStart::New => match Self::session_dir_for(state, &current_cwd) {
                 Ok(Some(dir)) => {
-                    Session::create(&state.config.cwd, Some(&dir), &env).map_err(|e| e.to_string())
+                    Session::create(&current_cwd, Some(&dir), &env).map_err(|e| e.to_string())
                 }
-                Ok(None) => Ok(Session::in_memory(&state.config.cwd, &env)),
+                Ok(None) => Ok(Session::in_memory(&current_cwd, &env)),
                 Err(e) => Err(e),
             },
             SessionStart::Resume(path) => {

@@ -343,3 +343,54 @@ async fn a_crashed_child_is_rebuilt_from_the_log_without_losing_or_repeating_lin
     );
     let _ = AgentMessage::Unknown(serde_json::Value::Null);
 }
+
+#[tokio::test]
+async fn new_starts_in_the_current_sessions_project_and_import_copies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, env) = start(tmp.path(), Vec::new()).await;
+    // A session of another project, resumed: /new then belongs to that project.
+    let other_dir = tmp.path().join("other-sessions");
+    let mut other = Session::create("/elsewhere", Some(&other_dir), &env).unwrap();
+    other
+        .append_message(AgentMessage::User(pith_events::UserMessage {
+            content: pith_events::UserContent::Text("hi".into()),
+            timestamp: 1,
+        }))
+        .unwrap();
+    other
+        .append_message(serde_json::from_str(r#"{"role":"assistant","content":[],"api":"faux","provider":"faux","model":"faux-1","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":2}"#).unwrap())
+        .unwrap();
+    let other_file = other.session_file().unwrap().to_owned();
+    drop(other);
+    rt.switch(SessionStart::Resume(other_file.clone()))
+        .await
+        .unwrap();
+    assert_eq!(rt.summary().await.unwrap().cwd, "/elsewhere");
+    let new = rt.switch(SessionStart::New).await.unwrap();
+    assert_eq!(rt.summary().await.unwrap().cwd, "/elsewhere");
+    assert!(
+        new.session_file
+            .unwrap()
+            .starts_with(env.agent_dir.join("sessions").join("--elsewhere--"))
+    );
+    // /import copies the file into the current session directory and opens the copy.
+    let imported = rt
+        .switch(SessionStart::Import(other_file.clone()))
+        .await
+        .unwrap();
+    let copy = imported.session_file.unwrap();
+    assert_ne!(copy, other_file);
+    assert_eq!(copy.file_name(), other_file.file_name());
+    // user, assistant, and the thinking level the resume appended (lifecycle.md §6).
+    let kinds: Vec<String> = rt
+        .snapshot()
+        .await
+        .unwrap()
+        .entries
+        .iter()
+        .map(|e| e.kind().as_str().to_owned())
+        .collect();
+    assert_eq!(kinds, ["message", "message", "thinking_level_change"]);
+    let _ = &mut events;
+    rt.shutdown().await.unwrap();
+}
