@@ -244,26 +244,8 @@ impl Entry {
     ///
     /// Errors: a message when `value` is not JSON or the result is not an entry.
     pub fn with_member(&self, key: &str, value: &str) -> Result<Entry, String> {
-        serde_json::from_str::<serde::de::IgnoredAny>(value)
-            .map_err(|e| format!("{value}: {e}"))?;
-        let raw = &*self.raw;
-        let members: std::collections::HashMap<Cow<'_, str>, &serde_json::value::RawValue> =
-            serde_json::from_str(raw).map_err(|e| e.to_string())?;
-        let text = match members.get(key) {
-            Some(old) => {
-                let start = old.get().as_ptr() as usize - raw.as_ptr() as usize;
-                let end = start + old.get().len();
-                format!("{}{value}{}", &raw[..start], &raw[end..])
-            }
-            None => {
-                let body = raw.trim_end().strip_suffix('}').unwrap_or(raw);
-                let sep = if members.is_empty() { "" } else { "," };
-                format!(
-                    "{body}{sep}{}:{value}}}",
-                    serde_json::to_string(key).map_err(|e| e.to_string())?
-                )
-            }
-        };
+        scan::scan(value.as_bytes()).map_err(|e| format!("{value}: {e}"))?;
+        let text = scan::set_member(&self.raw, key, value).ok_or("the entry is not an object")?;
         Entry::parse(&text, self.line)
     }
 

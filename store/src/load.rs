@@ -6,9 +6,7 @@ use std::io::Read;
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use serde_json::Value;
-
-use crate::entry::{Entry, decode_json};
+use crate::entry::Entry;
 use crate::error::{Error, Result};
 use crate::header::Header;
 use crate::migrate::{self, Migration};
@@ -63,8 +61,8 @@ pub enum Loaded {
 
 /// One line kept while a migration is pending.
 enum Pending {
-    /// A parsed value: index into the migration records, line number, original text.
-    Record(usize, usize, String),
+    /// A parsed value: index into the migration records, line number.
+    Record(usize, usize),
     /// A line kept as it is (invalid JSON).
     Verbatim(String),
 }
@@ -96,7 +94,7 @@ pub fn load_from<R: Read>(
     // Lines before the header, kept for a migration rewrite.
     let mut pre_header: Vec<String> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
-    let mut records: Vec<Value> = Vec::new();
+    let mut records: Vec<String> = Vec::new();
 
     let summary = read_lines(source, |event| {
         match event {
@@ -123,8 +121,8 @@ pub fn load_from<R: Read>(
                         Ok(h) => {
                             steps = migrate::steps_for(h.version());
                             if steps.ran() {
-                                records.push(decode_json(value_text).unwrap_or(Value::Null));
-                                pending.push(Pending::Record(0, line, value_text.to_owned()));
+                                records.push(value_text.to_owned());
+                                pending.push(Pending::Record(0, line));
                             }
                             header = Some(h);
                         }
@@ -136,9 +134,8 @@ pub fn load_from<R: Read>(
                     return ControlFlow::Continue(());
                 };
                 if steps.ran() {
-                    let value = decode_json(value_text).unwrap_or(Value::Null);
-                    pending.push(Pending::Record(records.len(), line, value_text.to_owned()));
-                    records.push(value);
+                    pending.push(Pending::Record(records.len(), line));
+                    records.push(value_text.to_owned());
                     return ControlFlow::Continue(());
                 }
                 match Entry::from_scanned(text, scanned, line) {
@@ -182,23 +179,19 @@ pub fn load_from<R: Read>(
         })));
     }
 
-    // Migration: values in pi's index space, then back to lines.
-    let changed = migrate::migrate(&mut records, steps, new_id);
+    // Migration: edited texts in pi's index space, then back to lines.
+    migrate::migrate(&mut records, steps, new_id);
     let mut lines = pre_header;
     let mut header = header;
     for item in pending {
-        let (index, line, original) = match item {
+        let (index, line) = match item {
             Pending::Verbatim(text) => {
                 lines.push(text);
                 continue;
             }
-            Pending::Record(index, line, original) => (index, line, original),
+            Pending::Record(index, line) => (index, line),
         };
-        let text = if changed[index] {
-            pith_events::js::to_js_json(&records[index])?
-        } else {
-            original
-        };
+        let text = std::mem::take(&mut records[index]);
         if index == 0 {
             if let Ok(h) = Header::parse(&text) {
                 header = h;

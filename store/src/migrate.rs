@@ -4,8 +4,6 @@
 //! values are carried along untouched but keep their index, because v1 compactions point at
 //! their kept boundary by index into exactly that array.
 
-use serde_json::{Map, Value};
-
 use pith_events::CURRENT_SESSION_VERSION;
 
 /// Which steps ran.
@@ -32,12 +30,15 @@ pub fn steps_for(version: f64) -> Migration {
     }
 }
 
-/// Migrates `records` in place and returns which records changed (same indices).
+/// Migrates `records` (the JSON texts of every parsed value, in file order) in place and
+/// returns which changed. Edits are made on the text: the members pi sets or deletes are
+/// spliced in or out and every other byte stays as it was (unknown members, number spelling,
+/// escapes such as lone surrogates), so migrating never re-encodes what it does not change.
 ///
 /// `new_id` supplies v1 entry ids; pi draws them at random with no collision check during
 /// this step (spec: format.md §4.1), and so may the caller.
 pub fn migrate(
-    records: &mut [Value],
+    records: &mut [String],
     steps: Migration,
     new_id: &mut dyn FnMut() -> String,
 ) -> Vec<bool> {
@@ -45,46 +46,58 @@ pub fn migrate(
     if steps.v1_to_v2 {
         let mut prev: Option<String> = None;
         for i in 0..records.len() {
-            let Value::Object(obj) = &mut records[i] else {
+            let Some(kind) = type_of(&records[i]) else {
                 continue;
             };
             changed[i] = true;
-            if obj.get("type").and_then(Value::as_str) == Some("session") {
-                obj.insert("version".into(), Value::from(2));
+            if kind.as_deref() == Some("session") {
+                set(&mut records[i], "version", "2");
                 continue;
             }
             let id = new_id();
-            obj.insert("id".into(), Value::String(id.clone()));
-            obj.insert("parentId".into(), prev.map_or(Value::Null, Value::String));
+            set(&mut records[i], "id", &json(&id));
+            set(
+                &mut records[i],
+                "parentId",
+                &prev.as_deref().map_or_else(|| "null".to_owned(), json),
+            );
             prev = Some(id);
-            let is_compaction = obj.get("type").and_then(Value::as_str) == Some("compaction");
-            let index = obj.get("firstKeptEntryIndex").and_then(Value::as_f64);
-            if let (true, Some(index)) = (is_compaction, index) {
-                let target_id = first_kept_target(records, i, index);
-                let Value::Object(obj) = &mut records[i] else {
-                    continue;
-                };
-                if let Some(target_id) = target_id {
-                    obj.insert("firstKeptEntryId".into(), target_id);
+            if kind.as_deref() == Some("compaction") {
+                let index = member(&records[i], "firstKeptEntryIndex")
+                    .and_then(|raw| raw.parse::<f64>().ok());
+                if let Some(index) = index {
+                    match first_kept_target(records, index) {
+                        Some(target_id) => set(&mut records[i], "firstKeptEntryId", &target_id),
+                        // `comp.firstKeptEntryId = undefined` drops the member when written.
+                        None => remove(&mut records[i], "firstKeptEntryId"),
+                    }
+                    remove(&mut records[i], "firstKeptEntryIndex");
                 }
-                obj.shift_remove("firstKeptEntryIndex");
             }
         }
     }
     if steps.v2_to_v3 {
         for (i, record) in records.iter_mut().enumerate() {
-            let Value::Object(obj) = record else { continue };
-            match obj.get("type").and_then(Value::as_str) {
+            match type_of(record).flatten().as_deref() {
                 Some("session") => {
-                    obj.insert("version".into(), Value::from(CURRENT_SESSION_VERSION));
+                    set(record, "version", &CURRENT_SESSION_VERSION.to_string());
                     changed[i] = true;
                 }
                 Some("message") => {
-                    if let Some(Value::Object(msg)) = obj.get_mut("message")
-                        && msg.get("role").and_then(Value::as_str) == Some("hookMessage")
+                    let Some(message) = member(record, "message").map(str::to_owned) else {
+                        continue;
+                    };
+                    if member(&message, "role")
+                        .and_then(crate::scan::string_value)
+                        .as_deref()
+                        == Some("hookMessage")
                     {
-                        msg.insert("role".into(), Value::String("custom".into()));
-                        changed[i] = true;
+                        if let Some(renamed) =
+                            crate::scan::set_member(&message, "role", "\"custom\"")
+                        {
+                            set(record, "message", &renamed);
+                            changed[i] = true;
+                        }
                     }
                 }
                 _ => {}
@@ -94,29 +107,61 @@ pub fn migrate(
     changed
 }
 
+fn json(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "null".to_owned())
+}
+
+/// `Some(type)` for an object (`Some(None)` when it has no string `type`), `None` otherwise.
+fn type_of(raw: &str) -> Option<Option<String>> {
+    let members = crate::scan::object_members(raw)?;
+    let kind = members.iter().rev().find(|m| m.key == "type");
+    Some(
+        kind.and_then(|m| crate::scan::string_value(m.value.of(raw)))
+            .map(|c| c.into_owned()),
+    )
+}
+
+/// The raw value of the member `key` (the last occurrence, as `JSON.parse` keeps it).
+fn member<'a>(raw: &'a str, key: &str) -> Option<&'a str> {
+    let members = crate::scan::object_members(raw)?;
+    members
+        .iter()
+        .rev()
+        .find(|m| m.key == key)
+        .map(|m| m.value.of(raw))
+}
+
+fn set(record: &mut String, key: &str, value: &str) {
+    if let Some(new) = crate::scan::set_member(record, key, value) {
+        *record = new;
+    }
+}
+
+fn remove(record: &mut String, key: &str) {
+    if let Some(new) = crate::scan::remove_member(record, key) {
+        *record = new;
+    }
+}
+
 /// `entries[firstKeptEntryIndex].id` as pi reads it mid-migration: the id the target holds at
-/// that moment (so a forward target has none), never the header's.
-fn first_kept_target(records: &[Value], _current: usize, index: f64) -> Option<Value> {
+/// that moment (so a forward target has none unless it had one), never the header's.
+fn first_kept_target(records: &[String], index: f64) -> Option<String> {
     if index < 0.0 || index.fract() != 0.0 {
         return None;
     }
-    let target: &Map<String, Value> = records.get(index as usize)?.as_object()?;
-    if target.get("type").and_then(Value::as_str) == Some("session") {
+    let target = records.get(index as usize)?;
+    if type_of(target)?.as_deref() == Some("session") {
         return None;
     }
-    target.get("id").cloned()
+    member(target, "id").map(str::to_owned)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pith_events::js::to_js_json;
 
-    fn parse(lines: &[&str]) -> Vec<Value> {
-        lines
-            .iter()
-            .map(|l| serde_json::from_str(l).expect("json"))
-            .collect()
+    fn parse(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|l| (*l).to_owned()).collect()
     }
 
     // The worked example of format.md §5.3.
@@ -137,10 +182,7 @@ mod tests {
             ["A", "B", "C", "D", "E", "F"][n - 1].to_owned()
         });
         assert!(changed.iter().all(|c| *c));
-        let out: Vec<String> = records
-            .iter()
-            .map(|r| to_js_json(r).expect("json"))
-            .collect();
+        let out = records.clone();
         assert_eq!(
             out[0],
             r#"{"type":"session","id":"legacy-1","timestamp":"2024-06-01T10:00:00.000Z","cwd":"/srv/app","version":3}"#
@@ -173,8 +215,11 @@ mod tests {
         ]);
         let changed = migrate(&mut records, steps_for(2.0), &mut || unreachable!());
         assert_eq!(changed, vec![true, false, true]);
-        assert_eq!(records[0]["version"], 3);
-        assert_eq!(records[2]["message"]["role"], "custom");
+        assert_eq!(records[0], r#"{"type":"session","version":3,"id":"s"}"#);
+        assert_eq!(
+            records[2],
+            r#"{"type":"message","id":"b","parentId":"a","message":{"role":"custom","content":"x"}}"#
+        );
         assert!(!steps_for(3.0).ran());
     }
 }

@@ -757,3 +757,33 @@ fn migrating_through_a_symlink_rewrites_its_target() {
         "its target is migrated"
     );
 }
+
+#[test]
+fn migration_edits_text_and_keeps_every_other_byte() {
+    // pi re-serializes every record; pith splices only what the migration sets, so lone
+    // surrogates, number spelling and unknown members survive byte for byte.
+    let tmp = tempfile::tempdir().unwrap();
+    let v1 = [
+        r#"{"type":"session","id":"legacy","timestamp":"2024-06-01T10:00:00.000Z","cwd":"/w","extra":"\ud800"}"#,
+        r#"{"type":"message","timestamp":"2024-06-01T10:00:01.000Z","message":{"role":"user","content":"half \ud83d","timestamp":1.0e3}}"#,
+        r#"{"type":"message","timestamp":"2024-06-01T10:00:02.000Z","message":{"role":"hookMessage","customType":"n","content":"x","display":true,"timestamp":2}}"#,
+    ];
+    let path = write(tmp.path(), "v1.jsonl", (v1.join("\n") + "\n").as_bytes());
+    let s = Session::open(&path, None, None, OpenMode::Write, &env(tmp.path())).unwrap();
+    let migrated = lines(&path);
+    assert_eq!(migrated[0], v1[0].replace("}", ",\"version\":3}"));
+    let (a, b) = (
+        s.entries()[0].id().to_owned(),
+        s.entries()[1].id().to_owned(),
+    );
+    assert_eq!(
+        migrated[1],
+        v1[1].replace("e3}}", &format!("e3}},\"id\":\"{a}\",\"parentId\":null}}"))
+    );
+    assert!(
+        migrated[2].contains(r#""role":"custom","customType":"n""#)
+            && migrated[2].ends_with(&format!(r#""parentId":"{a}"}}"#))
+    );
+    assert_eq!(s.entries()[1].parent().id(), Some(a.as_str()));
+    assert_ne!(a, b);
+}

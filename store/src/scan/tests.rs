@@ -181,3 +181,33 @@ fn numbers_beyond_f64_are_flagged_and_written_as_null() {
     assert!(!scan(plain.as_bytes()).expect("valid").huge_numbers);
     assert!(matches!(js_compatible(plain), Cow::Borrowed(_)));
 }
+
+#[test]
+fn member_edits_change_only_that_member() {
+    let raw =
+        r#"{"type":"compaction","id":"x","n":1.0,"s":"a,\"}b","o":{"k":[1,{"z":2}]},"id":"y"}"#;
+    let m = object_members(raw).expect("object");
+    let keys: Vec<&str> = m.iter().map(|m| m.key.as_str()).collect();
+    assert_eq!(keys, ["type", "id", "n", "s", "o", "id"]);
+    assert_eq!(m[4].value.of(raw), r#"{"k":[1,{"z":2}]}"#);
+    // The last occurrence is the one JSON.parse keeps.
+    assert_eq!(
+        set_member(raw, "id", "\"z\"").unwrap(),
+        raw.replace(r#""id":"y""#, r#""id":"z""#)
+    );
+    assert_eq!(
+        set_member(r#"{"a":1}"#, "b", "null").unwrap(),
+        r#"{"a":1,"b":null}"#
+    );
+    assert_eq!(set_member("{}", "b", "2").unwrap(), r#"{"b":2}"#);
+    assert_eq!(
+        remove_member(raw, "id").unwrap(),
+        r#"{"type":"compaction","n":1.0,"s":"a,\"}b","o":{"k":[1,{"z":2}]}}"#
+    );
+    assert_eq!(
+        remove_member(r#"{"a":1,"b":2}"#, "a").unwrap(),
+        r#"{"b":2}"#
+    );
+    assert_eq!(remove_member(r#"{"a":1}"#, "a").unwrap(), "{}");
+    assert!(set_member("[1]", "a", "1").is_none());
+}
