@@ -87,17 +87,13 @@ pub fn migrate(
                     let Some(message) = member(record, "message").map(str::to_owned) else {
                         continue;
                     };
-                    if member(&message, "role")
-                        .and_then(crate::scan::string_value)
-                        .as_deref()
-                        == Some("hookMessage")
-                    {
-                        if let Some(renamed) =
+                    let role = member(&message, "role").and_then(crate::scan::string_value);
+                    if role.as_deref() == Some("hookMessage")
+                        && let Some(renamed) =
                             crate::scan::set_member(&message, "role", "\"custom\"")
-                        {
-                            set(record, "message", &renamed);
-                            changed[i] = true;
-                        }
+                    {
+                        set(record, "message", &renamed);
+                        changed[i] = true;
                     }
                 }
                 _ => {}
