@@ -21,12 +21,11 @@ fn session_file(agent: &Path) -> Option<PathBuf> {
         .next()?
         .ok()?
         .path();
-    let file = fs::read_dir(dir)
+    fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "jsonl"));
-    file
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
 }
 
 /// A small deterministic generator (xorshift) for kill delays.
