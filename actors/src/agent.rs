@@ -113,6 +113,8 @@ pub struct AgentArgs {
     pub clock: Arc<dyn Clock>,
     /// Session id, for spans.
     pub session_id: String,
+    /// The session cwd's settings (queue modes).
+    pub settings: crate::settings::Settings,
     /// Extensions, in load order: each event is handled by all of them before the run goes
     /// on (so an entry an extension appends on `message_end` lands before the message, as in
     /// pi), then it goes to frontends.
@@ -244,19 +246,34 @@ impl Run {
         })
     }
 
-    /// One message per poll (pi's default `one-at-a-time` mode).
-    fn poll(&self, steering: bool) -> Option<String> {
-        let text = self.queues.lock().ok().and_then(|mut q| {
-            if steering {
-                q.steering.pop_front()
-            } else {
-                q.follow_up.pop_front()
-            }
-        });
-        if text.is_some() {
+    /// The queued messages to deliver now: one (pi's default `one-at-a-time`) or all,
+    /// per the `steeringMode` / `followUpMode` settings.
+    fn poll(&self, steering: bool) -> Vec<String> {
+        use crate::settings::QueueMode;
+        let mode = if steering {
+            self.args.settings.steering_mode()
+        } else {
+            self.args.settings.follow_up_mode()
+        };
+        let texts: Vec<String> = self
+            .queues
+            .lock()
+            .map(|mut q| {
+                let queue = if steering {
+                    &mut q.steering
+                } else {
+                    &mut q.follow_up
+                };
+                match mode {
+                    QueueMode::OneAtATime => queue.pop_front().into_iter().collect(),
+                    QueueMode::All => queue.drain(..).collect(),
+                }
+            })
+            .unwrap_or_default();
+        if !texts.is_empty() {
             emit_queue(&self.args.events, &self.queues);
         }
-        text
+        texts
     }
 
     async fn persist(&self, message: &AgentMessage) {
@@ -413,7 +430,7 @@ impl Run {
         self.deliver(prompt.clone()).await;
         new_messages.push(prompt);
         let mut pending: Vec<AgentMessage> =
-            self.poll(true).map(|t| self.user(t)).into_iter().collect();
+            self.poll(true).into_iter().map(|t| self.user(t)).collect();
         let mut more_tool_calls = true;
         let mut first = true;
         loop {
@@ -495,12 +512,13 @@ impl Run {
                 self.sync().await;
                 turn_index += 1;
                 more_tool_calls = !calls.is_empty();
-                pending.extend(self.poll(true).map(|t| self.user(t)));
+                pending.extend(self.poll(true).into_iter().map(|t| self.user(t)));
             }
-            match self.poll(false) {
-                Some(t) => pending.push(self.user(t)),
-                None => break,
+            let follow_ups = self.poll(false);
+            if follow_ups.is_empty() {
+                break;
             }
+            pending.extend(follow_ups.into_iter().map(|t| self.user(t)));
         }
         self.emit(AgentEvent::AgentEnd {
             messages: new_messages,

@@ -7,6 +7,7 @@
 //! - [`compactor`]: Compactor, which owns compaction decisions.
 //! - [`extension`]: the Extension trait, its actor, and two example extensions.
 //! - [`provider`] and [`faux`]: the model seam and the built-in offline model.
+//! - [`settings`]: `settings.json` of the agent dir and the project, read per session cwd.
 //! - [`trace`]: span fields that let a run be drawn as a message flow.
 //!
 //! The guarantees (who owns what, ordering, restarts, switches) are in `docs/actors.md`.
@@ -18,5 +19,6 @@ pub mod faux;
 pub mod projection;
 pub mod provider;
 pub mod runtime;
+pub mod settings;
 pub mod trace;
 pub mod writer;

@@ -454,6 +454,15 @@ impl Runtime {
             events: events.clone(),
             clock: state.config.env.clock.clone(),
             session_id: session_id.clone(),
+            // cwd-bound: read again for every session this runtime starts.
+            settings: {
+                let settings =
+                    crate::settings::Settings::load(&state.config.env.agent_dir, Path::new(&cwd));
+                for problem in &settings.problems {
+                    state.notify(RuntimeEvent::Notice(format!("settings ignored: {problem}")));
+                }
+                settings
+            },
             extensions: extensions.clone(),
         };
         let (agent, _) = Actor::spawn_linked(None, Agent, agent_args, cell.clone())

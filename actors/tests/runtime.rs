@@ -394,3 +394,125 @@ async fn new_starts_in_the_current_sessions_project_and_import_copies() {
     let _ = &mut events;
     rt.shutdown().await.unwrap();
 }
+
+/// Roles and user texts of a session file, in order.
+fn transcript(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let m = &v["message"];
+            match m["role"].as_str()? {
+                "user" => Some(format!("user:{}", m["content"][0]["text"].as_str()?)),
+                role => Some(role.to_owned()),
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn settings_are_read_for_each_sessions_cwd() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let (all_dir, plain_dir) = (tmp.path().join("steer-all"), tmp.path().join("plain"));
+    std::fs::create_dir_all(all_dir.join(".pith")).unwrap();
+    std::fs::create_dir_all(&plain_dir).unwrap();
+    std::fs::write(
+        all_dir.join(".pith/settings.json"),
+        r#"{"steeringMode":"all"}"#,
+    )
+    .unwrap();
+    let slow =
+        r#"{"content":[{"type":"toolCall","id":"t","name":"x","arguments":{}}],"delayMs":800}"#;
+    let done = r#"{"content":[{"type":"text","text":"ok"}]}"#;
+    let config = RuntimeConfig {
+        env: env.clone(),
+        cwd: all_dir.to_string_lossy().into_owned(),
+        session_dir: Some(tmp.path().join("sessions")),
+        persist: true,
+        provider: Arc::new(Faux::new(
+            script(&format!("[{slow},{done},{slow},{done},{done}]")),
+            env.clock.clone(),
+        )),
+        model: ("faux".into(), "faux-1".into()),
+        thinking_level: "off".into(),
+        tools: Arc::new(NoTools),
+        extensions: Vec::new(),
+    };
+    let first = Session::create(
+        &all_dir.to_string_lossy(),
+        Some(&tmp.path().join("sessions")),
+        &env,
+    )
+    .unwrap();
+    let rt = Runtime::start(config, first).await.unwrap();
+    let mut events = rt.subscribe().await.unwrap();
+    async fn steer_twice(rt: &RuntimeHandle, events: &mut UnboundedReceiver<RuntimeEvent>) {
+        rt.prompt("go").await.unwrap();
+        loop {
+            if let RuntimeEvent::Agent(e) = events.recv().await.unwrap()
+                && matches!(
+                    *e,
+                    AgentEvent::MessageEnd {
+                        message: AgentMessage::User(_)
+                    }
+                )
+            {
+                break;
+            }
+        }
+        rt.steer("s1");
+        rt.steer("s2");
+        run_names(events).await;
+    }
+    steer_twice(&rt, &mut events).await;
+    let all_file = rt.summary().await.unwrap().session_file.unwrap();
+    // steeringMode "all": both steering messages arrive together, then one reply.
+    assert_eq!(
+        transcript(&all_file),
+        [
+            "user:go",
+            "assistant",
+            "toolResult",
+            "user:s1",
+            "user:s2",
+            "assistant"
+        ]
+    );
+
+    // A session of another cwd (no settings): one steering message per turn.
+    let mut seed = Session::create(
+        &plain_dir.to_string_lossy(),
+        Some(&tmp.path().join("plain-seed")),
+        &env,
+    )
+    .unwrap();
+    seed.append_message(AgentMessage::User(pith_events::UserMessage {
+        content: pith_events::UserContent::Text("seed".into()),
+        timestamp: 1,
+    }))
+    .unwrap();
+    seed.append_message(serde_json::from_str(r#"{"role":"assistant","content":[],"api":"faux","provider":"faux","model":"faux-1","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":2}"#).unwrap()).unwrap();
+    let seed_file = seed.session_file().unwrap().to_owned();
+    drop(seed);
+    rt.switch(SessionStart::Resume(seed_file.clone()))
+        .await
+        .unwrap();
+    steer_twice(&rt, &mut events).await;
+    let t = transcript(&seed_file);
+    // (the seed user message has string content and is not listed)
+    assert_eq!(
+        &t[1..],
+        [
+            "user:go",
+            "assistant",
+            "toolResult",
+            "user:s1",
+            "assistant",
+            "user:s2",
+            "assistant"
+        ]
+    );
+    rt.shutdown().await.unwrap();
+}

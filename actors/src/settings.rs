@@ -1,0 +1,140 @@
+//! Settings: `settings.json` in the agent directory, overridden by `.pith/settings.json` in the
+//! session's cwd, with pi's keys. They are cwd-bound: the runtime reads them again for the
+//! target of every switch.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+/// The merged settings of one cwd.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    values: Map<String, Value>,
+    /// Files that could not be used, with why (reported, never fatal).
+    pub problems: Vec<String>,
+}
+
+/// How queued steering or follow-up messages are delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueMode {
+    /// One message per delivery (pi's default `one-at-a-time`).
+    #[default]
+    OneAtATime,
+    /// Everything queued at once (`all`).
+    All,
+}
+
+impl Settings {
+    /// Reads `<agent_dir>/settings.json` and `<cwd>/.pith/settings.json`; objects merge
+    /// key by key, the project's values win. Missing files are fine; unreadable or invalid ones
+    /// are listed in [`Settings::problems`] and ignored.
+    pub fn load(agent_dir: &Path, cwd: &Path) -> Settings {
+        let mut settings = Settings::default();
+        for file in [
+            agent_dir.join("settings.json"),
+            cwd.join(".pith").join("settings.json"),
+        ] {
+            let text = match std::fs::read_to_string(&file) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    settings.problems.push(format!("{}: {e}", file.display()));
+                    continue;
+                }
+            };
+            match serde_json::from_str::<Value>(&text) {
+                Ok(Value::Object(map)) => merge(&mut settings.values, map),
+                Ok(_) => settings
+                    .problems
+                    .push(format!("{}: not a JSON object", file.display())),
+                Err(e) => settings.problems.push(format!(
+                    "{}: line {}, column {}: {e}",
+                    file.display(),
+                    e.line(),
+                    e.column()
+                )),
+            }
+        }
+        settings
+    }
+
+    /// The value at a dotted path (`compaction.reserveTokens`).
+    pub fn get(&self, path: &str) -> Option<&Value> {
+        let mut parts = path.split('.');
+        let mut v = self.values.get(parts.next()?)?;
+        for p in parts {
+            v = v.get(p)?;
+        }
+        Some(v)
+    }
+
+    /// `steeringMode`.
+    pub fn steering_mode(&self) -> QueueMode {
+        mode(self.get("steeringMode"))
+    }
+
+    /// `followUpMode`.
+    pub fn follow_up_mode(&self) -> QueueMode {
+        mode(self.get("followUpMode"))
+    }
+}
+
+fn mode(v: Option<&Value>) -> QueueMode {
+    match v.and_then(Value::as_str) {
+        Some("all") => QueueMode::All,
+        _ => QueueMode::OneAtATime,
+    }
+}
+
+fn merge(into: &mut Map<String, Value>, from: Map<String, Value>) {
+    for (k, v) in from {
+        match (into.get_mut(&k), v) {
+            (Some(Value::Object(a)), Value::Object(b)) => merge(a, b),
+            (_, v) => {
+                into.insert(k, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_settings_override_global_ones_key_by_key() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("proj"));
+        std::fs::create_dir_all(&agent).expect("mkdir");
+        std::fs::create_dir_all(cwd.join(".pith")).expect("mkdir");
+        std::fs::write(
+            agent.join("settings.json"),
+            r#"{"compaction":{"enabled":true,"reserveTokens":16384},"steeringMode":"all"}"#,
+        )
+        .expect("write");
+        std::fs::write(
+            cwd.join(".pith/settings.json"),
+            r#"{"compaction":{"reserveTokens":1000},"followUpMode":"all"}"#,
+        )
+        .expect("write");
+        let s = Settings::load(&agent, &cwd);
+        assert_eq!(s.get("compaction.enabled"), Some(&Value::Bool(true)));
+        assert_eq!(s.get("compaction.reserveTokens"), Some(&Value::from(1000)));
+        assert_eq!(
+            (s.steering_mode(), s.follow_up_mode()),
+            (QueueMode::All, QueueMode::All)
+        );
+        std::fs::write(cwd.join(".pith/settings.json"), "{oops").expect("write");
+        let s = Settings::load(&agent, &cwd);
+        assert_eq!(s.problems.len(), 1);
+        assert!(
+            s.problems[0].contains("line 1, column 2"),
+            "{:?}",
+            s.problems
+        );
+        assert_eq!(
+            Settings::load(&tmp.path().join("none"), &tmp.path().join("none")),
+            Settings::default()
+        );
+    }
+}
