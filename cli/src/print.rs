@@ -121,9 +121,21 @@ fn model_choice(args: &RunArgs) -> Result<(String, String, String)> {
             None => (m.clone(), None),
         },
         None => {
-            eprintln!(
-                "pith: no model configured (no API key found); using the built-in offline model faux/{FAUX_MODEL}"
-            );
+            // Real providers are not built yet; say so rather than pretend no key exists.
+            let keys: Vec<&str> = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]
+                .into_iter()
+                .filter(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()))
+                .collect();
+            if keys.is_empty() {
+                eprintln!(
+                    "pith: no model configured (no API key found); using the built-in offline model faux/{FAUX_MODEL}"
+                );
+            } else {
+                eprintln!(
+                    "pith: {} is set, but pith cannot talk to that provider yet; using the built-in offline model faux/{FAUX_MODEL}",
+                    keys.join(" and ")
+                );
+            }
             (format!("faux/{FAUX_MODEL}"), None)
         }
     };
