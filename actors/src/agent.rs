@@ -118,7 +118,8 @@ pub struct AgentArgs {
     /// Extensions, in load order: each event is handled by all of them before the run goes
     /// on (so an entry an extension appends on `message_end` lands before the message, as in
     /// pi), then it goes to frontends.
-    pub extensions: Vec<ActorRef<ExtensionMsg>>,
+    /// Each with the event names it subscribed to; it is sent no others.
+    pub extensions: Vec<(ActorRef<ExtensionMsg>, Vec<String>)>,
 }
 
 #[derive(Default)]
@@ -306,9 +307,16 @@ impl Run {
             .await;
     }
 
-    /// Emits an event: every extension handles it (awaited, in load order), then frontends.
+    /// Emits an event: every extension that subscribed to it handles it (awaited, in load
+    /// order), then frontends get it.
     async fn emit(&self, event: AgentEvent) {
-        for ext in &self.args.extensions {
+        let name = event.name();
+        for (ext, _) in self
+            .args
+            .extensions
+            .iter()
+            .filter(|(_, subs)| subs.iter().any(|s| s == name))
+        {
             let ev = Box::new(pith_events::ExtensionEvent::Agent(Box::new(event.clone())));
             let _ = ext
                 .call(
@@ -337,7 +345,10 @@ impl Run {
         match self
             .args
             .projection
-            .call(ProjectionMsg::GetContext, Some(CALL_TIMEOUT))
+            .call(
+                |r| ProjectionMsg::GetContext(self.ids.sent_by("Agent"), r),
+                Some(CALL_TIMEOUT),
+            )
             .await
         {
             Ok(ractor::rpc::CallResult::Success(ctx)) => convert_to_llm(&ctx.messages),
@@ -399,9 +410,10 @@ impl Run {
 
     fn run_tool(&self, name: &str, id: &str, args: &Value) -> AgentMessage {
         let (content, details, is_error) = match self.args.tools.run(name, args) {
+            // pi's error results carry `details: {}` (agent-and-events.md §1.3).
             None => (
                 vec![ContentBlock::text(format!("Tool {name} not found"))],
-                None,
+                Some(json!({})),
                 true,
             ),
             Some(Ok((content, details))) => (content, Some(details), false),

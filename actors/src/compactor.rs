@@ -53,7 +53,10 @@ impl Actor for Compactor {
         let CompactorMsg::Manual(ids, summary, reply) = msg;
         let snapshot = match state
             .writer
-            .call(WriterMsg::Snapshot, Some(CALL_TIMEOUT))
+            .call(
+                |r| WriterMsg::Snapshot(ids.sent_by("Compactor"), r),
+                Some(CALL_TIMEOUT),
+            )
             .await
         {
             Ok(ractor::rpc::CallResult::Success(s)) => s,
@@ -69,7 +72,10 @@ impl Actor for Compactor {
         let first_kept = snapshot.entries[leaf].id().to_owned();
         let tokens_before = match state
             .projection
-            .call(ProjectionMsg::GetContext, Some(CALL_TIMEOUT))
+            .call(
+                |r| ProjectionMsg::GetContext(ids.sent_by("Compactor"), r),
+                Some(CALL_TIMEOUT),
+            )
             .await
         {
             Ok(ractor::rpc::CallResult::Success(ctx)) => ctx

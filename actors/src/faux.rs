@@ -101,9 +101,17 @@ impl Faux {
         }
     }
 
+    /// The next scripted reply (zero usage unless the script gives one, as faux-model.md
+    /// says), or the unscripted answer (usage estimated at chars/4).
     fn next_reply(&self, request: &ProviderRequest) -> ScriptedReply {
         let scripted = self.script.lock().ok().and_then(|mut s| s.pop_front());
-        scripted.unwrap_or_else(|| default_reply(request))
+        match scripted {
+            Some(mut reply) => {
+                reply.usage.get_or_insert_with(Usage::default);
+                reply
+            }
+            None => default_reply(request),
+        }
     }
 }
 

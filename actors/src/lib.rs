@@ -14,6 +14,7 @@
 
 pub mod agent;
 pub mod compactor;
+pub mod event;
 pub mod extension;
 pub mod faux;
 pub mod projection;

@@ -33,7 +33,7 @@ pub enum ProjectionMsg {
     /// Replace everything (start, restart): entries in file order and the leaf.
     Load(Vec<Entry>, Leaf),
     /// Answered with the current context.
-    GetContext(RpcReplyPort<Context>),
+    GetContext(TraceIds, RpcReplyPort<Context>),
 }
 
 /// The projection's state.
@@ -155,7 +155,9 @@ impl Actor for Projection {
                 state.tree.set_leaf(leaf);
                 state.refold();
             }
-            ProjectionMsg::GetContext(reply) => {
+            ProjectionMsg::GetContext(ids, reply) => {
+                let span = crate::message_span!("Projection", "get_context", sid, ids);
+                let _g = span.enter();
                 if state.context.is_none() {
                     state.refold();
                 }

@@ -5,8 +5,8 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
@@ -14,7 +14,7 @@ use ractor::{
 use tokio::sync::mpsc;
 
 use pith_events::{
-    AgentEvent, AgentMessage, EntryType, ExtensionEvent, ForkPosition, SessionStart, StartReason,
+    AgentMessage, EntryType, ExtensionEvent, ForkPosition, SessionStart, StartReason,
 };
 use pith_store::{Leaf, OpenMode, Session, SessionEnv};
 
@@ -54,23 +54,8 @@ pub struct RuntimeConfig {
     pub extensions: Vec<ExtensionFactory>,
 }
 
-/// What frontends receive.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RuntimeEvent {
-    /// An agent event of the current session (boxed: messages are large).
-    Agent(Box<AgentEvent>),
-    /// A session subtree started.
-    SessionStarted {
-        /// Why.
-        reason: StartReason,
-        /// Its file, if persisted.
-        session_file: Option<PathBuf>,
-        /// Its id.
-        session_id: String,
-    },
-    /// Something the user must hear (a crash recovered from, an extension's refusal).
-    Notice(String),
-}
+pub use crate::event::RuntimeEvent;
+use crate::event::UiSink;
 
 /// Result of a switch.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -192,15 +177,13 @@ pub struct RuntimeState {
     subtree: Option<Subtree>,
     /// The first session, until `post_start` spawns its subtree.
     first: Option<Session>,
-    ui: Arc<Mutex<Vec<mpsc::UnboundedSender<RuntimeEvent>>>>,
+    ui: UiSink,
     next_id: AtomicU64,
 }
 
 impl RuntimeState {
     fn notify(&self, event: RuntimeEvent) {
-        if let Ok(mut subs) = self.ui.lock() {
-            subs.retain(|s| s.send(event.clone()).is_ok());
-        }
+        self.ui.notify(event);
     }
 
     fn ids(&self) -> TraceIds {
@@ -426,22 +409,31 @@ impl Runtime {
             WriterArgs {
                 session,
                 projection: projection.clone(),
+                ui: state.ui.clone(),
             },
             cell.clone(),
         )
         .await
         .map_err(err)?;
         let mut extensions = Vec::new();
+        let mut subscriptions = Vec::new();
         for factory in &state.config.extensions {
+            let extension = factory();
+            let subs: Vec<String> = extension
+                .subscriptions()
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect();
             let (ext, _) = Actor::spawn_linked(
                 None,
                 ExtensionActor,
-                (factory(), writer.clone()),
+                (extension, writer.clone()),
                 cell.clone(),
             )
             .await
             .map_err(err)?;
-            extensions.push(ext);
+            extensions.push(ext.clone());
+            subscriptions.push((ext, subs));
         }
         let events = EventSink::default();
         let agent_args = AgentArgs {
@@ -463,7 +455,7 @@ impl Runtime {
                 }
                 settings
             },
-            extensions: extensions.clone(),
+            extensions: subscriptions,
         };
         let (agent, _) = Actor::spawn_linked(None, Agent, agent_args, cell.clone())
             .await
@@ -481,9 +473,7 @@ impl Runtime {
         let ui = state.ui.clone();
         let forwarder = tokio::spawn(async move {
             while let Some(event) = rx.recv().await {
-                if let Ok(mut subs) = ui.lock() {
-                    subs.retain(|s| s.send(RuntimeEvent::Agent(Box::new(event.clone()))).is_ok());
-                }
+                ui.notify(RuntimeEvent::Agent(Box::new(event)));
             }
         });
         // session_start, with the log so extensions can restore their state from it.
@@ -520,7 +510,10 @@ impl Runtime {
     async fn stop_subtree(state: &mut RuntimeState) -> Option<Snapshot> {
         let sub = state.subtree.take()?;
         if let Some(()) = call(&sub.agent, AgentMsg::Abort).await {}
-        let snapshot = call(&sub.writer, WriterMsg::Snapshot).await;
+        let snapshot = call(&sub.writer, |r| {
+            WriterMsg::Snapshot(TraceIds::root(0, "Runtime"), r)
+        })
+        .await;
         let timeout = Some(CALL_TIMEOUT);
         let _ = sub.agent.stop_and_wait(None, timeout).await;
         let _ = sub.compactor.stop_and_wait(None, timeout).await;
@@ -577,9 +570,11 @@ impl Runtime {
         start: SessionStart,
     ) -> Result<SwitchOutcome, String> {
         let snapshot = match &state.subtree {
-            Some(sub) => call(&sub.writer, WriterMsg::Snapshot)
-                .await
-                .ok_or("the session writer did not answer")?,
+            Some(sub) => call(&sub.writer, |r| {
+                WriterMsg::Snapshot(TraceIds::root(0, "Runtime"), r)
+            })
+            .await
+            .ok_or("the session writer did not answer")?,
             None => return Err("no session".into()),
         };
         let env = state.config.env.clone();
@@ -828,7 +823,7 @@ impl Actor for Runtime {
             config,
             subtree: None,
             first: Some(session),
-            ui: Arc::default(),
+            ui: UiSink::default(),
             next_id: AtomicU64::new(1),
         })
     }
@@ -854,11 +849,7 @@ impl Actor for Runtime {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             RuntimeMsg::Subscribe(reply) => {
-                let (tx, rx) = mpsc::unbounded_channel();
-                if let Ok(mut subs) = state.ui.lock() {
-                    subs.push(tx);
-                }
-                let _ = reply.send(rx);
+                let _ = reply.send(state.ui.subscribe());
             }
             RuntimeMsg::Prompt(text, reply) => match &state.subtree {
                 Some(sub) => {
@@ -931,7 +922,10 @@ impl Actor for Runtime {
             }
             RuntimeMsg::Summary(reply) => {
                 if let Some(sub) = &state.subtree
-                    && let Some(snap) = call(&sub.writer, WriterMsg::Snapshot).await
+                    && let Some(snap) = call(&sub.writer, |r| {
+                        WriterMsg::Snapshot(TraceIds::root(0, "Runtime"), r)
+                    })
+                    .await
                 {
                     {
                         let leaf_id = match snap.leaf {
@@ -950,14 +944,20 @@ impl Actor for Runtime {
             }
             RuntimeMsg::Snapshot(reply) => {
                 if let Some(sub) = &state.subtree
-                    && let Some(snap) = call(&sub.writer, WriterMsg::Snapshot).await
+                    && let Some(snap) = call(&sub.writer, |r| {
+                        WriterMsg::Snapshot(TraceIds::root(0, "Runtime"), r)
+                    })
+                    .await
                 {
                     let _ = reply.send(snap);
                 }
             }
             RuntimeMsg::Context(reply) => {
                 if let Some(sub) = &state.subtree
-                    && let Some(ctx) = call(&sub.projection, ProjectionMsg::GetContext).await
+                    && let Some(ctx) = call(&sub.projection, |r| {
+                        ProjectionMsg::GetContext(TraceIds::root(0, "Runtime"), r)
+                    })
+                    .await
                 {
                     let _ = reply.send(ctx);
                 }

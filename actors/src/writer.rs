@@ -103,7 +103,7 @@ pub enum WriterMsg {
     /// fsync the file (turn end); answered when durable.
     Sync(TraceIds, RpcReplyPort<Result<(), String>>),
     /// Answered with a copy of the log.
-    Snapshot(RpcReplyPort<Snapshot>),
+    Snapshot(TraceIds, RpcReplyPort<Snapshot>),
 }
 
 /// Arguments of the writer: the opened session and the projection to feed.
@@ -112,12 +112,15 @@ pub struct WriterArgs {
     pub session: Session,
     /// Receives every appended entry and leaf move.
     pub projection: ActorRef<ProjectionMsg>,
+    /// Where write failures and notices (torn tail, rewritten file) go: the user hears them.
+    pub ui: crate::event::UiSink,
 }
 
 /// The writer's state.
 pub struct WriterState {
     session: Session,
     projection: ActorRef<ProjectionMsg>,
+    ui: crate::event::UiSink,
 }
 
 /// The SessionWriter actor.
@@ -148,6 +151,7 @@ impl Actor for SessionWriter {
         Ok(WriterState {
             session: args.session,
             projection: args.projection,
+            ui: args.ui,
         })
     }
 
@@ -204,6 +208,12 @@ impl Actor for SessionWriter {
                     }
                     for notice in s.take_notices() {
                         tracing::warn!("{notice}");
+                        state.ui.notify(crate::event::RuntimeEvent::Notice(notice.to_string()));
+                    }
+                    if let Err(e) = &result {
+                        state.ui.notify(crate::event::RuntimeEvent::WriteFailed(format!(
+                            "could not save the session: {e}; it is kept in memory and written with the next successful write"
+                        )));
                     }
                     let _ = reply.send(result.map_err(|e| e.to_string()));
                 }
@@ -233,7 +243,9 @@ impl Actor for SessionWriter {
                 let _guard = span.enter();
                 let _ = reply.send(state.session.sync().map_err(|e| e.to_string()));
             }
-            WriterMsg::Snapshot(reply) => {
+            WriterMsg::Snapshot(ids, reply) => {
+                let span = crate::message_span!("SessionWriter", "snapshot", session_id, ids);
+                let _g = span.enter();
                 let _ = reply.send(Self::snapshot(&state.session));
             }
         }
@@ -246,10 +258,14 @@ impl Actor for SessionWriter {
         state: &mut WriterState,
     ) -> Result<(), ActorProcessingErr> {
         // Shutdown, switch or restart: whatever is pending is written and made durable.
-        state
-            .session
-            .flush()
-            .map_err(|e| ActorProcessingErr::from(e.to_string()))?;
+        if let Err(e) = state.session.flush() {
+            state
+                .ui
+                .notify(crate::event::RuntimeEvent::WriteFailed(format!(
+                    "could not save the session: {e}"
+                )));
+            return Err(ActorProcessingErr::from(e.to_string()));
+        }
         state
             .session
             .sync()

@@ -1,8 +1,8 @@
 //! The `pith` binary.
 //!
-//! `pith -p "prompt"` runs one prompt on the actor runtime and prints the reply (print mode);
+//! `pith -p "prompt"` runs prompts on the actor runtime and prints the reply (print mode);
 //! `pith session …` inspects and lists session files; `pith trace mermaid` draws a `--trace`
-//! file as a sequence diagram. The interactive, json and rpc modes come next.
+//! file as a sequence diagram. The interactive, json and rpc modes are not built yet.
 
 mod print;
 mod session_cmd;

@@ -10,7 +10,6 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use pith_actors::agent::NoTools;
-use pith_actors::extension::{NoForkWhileRunning, PromptCounter};
 use pith_actors::faux::{FAUX_MODEL, Faux, read_script};
 use pith_actors::runtime::{Runtime, RuntimeConfig, RuntimeEvent};
 use pith_events::{AgentEvent, AgentMessage, ContentBlock, StopReason};
@@ -100,9 +99,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 }
 
 fn install_trace(path: &Path) -> Result<tracing_chrome::FlushGuard> {
+    use std::os::unix::fs::OpenOptionsExt;
     use tracing_subscriber::prelude::*;
+    // Created here (not by the trace layer, which panics on errors), private like sessions.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot write the trace file {}", path.display()))?;
     let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
-        .file(path)
+        .writer(file)
         .include_args(true)
         .trace_style(tracing_chrome::TraceStyle::Async)
         .build();
@@ -131,8 +139,13 @@ fn model_choice(args: &RunArgs) -> Result<(String, String, String)> {
                     "pith: no model configured (no API key found); using the built-in offline model faux/{FAUX_MODEL}"
                 );
             } else {
+                let (verb, what) = if keys.len() == 1 {
+                    ("is", "that provider")
+                } else {
+                    ("are", "those providers")
+                };
                 eprintln!(
-                    "pith: {} is set, but pith cannot talk to that provider yet; using the built-in offline model faux/{FAUX_MODEL}",
+                    "pith: {} {verb} set, but pith cannot talk to {what} yet; using the built-in offline model faux/{FAUX_MODEL}",
                     keys.join(" and ")
                 );
             }
@@ -220,18 +233,39 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
         model: (provider, model),
         thinking_level: thinking,
         tools: Arc::new(NoTools),
-        extensions: vec![
-            Arc::new(|| Box::new(PromptCounter::default())),
-            Arc::new(|| Box::new(NoForkWhileRunning::default())),
-        ],
+        // The example extensions (PromptCounter, NoForkWhileRunning) are for tests and the
+        // README; a user's sessions get no entries pi would not write.
+        extensions: Vec::new(),
     };
     let rt = Runtime::start(config, session).await?;
     let mut events = rt.subscribe().await?;
+    let commands = rt.commands().await?;
     let mut last: Option<AgentMessage> = None;
+    let mut write_failed = false;
+    let mut interrupted = false;
     for prompt in prompts {
+        // `/name args` runs an extension command instead of prompting (agent-and-events §3.1).
+        if let Some(rest) = prompt.strip_prefix('/') {
+            let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
+            if commands.iter().any(|c| c.name == name) {
+                if let Some(out) = rt.command(name, args).await? {
+                    println!("{out}");
+                }
+                continue;
+            }
+        }
         rt.prompt(&prompt).await?;
         loop {
-            match events.recv().await {
+            let event = tokio::select! {
+                event = events.recv() => event,
+                _ = shutdown_signal() => {
+                    // SIGINT/SIGTERM: abort the run, then shut down cleanly (flush and fsync).
+                    interrupted = true;
+                    rt.abort().await?;
+                    continue;
+                }
+            };
+            match event {
                 Some(RuntimeEvent::Agent(event)) => match *event {
                     AgentEvent::MessageEnd {
                         message: m @ AgentMessage::Assistant(_),
@@ -240,36 +274,65 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
                     _ => {}
                 },
                 Some(RuntimeEvent::Notice(n)) => eprintln!("pith: {n}"),
+                Some(RuntimeEvent::WriteFailed(n)) => {
+                    write_failed = true;
+                    eprintln!("pith: {n}");
+                }
                 Some(RuntimeEvent::SessionStarted { .. }) => {}
                 None => bail!("the runtime stopped unexpectedly"),
             }
         }
-        if matches!(&last, Some(AgentMessage::Assistant(a)) if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted))
-        {
+        if interrupted {
             break;
         }
     }
     rt.shutdown().await?;
-    match last {
-        Some(AgentMessage::Assistant(a)) => {
-            let text: Vec<&str> = a
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::Text(t) => Some(t.text.as_str()),
-                    _ => None,
-                })
-                .collect();
-            if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
-                eprintln!(
-                    "pith: {}",
-                    a.error_message.as_deref().unwrap_or("the request failed")
-                );
-                return Ok(ExitCode::FAILURE);
-            }
-            println!("{}", text.join(""));
-            Ok(ExitCode::SUCCESS)
+    while let Ok(event) = events.try_recv() {
+        if let RuntimeEvent::WriteFailed(n) = event {
+            write_failed = true;
+            eprintln!("pith: {n}");
         }
-        _ => Ok(ExitCode::SUCCESS),
+    }
+    // Like pi's print mode: every prompt runs; the exit status is the last reply's.
+    let failed = match last {
+        Some(AgentMessage::Assistant(a)) => {
+            if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
+                let fallback = if a.stop_reason == StopReason::Aborted {
+                    "Request aborted"
+                } else {
+                    "Request failed"
+                };
+                eprintln!("pith: {}", a.error_message.as_deref().unwrap_or(fallback));
+                true
+            } else {
+                for block in &a.content {
+                    if let ContentBlock::Text(t) = block {
+                        println!("{}", t.text);
+                    }
+                }
+                false
+            }
+        }
+        _ => false,
+    };
+    Ok(match (interrupted, failed || write_failed) {
+        (true, _) => ExitCode::from(130),
+        (false, true) => ExitCode::FAILURE,
+        (false, false) => ExitCode::SUCCESS,
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
     }
 }

@@ -153,7 +153,7 @@ fn write_table(out: &mut impl Write, listing: &Listing, show_cwd: bool) -> Resul
     }
     writeln!(
         out,
-        "{:<24}  {:>5}  {:<8}  {}",
+        "{:<24}  {:>5}  {:<36}  {}",
         "MODIFIED",
         "MSGS",
         "ID",
@@ -163,18 +163,19 @@ fn write_table(out: &mut impl Write, listing: &Listing, show_cwd: bool) -> Resul
         let modified =
             pith_store::env::iso_from_ms(s.modified_ms as i64).unwrap_or_else(|| "?".into());
         let title = one_line(s.name.as_deref().unwrap_or(&s.first_message), 72);
-        let id: String = printable(&s.id).chars().take(8).collect();
+        // The whole id: UUIDv7s made close together share their first characters.
+        let id = printable(&s.id);
         if show_cwd {
             writeln!(
                 out,
-                "{modified:<24}  {:>5}  {id:<8}  {}  {title}",
+                "{modified:<24}  {:>5}  {id:<36}  {}  {title}",
                 s.message_count,
                 printable(&s.cwd)
             )?;
         } else {
             writeln!(
                 out,
-                "{modified:<24}  {:>5}  {id:<8}  {title}",
+                "{modified:<24}  {:>5}  {id:<36}  {title}",
                 s.message_count
             )?;
         }

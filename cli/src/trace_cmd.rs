@@ -34,14 +34,7 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
 
 /// The diagram: one arrow `from->>actor: msg` per handled message, in time order.
 pub fn mermaid(trace_json: &str) -> Result<String> {
-    // tracing-chrome leaves the array open if the process died mid-write.
-    let trimmed = trace_json.trim_end().trim_end_matches(',');
-    let closed = if trimmed.ends_with(']') {
-        trimmed.to_owned()
-    } else {
-        format!("{trimmed}]")
-    };
-    let events: Vec<Value> = serde_json::from_str(&closed)?;
+    let events = parse_events(trace_json)?;
     let mut arrows: Vec<(f64, String, String, String)> = events
         .iter()
         .filter(|e| e["name"] == "message" && matches!(e["ph"].as_str(), Some("b" | "B")))
@@ -78,4 +71,47 @@ pub fn mermaid(trace_json: &str) -> Result<String> {
         out.push_str(&format!("    {}->>{}: {msg}\n", id(from), id(to)));
     }
     Ok(out)
+}
+
+/// The trace's events. A trace cut short (the process was killed) has no closing `]` and may
+/// end inside an event: every complete event is used, as Perfetto does.
+fn parse_events(text: &str) -> Result<Vec<Value>> {
+    if let Ok(events) = serde_json::from_str::<Vec<Value>>(text) {
+        return Ok(events);
+    }
+    let mut rest = text
+        .trim_start()
+        .strip_prefix('[')
+        .context("not a JSON array of trace events")?;
+    let mut events = Vec::new();
+    loop {
+        rest = rest.trim_start_matches([',', ' ', '\n', '\r', '\t']);
+        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+        match stream.next() {
+            Some(Ok(event)) => {
+                events.push(event);
+                rest = &rest[stream.byte_offset()..];
+            }
+            _ => break,
+        }
+    }
+    Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_trace_still_draws() {
+        let cut = r#"[{"ph":"b","name":"message","ts":1,"args":{"actor":"\"Agent\"","from":"\"Runtime\"","msg":"\"prompt\""}},
+{"ph":"b","name":"message","ts":2,"args":{"actor":"\"SessionWriter\"","from":"\"Agent\"","msg":"\"append_message\""}},
+{"ph":"b","name":"message","ts":3,"args":{"act"#;
+        let diagram = mermaid(cut).expect("draws");
+        assert!(diagram.contains("Runtime->>Agent: prompt"), "{diagram}");
+        assert!(
+            diagram.contains("Agent->>SessionWriter: append_message"),
+            "{diagram}"
+        );
+    }
 }

@@ -77,13 +77,7 @@ fn a_prompt_writes_a_session_pi_can_read_and_prints_the_reply() {
     );
     assert_eq!(
         kinds(&files[0]),
-        [
-            "model_change",
-            "thinking_level_change",
-            "custom",
-            "user",
-            "assistant"
-        ]
+        ["model_change", "thinking_level_change", "user", "assistant"]
     );
 
     // --continue appends to the same file; stdin is put before the first message.
@@ -201,8 +195,69 @@ fn the_trace_draws_the_message_flow_and_never_holds_keys() {
         "Agent->>SessionWriter: append_message",
         "SessionWriter->>Projection: appended",
         "Agent->>SessionWriter: sync",
-        "Extension_prompt_counter->>SessionWriter: append_custom",
+        "Agent->>Projection: get_context",
     ] {
         assert!(diagram.contains(arrow), "{arrow} missing in\n{diagram}");
     }
+}
+
+#[test]
+fn every_prompt_runs_and_the_last_reply_decides_the_exit_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    let script = tmp.path().join("s.json");
+    fs::write(
+        &script,
+        r#"[{"content":[],"errorMessage":"500 server error"},{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"a"},{"type":"text","text":"b"}]}]"#,
+    )
+    .unwrap();
+    pith(&agent, &cwd)
+        .args(["-p", "--faux-script"])
+        .arg(&script)
+        .args(["one", "two"])
+        .assert()
+        .success()
+        .stdout("a\nb\n");
+    pith(&agent, &cwd)
+        .args(["-p", "--trace", "/nonexistent-dir/t.json", "hi"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "cannot write the trace file /nonexistent-dir/t.json",
+        ));
+}
+
+#[test]
+fn a_failed_write_is_reported_and_fails_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    pith(&agent, &cwd).args(["-p", "first"]).assert().success();
+    let file = session_files(&agent).remove(0);
+    // While the next reply is delayed, the session file becomes a directory.
+    let script = tmp.path().join("s.json");
+    fs::write(
+        &script,
+        r#"[{"content":[{"type":"text","text":"late"}],"delayMs":700}]"#,
+    )
+    .unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"))
+        .env("PITH_AGENT_DIR", &agent)
+        .current_dir(&cwd)
+        .args(["-p", "-c", "--faux-script"])
+        .arg(&script)
+        .arg("second")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    fs::remove_file(&file).unwrap();
+    fs::create_dir(&file).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("could not save the session"), "{stderr}");
 }

@@ -137,3 +137,22 @@ pub enum AgentEvent {
         name: Option<String>,
     },
 }
+
+impl AgentEvent {
+    /// The event's `type` as pi spells it (`agent_start`, `message_end`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            AgentEvent::AgentStart => "agent_start",
+            AgentEvent::TurnStart { .. } => "turn_start",
+            AgentEvent::MessageStart { .. } => "message_start",
+            AgentEvent::MessageUpdate { .. } => "message_update",
+            AgentEvent::MessageEnd { .. } => "message_end",
+            AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
+            AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+            AgentEvent::TurnEnd { .. } => "turn_end",
+            AgentEvent::AgentEnd { .. } => "agent_end",
+            AgentEvent::QueueUpdate { .. } => "queue_update",
+            AgentEvent::SessionInfoChanged { .. } => "session_info_changed",
+        }
+    }
+}

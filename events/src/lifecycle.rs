@@ -103,19 +103,7 @@ impl ExtensionEvent {
             ExtensionEvent::SessionBeforeSwitch { .. } => "session_before_switch",
             ExtensionEvent::SessionBeforeFork { .. } => "session_before_fork",
             ExtensionEvent::SessionShutdown { .. } => "session_shutdown",
-            ExtensionEvent::Agent(e) => match &**e {
-                crate::agent::AgentEvent::AgentStart => "agent_start",
-                crate::agent::AgentEvent::TurnStart { .. } => "turn_start",
-                crate::agent::AgentEvent::MessageStart { .. } => "message_start",
-                crate::agent::AgentEvent::MessageUpdate { .. } => "message_update",
-                crate::agent::AgentEvent::MessageEnd { .. } => "message_end",
-                crate::agent::AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
-                crate::agent::AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
-                crate::agent::AgentEvent::TurnEnd { .. } => "turn_end",
-                crate::agent::AgentEvent::AgentEnd { .. } => "agent_end",
-                crate::agent::AgentEvent::QueueUpdate { .. } => "queue_update",
-                crate::agent::AgentEvent::SessionInfoChanged { .. } => "session_info_changed",
-            },
+            ExtensionEvent::Agent(e) => e.name(),
         }
     }
 }

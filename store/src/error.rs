@@ -7,13 +7,18 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An I/O operation on `path` failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         /// The file or directory.
         path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (shown in the message, so not also chained as a source: error reports
+        /// would print it twice).
+        cause: std::io::Error,
     },
+    /// The path names something that is not a regular file (a device, a FIFO, a directory):
+    /// pith never reads a session from it nor writes one over it.
+    #[error("{0}: not a regular file")]
+    NotAFile(PathBuf),
     /// The file has content but its first JSON line is not a session header; pith refuses to
     /// open it and leaves it as it is (pi would overwrite it).
     #[error("not a pi session file: {path}: line {line}: {reason}")]
@@ -63,7 +68,7 @@ impl Error {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         Error::Io {
             path: path.into(),
-            source,
+            cause: source,
         }
     }
 }

@@ -106,6 +106,13 @@ pub struct Listing {
 /// Errors: [`Error::Io`]; [`Error::NotASession`] when the first JSON value is not a header
 /// with a string id (such files are left out of listings).
 pub fn session_info(path: &Path) -> Result<SessionInfo> {
+    // A FIFO named *.jsonl would block the listing forever; devices are not sessions.
+    if !fs::metadata(path)
+        .map_err(|e| Error::io(path, e))?
+        .is_file()
+    {
+        return Err(Error::NotAFile(path.to_owned()));
+    }
     let file = fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mtime_ms = file
         .metadata()
@@ -374,7 +381,9 @@ fn finish(results: Vec<Result<SessionInfo>>) -> Listing {
             Ok(info) => listing.sessions.push(info),
             Err(e) => {
                 let path = match &e {
-                    Error::Io { path, .. } | Error::NotASession { path, .. } => path.clone(),
+                    Error::Io { path, .. }
+                    | Error::NotASession { path, .. }
+                    | Error::NotAFile(path) => path.clone(),
                     _ => PathBuf::new(),
                 };
                 listing.skipped.push(Skipped {

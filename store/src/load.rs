@@ -70,9 +70,16 @@ enum Pending {
 /// Loads the session in `path`.
 ///
 /// `new_id` supplies ids when a v1 file is migrated. Errors: [`Error::Io`] when the file
-/// cannot be read (including when it does not exist), [`Error::NotASession`] when it has
-/// content but its first JSON value is not a session header.
+/// cannot be read (including when it does not exist), [`Error::NotAFile`] for a device, FIFO or
+/// directory, [`Error::NotASession`] when it has content but its first JSON value is not a
+/// session header.
 pub fn load_file(path: &Path, new_id: &mut dyn FnMut() -> String) -> Result<Loaded> {
+    // A device or FIFO reads as empty (or blocks), and a blank file would get a fresh header
+    // written over it: only regular files are sessions.
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::NotAFile(path.to_owned()));
+    }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     load_from(file, path, new_id)
 }

@@ -173,7 +173,7 @@ impl Session {
         let new_id = || env.ids.entry_id();
         let loaded = match load_file(&path, &mut { new_id }) {
             Ok(loaded) => loaded,
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::Io { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound => {
                 let cwd = cwd_override.map_or_else(process_cwd, str::to_owned);
                 let mut s = Session::fresh(cwd, Some(dir), env.clone(), None, None);
                 s.log = Some(LogFile::new(path));
@@ -272,7 +272,7 @@ impl Session {
         let log = match load_file(source, &mut { new_id }) {
             Ok(Loaded::Log(log)) => log,
             Ok(Loaded::Blank(_)) => return Err(Error::EmptyForkSource(source.to_owned())),
-            Err(Error::Io { source: e, .. }) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::Io { cause: e, .. }) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::EmptyForkSource(source.to_owned()));
             }
             Err(e) => return Err(e),
@@ -799,6 +799,10 @@ pub fn most_recent_session(dir: &Path) -> Option<PathBuf> {
 
 /// Whether the first JSON value in the file is a session header (reads only up to it).
 pub fn has_valid_header(path: &Path) -> bool {
+    // Opening a FIFO would block; only regular files can be sessions.
+    if !fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     let Ok(file) = fs::File::open(path) else {
         return false;
     };

@@ -355,6 +355,9 @@ pub fn atomic_write<'a>(path: &Path, lines: impl IntoIterator<Item = &'a str>) -
         }
         _ => path,
     };
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(Error::NotAFile(path.to_owned()));
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),

@@ -787,3 +787,36 @@ fn migration_edits_text_and_keeps_every_other_byte() {
     assert_eq!(s.entries()[1].parent().id(), Some(a.as_str()));
     assert_ne!(a, b);
 }
+
+#[test]
+fn devices_fifos_and_directories_are_never_sessions() {
+    // pi writes a fresh header into whatever the path names; a device reads as empty, so a
+    // rename-based writer would replace /dev/null itself. pith refuses them all.
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let err = Session::open(Path::new("/dev/null"), None, None, OpenMode::Write, &env).unwrap_err();
+    assert!(matches!(err, Error::NotAFile(_)), "{err}");
+    assert_eq!(err.to_string(), "/dev/null: not a regular file");
+    let fifo = tmp.path().join("pipe.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo (coreutils) runs");
+    assert!(made.success());
+    assert!(matches!(
+        Session::open(&fifo, None, None, OpenMode::Inspect, &env),
+        Err(Error::NotAFile(_))
+    ));
+    // Listing and --continue skip it instead of blocking on it.
+    write(tmp.path(), "real.jsonl", format!("{HEADER}\n").as_bytes());
+    let listing = list(tmp.path());
+    assert_eq!(listing.sessions.len(), 1);
+    assert!(
+        listing
+            .skipped
+            .iter()
+            .any(|s| s.path == fifo && s.reason.contains("not a regular file"))
+    );
+    let s = Session::continue_recent("/w", Some(tmp.path()), &env).unwrap();
+    assert!(s.session_file().unwrap().ends_with("real.jsonl"));
+}
