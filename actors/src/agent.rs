@@ -16,7 +16,6 @@ use tracing::Instrument;
 
 use pith_events::{
     AgentEvent, AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage,
-    UserContent, UserMessage,
 };
 use pith_store::env::Clock;
 use pith_store::llm::convert_to_llm;
@@ -241,10 +240,7 @@ struct Run {
 
 impl Run {
     fn user(&self, text: String) -> AgentMessage {
-        AgentMessage::User(UserMessage {
-            content: UserContent::Blocks(vec![ContentBlock::text(text)]),
-            timestamp: self.args.clock.now_ms(),
-        })
+        AgentMessage::user_text(text, self.args.clock.now_ms())
     }
 
     /// The queued messages to deliver now: one (pi's default `one-at-a-time`) or all,
@@ -394,17 +390,15 @@ impl Run {
         }
         // A provider that ends without Done is a provider bug; the run ends with an error.
         AssistantMessage {
-            content: Vec::new(),
-            api: self.args.provider.name().to_owned(),
-            provider: self.args.model.0.clone(),
-            model: self.args.model.1.clone(),
-            response_model: None,
-            response_id: None,
-            diagnostics: None,
-            usage: Default::default(),
             stop_reason: StopReason::Error,
             error_message: Some("the provider's stream ended without a final message".into()),
-            timestamp: self.args.clock.now_ms(),
+            ..AssistantMessage::new(
+                self.args.provider.name(),
+                self.args.model.0.clone(),
+                self.args.model.1.clone(),
+                Vec::new(),
+                self.args.clock.now_ms(),
+            )
         }
     }
 

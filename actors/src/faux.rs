@@ -157,19 +157,8 @@ impl Provider for Faux {
             .map(|m| serde_json::to_string(m).map_or(0, |s| s.len()))
             .sum();
         tokio::spawn(async move {
-            let mut msg = AssistantMessage {
-                content: Vec::new(),
-                api: "faux".into(),
-                provider: "faux".into(),
-                model: FAUX_MODEL.into(),
-                response_model: None,
-                response_id: None,
-                diagnostics: None,
-                usage: Usage::default(),
-                stop_reason: StopReason::Stop,
-                error_message: None,
-                timestamp: clock.now_ms(),
-            };
+            let mut msg =
+                AssistantMessage::new("faux", "faux", FAUX_MODEL, Vec::new(), clock.now_ms());
             let aborted = |m: &mut AssistantMessage| {
                 m.stop_reason = StopReason::Aborted;
                 m.error_message = Some("Request was aborted".into());

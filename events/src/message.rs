@@ -469,7 +469,42 @@ impl<'de> Deserialize<'de> for AgentMessage {
     }
 }
 
+impl AssistantMessage {
+    /// A reply with `content` that stopped normally: zero usage, no response id or error.
+    /// Providers fill in the rest as the reply streams.
+    pub fn new(
+        api: impl Into<String>,
+        provider: impl Into<String>,
+        model: impl Into<String>,
+        content: Vec<ContentBlock>,
+        timestamp: i64,
+    ) -> AssistantMessage {
+        AssistantMessage {
+            content,
+            api: api.into(),
+            provider: provider.into(),
+            model: model.into(),
+            response_model: None,
+            response_id: None,
+            diagnostics: None,
+            usage: Usage::default(),
+            stop_reason: StopReason::Stop,
+            error_message: None,
+            timestamp,
+        }
+    }
+}
+
 impl AgentMessage {
+    /// A user prompt as pith submits it: `content` is one text block (the array form pi's
+    /// AgentSession always uses, spec: format.md §3.2); `timestamp` in ms since the epoch.
+    pub fn user_text(text: impl Into<String>, timestamp: i64) -> AgentMessage {
+        AgentMessage::User(UserMessage {
+            content: UserContent::Blocks(vec![ContentBlock::text(text)]),
+            timestamp,
+        })
+    }
+
     /// The `role` string.
     pub fn role(&self) -> &str {
         match self {

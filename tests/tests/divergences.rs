@@ -7,9 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pith_events::{
-    AgentMessage, AssistantMessage, ContentBlock, StopReason, Usage, UserContent, UserMessage,
-};
+use pith_events::{AgentMessage, AssistantMessage, ContentBlock, UserContent};
 use pith_store::env::{SequentialIds, SteppingClock};
 use pith_store::list::{list, session_info};
 use pith_store::writer::Notice;
@@ -46,26 +44,17 @@ fn assistant_line(id: &str, parent: &str) -> String {
 }
 
 fn assistant() -> AgentMessage {
-    AgentMessage::Assistant(AssistantMessage {
-        content: vec![ContentBlock::text("answer")],
-        api: "faux".into(),
-        provider: "faux".into(),
-        model: "faux-1".into(),
-        response_model: None,
-        response_id: None,
-        diagnostics: None,
-        usage: Usage::default(),
-        stop_reason: StopReason::Stop,
-        error_message: None,
-        timestamp: 3,
-    })
+    AgentMessage::Assistant(AssistantMessage::new(
+        "faux",
+        "faux",
+        "faux-1",
+        vec![ContentBlock::text("answer")],
+        3,
+    ))
 }
 
 fn user(text: &str) -> AgentMessage {
-    AgentMessage::User(UserMessage {
-        content: UserContent::Blocks(vec![ContentBlock::text(text)]),
-        timestamp: 4,
-    })
+    AgentMessage::user_text(text, 4)
 }
 
 fn lines(path: &Path) -> Vec<String> {

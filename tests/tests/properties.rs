@@ -6,9 +6,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use pith_events::{
-    AgentMessage, AssistantMessage, ContentBlock, StopReason, Usage, UserContent, UserMessage,
-};
+use pith_events::{AgentMessage, AssistantMessage, ContentBlock};
 use pith_store::env::{RandomIds, SteppingClock};
 use pith_store::{Leaf, OpenMode, Session, SessionEnv};
 
@@ -41,26 +39,17 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn user(text: &str) -> AgentMessage {
-    AgentMessage::User(UserMessage {
-        content: UserContent::Blocks(vec![ContentBlock::text(text)]),
-        timestamp: 1,
-    })
+    AgentMessage::user_text(text, 1)
 }
 
 fn assistant(text: &str) -> AgentMessage {
-    AgentMessage::Assistant(AssistantMessage {
-        content: vec![ContentBlock::text(text)],
-        api: "faux".into(),
-        provider: "faux".into(),
-        model: "faux-1".into(),
-        response_model: None,
-        response_id: None,
-        diagnostics: None,
-        usage: Usage::default(),
-        stop_reason: StopReason::Stop,
-        error_message: None,
-        timestamp: 2,
-    })
+    AgentMessage::Assistant(AssistantMessage::new(
+        "faux",
+        "faux",
+        "faux-1",
+        vec![ContentBlock::text(text)],
+        2,
+    ))
 }
 
 fn id_at(s: &Session, i: usize) -> Option<String> {

@@ -1,6 +1,6 @@
 use super::*;
 use crate::env::{SequentialIds, SteppingClock};
-use pith_events::{AssistantMessage, ContentBlock, StopReason, Usage, UserMessage};
+use pith_events::{AssistantMessage, ContentBlock};
 use std::sync::Arc;
 
 fn env(dir: &Path) -> SessionEnv {
@@ -12,26 +12,17 @@ fn env(dir: &Path) -> SessionEnv {
 }
 
 fn user(text: &str) -> AgentMessage {
-    AgentMessage::User(UserMessage {
-        content: UserContent::Blocks(vec![ContentBlock::text(text)]),
-        timestamp: 1,
-    })
+    AgentMessage::user_text(text, 1)
 }
 
 fn assistant(text: &str) -> AgentMessage {
-    AgentMessage::Assistant(AssistantMessage {
-        content: vec![ContentBlock::text(text)],
-        api: "faux".into(),
-        provider: "faux".into(),
-        model: "faux-1".into(),
-        response_model: None,
-        response_id: None,
-        diagnostics: None,
-        usage: Usage::default(),
-        stop_reason: StopReason::Stop,
-        error_message: None,
-        timestamp: 2,
-    })
+    AgentMessage::Assistant(AssistantMessage::new(
+        "faux",
+        "faux",
+        "faux-1",
+        vec![ContentBlock::text(text)],
+        2,
+    ))
 }
 
 #[test]
