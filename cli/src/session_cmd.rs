@@ -8,6 +8,7 @@ use clap::Subcommand;
 
 use pith_store::dump::{At, write_dump};
 use pith_store::list::{Listing, SessionInfo, list, list_all, session_info};
+use pith_store::list_index::{list_all_indexed, list_indexed};
 use pith_store::{Leaf, OpenMode, Session, SessionEnv, dirs};
 
 /// The session subcommands.
@@ -72,14 +73,18 @@ pub fn run(cmd: SessionCommand) -> Result<()> {
             all,
             json,
         } => {
-            let listing = if all {
-                list_all(&dirs::sessions_root(&env.agent_dir))
-            } else {
-                let dir = match session_dir {
-                    Some(d) => d,
-                    None => dirs::default_session_dir(&env.agent_dir, &current_dir())?,
-                };
-                list(&dir)
+            // --json is pi's SessionInfo (with allMessagesText): read the files. The table
+            // shows none of that text and goes through the listing index.
+            let listing = match (all, json) {
+                (true, true) => list_all(&dirs::sessions_root(&env.agent_dir)),
+                (true, false) => list_all_indexed(&dirs::sessions_root(&env.agent_dir)),
+                (false, _) => {
+                    let dir = match session_dir {
+                        Some(d) => d,
+                        None => dirs::default_session_dir(&env.agent_dir, &current_dir())?,
+                    };
+                    if json { list(&dir) } else { list_indexed(&dir) }
+                }
             };
             for s in &listing.skipped {
                 eprintln!("pith: skipped {}: {}", s.path.display(), s.reason);

@@ -14,6 +14,7 @@ use divan::Bencher;
 use pith_events::{AgentMessage, ContentBlock, UserContent, UserMessage};
 use pith_store::env::{RandomIds, SystemClock};
 use pith_store::list::list_all;
+use pith_store::list_index::list_all_indexed;
 use pith_store::{OpenMode, Session, SessionEnv};
 
 fn main() {
@@ -83,6 +84,18 @@ fn list_all_agent_1k(bencher: Bencher) {
         return;
     }
     bencher.bench(|| list_all(&root).sessions.len());
+}
+
+/// List every session of agent-1k through a warm listing index (built by the first run).
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn list_all_indexed_warm_agent_1k(bencher: Bencher) {
+    let root = corpus().join("agent-1k").join("sessions");
+    if !root.is_dir() {
+        eprintln!("skipping: {} is missing", root.display());
+        return;
+    }
+    list_all_indexed(&root);
+    bencher.bench(|| list_all_indexed(&root).sessions.len());
 }
 
 /// Append one user message to a persisted session (pi: 69.5 µs per entry).

@@ -11,7 +11,8 @@
 //!   of the root→leaf path into the LLM context.
 //! - [`writer`]: append-only, deferred, torn-tail-safe writes and atomic rewrites.
 //! - [`session`]: pi's `SessionManager` (factories and the append API) on top of all that.
-//! - [`dirs`], [`list`]: where sessions live, listing and resolving `--session` arguments.
+//! - [`dirs`], [`list`], [`list_index`]: where sessions live, listing (with a rebuildable
+//!   index for thousands of sessions) and resolving `--session` arguments.
 //! - [`llm`]: `convertToLlm`, the context as a provider receives it.
 //! - [`dump`]: the JSON shape of the conformance fixtures (`pith session dump`).
 //! - [`js`] and [`env`]: JavaScript semantics pi's results depend on; clock and id seams.
@@ -28,6 +29,7 @@ pub mod error;
 pub mod header;
 pub mod js;
 pub mod list;
+pub mod list_index;
 pub mod llm;
 pub mod load;
 pub mod migrate;

@@ -106,6 +106,18 @@ pub struct Listing {
 /// Errors: [`Error::Io`]; [`Error::NotASession`] when the first JSON value is not a header
 /// with a string id (such files are left out of listings).
 pub fn session_info(path: &Path) -> Result<SessionInfo> {
+    read_info(path, true)
+}
+
+/// [`session_info`] without `allMessagesText` (left empty): what a listing table needs, at a
+/// fraction of the memory.
+///
+/// Errors: as [`session_info`].
+pub fn session_info_without_texts(path: &Path) -> Result<SessionInfo> {
+    read_info(path, false)
+}
+
+fn read_info(path: &Path, collect_texts: bool) -> Result<SessionInfo> {
     // A FIFO named *.jsonl would block the listing forever; devices are not sessions.
     if !fs::metadata(path)
         .map_err(|e| Error::io(path, e))?
@@ -120,7 +132,10 @@ pub fn session_info(path: &Path) -> Result<SessionInfo> {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(f64::NAN, |d| d.as_millis() as f64);
-    let mut acc = InfoBuilder::default();
+    let mut acc = InfoBuilder {
+        collect_texts,
+        ..InfoBuilder::default()
+    };
     let summary = read_lines(file, |event| acc.line(event)).map_err(|e| Error::io(path, e))?;
     let _ = summary;
     if let Some((line, reason)) = acc.refusal {
@@ -179,6 +194,8 @@ struct InfoBuilder {
     message_count: usize,
     first_message: Option<String>,
     texts: Vec<String>,
+    /// Whether to keep every message text (`allMessagesText`); listings for people do not.
+    collect_texts: bool,
     last_activity: Option<f64>,
 }
 
@@ -253,16 +270,14 @@ impl InfoBuilder {
             return;
         }
         let Some(message) = message else { return };
-        let Ok(fields) = decode_json::<Map<String, Value>>(message.of(text)) else {
+        let Some(view) = MessageView::read(message.of(text)) else {
             return;
         };
-        let Some(content) = fields.get("content") else {
-            return;
-        };
+        let Some(content) = view.content else { return };
         // Last activity (getLastActivityTime): message.timestamp if numeric, else the entry's.
-        let t = match fields.get("timestamp") {
-            Some(Value::Number(n)) => n.as_f64(),
-            _ => match ts.and_then(|s| scan::string_value(s.of(text))) {
+        let t = match view.timestamp {
+            Some(n) => Some(n),
+            None => match ts.and_then(|s| scan::string_value(s.of(text))) {
                 Some(s) => Some(crate::js::date_parse(&s)).filter(|t| !t.is_nan()),
                 None => None,
             },
@@ -270,33 +285,223 @@ impl InfoBuilder {
         if let Some(t) = t {
             self.last_activity = Some(self.last_activity.unwrap_or(0.0).max(t));
         }
-        let text = content_text(content);
+        let text = content.text();
         if text.is_empty() {
             return;
         }
         if is_user && self.first_message.is_none() {
             self.first_message = Some(text.clone());
         }
-        self.texts.push(text);
+        if self.collect_texts {
+            self.texts.push(text);
+        }
     }
 }
 
-/// `extractTextContent`: string content as is; for arrays the `text` of `type:"text"` blocks
-/// joined by `" "`. Content pi would crash on (objects, null) has no text.
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .map(|b| match b.get("text") {
-                Some(Value::String(s)) => s.clone(),
-                None | Some(Value::Null) => String::new(),
-                Some(other) => pith_events::js::to_js_json(other).unwrap_or_default(),
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => String::new(),
+/// The two members of a message a listing needs, decoded without building the rest (tool
+/// calls and thinking blocks are skipped, not parsed into values).
+#[derive(Default)]
+struct MessageView {
+    /// `content`, when the member exists.
+    content: Option<ContentView>,
+    /// `timestamp`, when it is a number.
+    timestamp: Option<f64>,
+}
+
+/// `content` as `extractTextContent` sees it.
+enum ContentView {
+    Text(String),
+    Blocks(Vec<String>),
+    /// Content pi would crash on (an object, null, a number): no text.
+    Other,
+}
+
+impl ContentView {
+    /// String content as is; the `text` of `type:"text"` blocks joined by `" "`.
+    fn text(self) -> String {
+        match self {
+            ContentView::Text(s) => s,
+            ContentView::Blocks(texts) => texts.join(" "),
+            ContentView::Other => String::new(),
+        }
+    }
+}
+
+impl MessageView {
+    fn read(raw: &str) -> Option<MessageView> {
+        let text = scan::without_lone_surrogates(raw);
+        let mut de = serde_json::Deserializer::from_str(&text);
+        de.disable_recursion_limit();
+        match serde::Deserialize::deserialize(serde_stacker::Deserializer::new(&mut de)) {
+            Ok(view) => Some(view),
+            // Numbers beyond f64's range: read them as JSON.parse would (Infinity → null).
+            Err(_) => {
+                let fixed = scan::js_compatible(&text);
+                let mut de = serde_json::Deserializer::from_str(&fixed);
+                de.disable_recursion_limit();
+                serde::Deserialize::deserialize(serde_stacker::Deserializer::new(&mut de)).ok()
+            }
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for MessageView {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = MessageView;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a message object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<MessageView, A::Error> {
+                let mut view = MessageView::default();
+                // Repeated keys: the last one wins, as in JSON.parse.
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "content" => view.content = Some(map.next_value::<ContentView>()?),
+                        "timestamp" => view.timestamp = map.next_value::<JsNumber>()?.0,
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(view)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ContentView {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ContentView;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("message content")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<ContentView, E> {
+                Ok(ContentView::Text(s.to_owned()))
+            }
+            fn visit_string<E>(self, s: String) -> Result<ContentView, E> {
+                Ok(ContentView::Text(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<ContentView, A::Error> {
+                let mut texts = Vec::new();
+                while let Some(block) = seq.next_element::<BlockText>()? {
+                    if let Some(t) = block.0 {
+                        texts.push(t);
+                    }
+                }
+                Ok(ContentView::Blocks(texts))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ContentView, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(ContentView::Other)
+            }
+            fn visit_unit<E>(self) -> Result<ContentView, E> {
+                Ok(ContentView::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<ContentView, E> {
+                Ok(ContentView::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<ContentView, E> {
+                Ok(ContentView::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<ContentView, E> {
+                Ok(ContentView::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<ContentView, E> {
+                Ok(ContentView::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One content block: its text when `type` is `"text"` (a missing or null `text` joins as
+/// `""`, a non-string one as its JSON); `None` for any other block.
+struct BlockText(Option<String>);
+
+impl<'de> serde::Deserialize<'de> for BlockText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = BlockText;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a content block")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<BlockText, A::Error> {
+                // Only `type` and `text` are read; thinking and tool-call payloads are skipped.
+                let (mut is_text, mut text) = (false, None::<Value>);
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "type" => is_text = map.next_value::<Value>()?.as_str() == Some("text"),
+                        "text" => text = Some(map.next_value::<Value>()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(BlockText(is_text.then(|| match text {
+                    Some(Value::String(s)) => s,
+                    None | Some(Value::Null) => String::new(),
+                    Some(other) => pith_events::js::to_js_json(&other).unwrap_or_default(),
+                })))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<BlockText, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(BlockText(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<BlockText, E> {
+                Ok(BlockText(None))
+            }
+            fn visit_unit<E>(self) -> Result<BlockText, E> {
+                Ok(BlockText(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<BlockText, E> {
+                Ok(BlockText(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<BlockText, E> {
+                Ok(BlockText(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<BlockText, E> {
+                Ok(BlockText(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<BlockText, E> {
+                Ok(BlockText(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A value that counts only when it is a number (`typeof x === "number"`).
+struct JsNumber(Option<f64>);
+
+impl<'de> serde::Deserialize<'de> for JsNumber {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(JsNumber(
+            <Value as serde::Deserialize>::deserialize(d)?.as_f64(),
+        ))
     }
 }
 
@@ -314,6 +519,15 @@ pub fn list(dir: &Path) -> Listing {
 
 /// Lists every session in every sub-directory of `sessions_root` (`SessionManager.listAll`).
 pub fn list_all(sessions_root: &Path) -> Listing {
+    let files: Vec<PathBuf> = session_dirs(sessions_root)
+        .iter()
+        .flat_map(|d| jsonl_files(d))
+        .collect();
+    finish(read_all(files))
+}
+
+/// The project directories under a sessions root, in byte order of their names.
+pub(crate) fn session_dirs(sessions_root: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = match fs::read_dir(sessions_root) {
         Ok(rd) => rd
             .filter_map(|e| e.ok())
@@ -323,12 +537,11 @@ pub fn list_all(sessions_root: &Path) -> Listing {
         Err(_) => Vec::new(),
     };
     dirs.sort();
-    let files: Vec<PathBuf> = dirs.iter().flat_map(|d| jsonl_files(d)).collect();
-    finish(read_all(files))
+    dirs
 }
 
 /// `*.jsonl` names directly in `dir`, in byte order of the names (what pi's readdir gives).
-fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
     let mut names: Vec<_> = match fs::read_dir(dir) {
         Ok(rd) => rd
             .filter_map(|e| e.ok())
@@ -342,6 +555,14 @@ fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn read_all(files: Vec<PathBuf>) -> Vec<Result<SessionInfo>> {
+    read_all_with(files, session_info)
+}
+
+/// Reads `files` with `read` on a bounded number of threads, results in `files` order.
+pub(crate) fn read_all_with(
+    files: Vec<PathBuf>,
+    read: fn(&Path) -> Result<SessionInfo>,
+) -> Vec<Result<SessionInfo>> {
     let results: Vec<Mutex<Option<Result<SessionInfo>>>> =
         files.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
@@ -352,7 +573,7 @@ fn read_all(files: Vec<PathBuf>) -> Vec<Result<SessionInfo>> {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
-                    let info = session_info(path);
+                    let info = read(path);
                     if let Ok(mut slot) = results[i].lock() {
                         *slot = Some(info);
                     }
@@ -393,11 +614,14 @@ fn finish(results: Vec<Result<SessionInfo>>) -> Listing {
             }
         }
     }
-    // Stable: equal times keep name order, as pi's stable sort over readdir order does.
+    sort_newest_first(&mut listing.sessions);
     listing
-        .sessions
-        .sort_by(|a, b| b.modified_ms.total_cmp(&a.modified_ms));
-    listing
+}
+
+/// By `modified`, newest first; stable, so equal times keep name order as pi's stable sort over
+/// readdir order does.
+pub(crate) fn sort_newest_first(sessions: &mut [SessionInfo]) {
+    sessions.sort_by(|a, b| b.modified_ms.total_cmp(&a.modified_ms));
 }
 
 /// What a `--session`/`--fork` argument names (spec: lifecycle.md §5.3).

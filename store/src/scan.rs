@@ -624,6 +624,10 @@ pub fn js_compatible(raw: &str) -> Cow<'_, str> {
 /// `raw` with every lone surrogate escape replaced by `\ufffd`, so that serde_json (which
 /// rejects them) can decode a value `JSON.parse` accepts. Borrowed when there is none.
 pub fn without_lone_surrogates(raw: &str) -> Cow<'_, str> {
+    // Almost every text has no `\u` escape at all; memmem finds that out with SIMD.
+    if memchr::memmem::find(raw.as_bytes(), b"\\u").is_none() {
+        return Cow::Borrowed(raw);
+    }
     let b = raw.as_bytes();
     let is_escape_at = |k: usize| -> Option<u32> {
         if b.get(k) == Some(&b'\\') && b.get(k + 1) == Some(&b'u') {

@@ -1,0 +1,267 @@
+//! The listing index: a rebuildable cache of each session file's listing fields, keyed by
+//! (path, size, mtime), so listing thousands of sessions reads only the files that changed.
+//!
+//! The JSONL files stay the truth. The index is a bincode file beside them
+//! (`.pith-list-index.bin`); a missing, unreadable or corrupt index is rebuilt without a word,
+//! and one that cannot be written (a read-only directory) is simply not kept.
+
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use serde::{Deserialize, Serialize};
+
+use crate::list::{Listing, SessionInfo, Skipped, jsonl_files, read_all_with, session_dirs};
+
+/// File name of the index inside a listed directory or sessions root.
+pub const INDEX_FILE: &str = ".pith-list-index.bin";
+
+/// Bumped whenever the cached fields change meaning; an index of another format is rebuilt.
+const FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct IndexFile {
+    format: u32,
+    files: Vec<Cached>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Cached {
+    path: String,
+    size: u64,
+    mtime_ns: u128,
+    outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+enum Outcome {
+    Session(CachedInfo),
+    Skipped(String),
+}
+
+/// The listing fields without `allMessagesText` (which the table never shows).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct CachedInfo {
+    id: String,
+    cwd: String,
+    name: Option<String>,
+    parent_session_path: Option<String>,
+    created_ms: f64,
+    modified_ms: f64,
+    message_count: u64,
+    first_message: String,
+}
+
+impl CachedInfo {
+    fn from_info(info: &SessionInfo) -> CachedInfo {
+        CachedInfo {
+            id: info.id.clone(),
+            cwd: info.cwd.clone(),
+            name: info.name.clone(),
+            parent_session_path: info.parent_session_path.as_ref().map(|v| v.to_string()),
+            created_ms: info.created_ms,
+            modified_ms: info.modified_ms,
+            message_count: info.message_count as u64,
+            first_message: info.first_message.clone(),
+        }
+    }
+
+    fn to_info(&self, path: PathBuf) -> SessionInfo {
+        SessionInfo {
+            path,
+            id: self.id.clone(),
+            cwd: self.cwd.clone(),
+            name: self.name.clone(),
+            parent_session_path: self
+                .parent_session_path
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok()),
+            created_ms: self.created_ms,
+            modified_ms: self.modified_ms,
+            message_count: self.message_count as usize,
+            first_message: self.first_message.clone(),
+            all_messages_text: String::new(),
+        }
+    }
+}
+
+/// (size, mtime in ns) of a file, the index key besides its path.
+fn stamp(path: &Path) -> Option<(u64, u128)> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta
+        .modified()
+        .ok()?
+        .duration_since(UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    Some((meta.len(), mtime))
+}
+
+fn load(index: &Path) -> Vec<Cached> {
+    let Ok(bytes) = std::fs::read(index) else {
+        return Vec::new();
+    };
+    match bincode::serde::decode_from_slice::<IndexFile, _>(&bytes, bincode::config::standard()) {
+        Ok((file, _)) if file.format == FORMAT => file.files,
+        _ => Vec::new(),
+    }
+}
+
+fn save(index: &Path, files: Vec<Cached>) {
+    let Ok(bytes) = bincode::serde::encode_to_vec(
+        IndexFile {
+            format: FORMAT,
+            files,
+        },
+        bincode::config::standard(),
+    ) else {
+        return;
+    };
+    // Atomic, so a concurrent lister reads the old or the new index, never half of one.
+    let Some(dir) = index.parent() else { return };
+    let Ok(mut tmp) = tempfile::Builder::new()
+        .prefix(".pith-list-index")
+        .tempfile_in(dir)
+    else {
+        return;
+    };
+    if std::io::Write::write_all(&mut tmp, &bytes).is_ok() {
+        let _ = tmp.persist(index);
+    }
+}
+
+/// Lists `files` through the index at `index`: cached entries whose size and mtime still
+/// match are reused, the rest are read (in parallel, bounded) and the index is updated.
+/// The result equals the uncached listing except that `allMessagesText` is empty.
+fn list_files(files: Vec<PathBuf>, index: &Path) -> Listing {
+    let cached = load(index);
+    let by_path: std::collections::HashMap<&str, &Cached> =
+        cached.iter().map(|c| (c.path.as_str(), c)).collect();
+    let mut fresh: Vec<Option<Cached>> = Vec::with_capacity(files.len());
+    let mut to_read = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let key = file.to_string_lossy();
+        let hit = stamp(file).and_then(|(size, mtime_ns)| {
+            by_path
+                .get(key.as_ref())
+                .filter(|c| c.size == size && c.mtime_ns == mtime_ns)
+                .map(|c| (*c).clone())
+        });
+        if hit.is_none() {
+            to_read.push(i);
+        }
+        fresh.push(hit);
+    }
+    let changed = !to_read.is_empty() || fresh.len() != cached.len();
+    let paths: Vec<PathBuf> = to_read.iter().map(|&i| files[i].clone()).collect();
+    let results = read_all_with(paths, crate::list::session_info_without_texts);
+    for (&i, result) in to_read.iter().zip(results) {
+        // Stamp before reading would race a writer; stamp after, and a file that changes in
+        // between is simply read again next time.
+        let Some((size, mtime_ns)) = stamp(&files[i]) else {
+            continue;
+        };
+        let outcome = match result {
+            Ok(info) => Outcome::Session(CachedInfo::from_info(&info)),
+            Err(e) => Outcome::Skipped(e.to_string()),
+        };
+        fresh[i] = Some(Cached {
+            path: files[i].to_string_lossy().into_owned(),
+            size,
+            mtime_ns,
+            outcome,
+        });
+    }
+    let mut listing = Listing::default();
+    for (file, entry) in files.iter().zip(&fresh) {
+        match entry.as_ref().map(|c| &c.outcome) {
+            Some(Outcome::Session(info)) => listing.sessions.push(info.to_info(file.clone())),
+            Some(Outcome::Skipped(reason)) => listing.skipped.push(Skipped {
+                path: file.clone(),
+                reason: reason.clone(),
+            }),
+            None => listing.skipped.push(Skipped {
+                path: file.clone(),
+                reason: "vanished while listing".into(),
+            }),
+        }
+    }
+    if changed {
+        save(index, fresh.into_iter().flatten().collect());
+    }
+    crate::list::sort_newest_first(&mut listing.sessions);
+    listing
+}
+
+/// [`crate::list::list`] through the index in `dir`, without `allMessagesText`.
+pub fn list_indexed(dir: &Path) -> Listing {
+    list_files(jsonl_files(dir), &dir.join(INDEX_FILE))
+}
+
+/// [`crate::list::list_all`] through the index in `sessions_root`, without `allMessagesText`.
+pub fn list_all_indexed(sessions_root: &Path) -> Listing {
+    let files = session_dirs(sessions_root)
+        .iter()
+        .flat_map(|d| jsonl_files(d))
+        .collect();
+    list_files(files, &sessions_root.join(INDEX_FILE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_session(dir: &Path, name: &str, id: &str, text: &str) -> PathBuf {
+        std::fs::create_dir_all(dir).expect("mkdir");
+        let path = dir.join(name);
+        std::fs::write(&path, format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n{{\"type\":\"message\",\"id\":\"u\",\"parentId\":null,\"timestamp\":\"2025-01-02T00:00:00.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"{text}\",\"timestamp\":5}}}}\n"
+        )).expect("write");
+        path
+    }
+
+    #[test]
+    fn the_index_is_used_refreshed_and_rebuilt() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = tmp.path();
+        let a = write_session(&root.join("--p--"), "a.jsonl", "A", "first");
+        write_session(&root.join("--q--"), "b.jsonl", "B", "second");
+        std::fs::write(root.join("--q--").join("bad.jsonl"), "not json\n").expect("write");
+        let plain = crate::list::list_all(root);
+        let indexed = list_all_indexed(root);
+        let strip = |l: &Listing| -> Vec<SessionInfo> {
+            l.sessions
+                .iter()
+                .map(|s| SessionInfo {
+                    all_messages_text: String::new(),
+                    ..s.clone()
+                })
+                .collect()
+        };
+        assert_eq!(strip(&indexed), strip(&plain));
+        assert_eq!(indexed.skipped.len(), 1);
+        assert!(root.join(INDEX_FILE).is_file());
+        // Served from the index: a cached entry wins while size and mtime match...
+        let cached = load(&root.join(INDEX_FILE));
+        assert_eq!(cached.len(), 3);
+        // ...and a changed file is read again.
+        write_session(
+            &root.join("--p--"),
+            "a.jsonl",
+            "A",
+            "first, edited and longer",
+        );
+        let again = list_all_indexed(root);
+        let first: Vec<&str> = again
+            .sessions
+            .iter()
+            .map(|s| s.first_message.as_str())
+            .collect();
+        assert!(first.contains(&"first, edited and longer"), "{first:?}");
+        // A deleted file leaves the index; a corrupt index is rebuilt silently.
+        std::fs::remove_file(&a).expect("rm");
+        std::fs::write(root.join(INDEX_FILE), b"garbage").expect("write");
+        let after = list_all_indexed(root);
+        assert_eq!(after.sessions.len(), 1);
+        assert_eq!(load(&root.join(INDEX_FILE)).len(), 2);
+    }
+}
