@@ -62,6 +62,8 @@ pub struct LogFile {
     header_on_disk: bool,
     /// The advisory lock that makes this the file's only writer, taken before the first write.
     lock: Option<WriterLock>,
+    /// The last write stopped in the middle of a line (a full disk): the next starts a new one.
+    torn: bool,
     /// How many of the session's entries (in order) are on disk; the rest are pending.
     entries_on_disk: usize,
 }
@@ -76,6 +78,7 @@ impl LogFile {
             header_on_disk: false,
             entries_on_disk: 0,
             lock: None,
+            torn: false,
         }
     }
 
@@ -89,6 +92,7 @@ impl LogFile {
             header_on_disk: true,
             entries_on_disk,
             lock: None,
+            torn: false,
         }
     }
 
@@ -125,19 +129,51 @@ impl LogFile {
         if self.header_on_disk && self.entries_on_disk == entries.len() {
             return Ok(notices);
         }
+        // One buffer, one write in the normal case; line ends are kept so that a write that
+        // stops part-way (a full disk) counts exactly the lines that made it.
         let mut buf = Vec::with_capacity(1024);
+        if self.torn {
+            // A previous write stopped mid-line: the fragment stays, the next line starts fresh.
+            buf.push(b'\n');
+        }
+        let lead = buf.len();
+        let mut ends = Vec::new();
         if !self.header_on_disk {
             buf.extend_from_slice(header.raw().as_bytes());
             buf.push(b'\n');
+            ends.push(buf.len());
         }
         for entry in &entries[self.entries_on_disk..] {
             buf.extend_from_slice(entry.raw().as_bytes());
             buf.push(b'\n');
+            ends.push(buf.len());
         }
         let file = self.open(&mut notices)?;
-        file.write_all(&buf).map_err(|e| Error::io(&self.path, e))?;
-        self.header_on_disk = true;
-        self.entries_on_disk = entries.len();
+        let mut written = 0;
+        let result = loop {
+            if written == buf.len() {
+                break Ok(());
+            }
+            match file.write(&buf[written..]) {
+                Ok(0) => break Err(std::io::Error::from(std::io::ErrorKind::WriteZero)),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        let complete = ends.iter().filter(|&&end| end <= written).count();
+        if complete > 0 && !self.header_on_disk {
+            self.header_on_disk = true;
+            self.entries_on_disk += complete - 1;
+        } else {
+            self.entries_on_disk += complete;
+        }
+        self.torn = if written < lead {
+            self.torn
+        } else {
+            written != lead && !ends.contains(&written)
+        };
+        result.map_err(|e| Error::io(&self.path, e))?;
         Ok(notices)
     }
 
@@ -175,6 +211,7 @@ impl LogFile {
     pub fn file_replaced_by_us(&mut self) {
         self.file = None;
         self.identity = identity_of(&self.path);
+        self.torn = false;
     }
 
     /// fsyncs what was written (durability at turn end and shutdown).
@@ -302,9 +339,10 @@ impl WriterLock {
                     if identity_of(&path) != Some((ours.dev(), ours.ino())) {
                         continue;
                     }
-                    file.set_len(0).map_err(io)?;
-                    file.write_all(std::process::id().to_string().as_bytes())
-                        .map_err(io)?;
+                    // The pid is for the error message of a second writer; a full disk must not
+                    // keep this one from working, so writing it is best effort.
+                    let _ = file.set_len(0);
+                    let _ = file.write_all(std::process::id().to_string().as_bytes());
                     return Ok(WriterLock { file, path });
                 }
                 Err(std::fs::TryLockError::WouldBlock) => {
