@@ -34,6 +34,10 @@ pub struct RunArgs {
     /// Keep everything in memory; write no session file.
     #[arg(long)]
     no_session: bool,
+    /// Open the session without writing to it (and without its writer lock): the prompt runs
+    /// on a copy in memory. For a session another pith is writing.
+    #[arg(long)]
+    read_only: bool,
     /// Directory for session files instead of the per-project default.
     #[arg(long, value_name = "DIR")]
     session_dir: Option<PathBuf>,
@@ -170,6 +174,24 @@ fn model_choice(args: &RunArgs) -> Result<(String, String, String)> {
     Ok((provider.to_owned(), id.to_owned(), "off".to_owned()))
 }
 
+fn open_mode(args: &RunArgs) -> OpenMode {
+    if args.read_only {
+        OpenMode::ReadOnly
+    } else {
+        OpenMode::Write
+    }
+}
+
+/// A locked session gets the way out in its message.
+fn locked_hint(e: pith_store::Error) -> anyhow::Error {
+    match e {
+        pith_store::Error::Locked { .. } => {
+            anyhow::anyhow!("{e}, or add --read-only to work on a copy in memory")
+        }
+        other => other.into(),
+    }
+}
+
 /// The session the flags ask for (spec: lifecycle.md §5.1, §5.3).
 fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<Session> {
     let dir = args.session_dir.as_deref();
@@ -190,7 +212,7 @@ fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<Session
     if let Some(arg) = &args.session {
         return match resolve_session_arg(arg, &local_dir, &root)? {
             Resolved::Path(p) | Resolved::Local(p) => {
-                Ok(Session::open(&p, dir, None, OpenMode::Write, env)?)
+                Ok(Session::open(&p, dir, None, open_mode(args), env).map_err(locked_hint)?)
             }
             Resolved::Global { cwd: other, .. } => bail!(
                 "Session found in different project: {other}\nuse --fork {arg} to copy it into this directory"
@@ -198,7 +220,13 @@ fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<Session
         };
     }
     if args.continue_recent {
-        return Ok(Session::continue_recent(cwd, dir, env)?);
+        if args.read_only {
+            return match pith_store::session::most_recent_session(&local_dir) {
+                Some(p) => Ok(Session::open(&p, dir, Some(cwd), OpenMode::ReadOnly, env)?),
+                None => Ok(Session::in_memory(cwd, env)),
+            };
+        }
+        return Ok(Session::continue_recent(cwd, dir, env).map_err(locked_hint)?);
     }
     Ok(Session::create(cwd, dir, env)?)
 }

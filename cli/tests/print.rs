@@ -261,3 +261,54 @@ fn a_failed_write_is_reported_and_fails_the_run() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("could not save the session"), "{stderr}");
 }
+
+#[test]
+fn a_second_writer_is_refused_and_read_only_works_on_a_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    pith(&agent, &cwd).args(["-p", "first"]).assert().success();
+    let file = session_files(&agent).remove(0);
+    let before = fs::read(&file).unwrap();
+    // Another process holds the writer lock while a slow reply runs.
+    let script = tmp.path().join("slow.json");
+    fs::write(
+        &script,
+        r#"[{"content":[{"type":"text","text":"slow"}],"delayMs":1500}]"#,
+    )
+    .unwrap();
+    let mut holder = std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"))
+        .env("PITH_AGENT_DIR", &agent)
+        .current_dir(&cwd)
+        .args(["-p", "-c", "--faux-script"])
+        .arg(&script)
+        .arg("held")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    pith(&agent, &cwd)
+        .args(["-p", "-c", "second writer"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "is open for writing in another process (pid {})",
+            holder.id()
+        )))
+        .stderr(predicate::str::contains("--read-only"));
+    pith(&agent, &cwd)
+        .args(["-p", "-c", "--read-only", "just looking"])
+        .assert()
+        .success()
+        .stdout("faux-1 (offline) heard: just looking\n");
+    assert!(holder.wait().unwrap().success());
+    let after = fs::read_to_string(&file).unwrap();
+    assert!(after.starts_with(std::str::from_utf8(&before).unwrap()));
+    assert!(
+        after.contains("held")
+            && !after.contains("just looking")
+            && !after.contains("second writer")
+    );
+}

@@ -53,6 +53,9 @@ pub enum OpenMode {
     /// For inspection: a legacy file is still migrated on disk (as pi does on open), but a
     /// blank file is left as it is and the fresh header stays in memory.
     Inspect,
+    /// Never touch the file: no lock, a legacy file is migrated in memory only, and the
+    /// session is not persisted (`--read-only`, e.g. while another process writes it).
+    ReadOnly,
 }
 
 fn process_cwd() -> String {
@@ -176,7 +179,7 @@ impl Session {
             Err(Error::Io { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound => {
                 let cwd = cwd_override.map_or_else(process_cwd, str::to_owned);
                 let mut s = Session::fresh(cwd, Some(dir), env.clone(), None, None);
-                s.log = Some(LogFile::new(path));
+                s.log = (mode != OpenMode::ReadOnly).then(|| LogFile::new(path));
                 return Ok(s);
             }
             Err(e) => return Err(e),
@@ -190,17 +193,17 @@ impl Session {
                     // Nothing to lose in a blank file; pi writes a header-only file here.
                     log.rewrite(&s.header, &[])?;
                 }
-                s.log = Some(log);
+                s.log = (mode != OpenMode::ReadOnly).then_some(log);
                 Ok(s)
             }
             Loaded::Log(log) => {
                 let log = *log;
                 let mut file = LogFile::existing(path.clone(), log.entries.len());
                 // One writer per file: taken before any rewrite, held while open for writing.
-                if mode == OpenMode::Write || log.rewrite.is_some() {
+                if mode == OpenMode::Write || (mode == OpenMode::Inspect && log.rewrite.is_some()) {
                     file.lock()?;
                 }
-                if let Some(lines) = &log.rewrite {
+                if let (Some(lines), false) = (&log.rewrite, mode == OpenMode::ReadOnly) {
                     atomic_write(&path, lines.iter().map(String::as_str))?;
                     file.file_replaced_by_us();
                 }
@@ -225,7 +228,7 @@ impl Session {
                     tree,
                     cwd,
                     session_dir: Some(dir),
-                    log: Some(file),
+                    log: (mode != OpenMode::ReadOnly).then_some(file),
                     warnings,
                     notices: Vec::new(),
                     env: env.clone(),
