@@ -226,7 +226,7 @@ fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<Session
                 None => Ok(Session::in_memory(cwd, env)),
             };
         }
-        return Ok(Session::continue_recent(cwd, dir, env).map_err(locked_hint)?);
+        return Session::continue_recent(cwd, dir, env).map_err(locked_hint);
     }
     Ok(Session::create(cwd, dir, env)?)
 }
