@@ -270,12 +270,18 @@ impl InfoBuilder {
             return;
         }
         let Some(message) = message else { return };
-        let Some(view) = MessageView::read(message.of(text)) else {
+        // An assistant's text matters only for allMessagesText; a table needs its time.
+        let view = if is_user || self.collect_texts {
+            MessageView::<true>::read(message.of(text)).map(|v| (v.content, v.timestamp))
+        } else {
+            MessageView::<false>::read(message.of(text)).map(|v| (v.content, v.timestamp))
+        };
+        let Some((content, timestamp)) = view else {
             return;
         };
-        let Some(content) = view.content else { return };
+        let Some(content) = content else { return };
         // Last activity (getLastActivityTime): message.timestamp if numeric, else the entry's.
-        let t = match view.timestamp {
+        let t = match timestamp {
             Some(n) => Some(n),
             None => match ts.and_then(|s| scan::string_value(s.of(text))) {
                 Some(s) => Some(crate::js::date_parse(&s)).filter(|t| !t.is_nan()),
@@ -300,8 +306,9 @@ impl InfoBuilder {
 
 /// The two members of a message a listing needs, decoded without building the rest (tool
 /// calls and thinking blocks are skipped, not parsed into values).
+/// `TEXT = false` skips decoding `content` (only its presence counts).
 #[derive(Default)]
-struct MessageView {
+struct MessageView<const TEXT: bool> {
     /// `content`, when the member exists.
     content: Option<ContentView>,
     /// `timestamp`, when it is a number.
@@ -327,8 +334,8 @@ impl ContentView {
     }
 }
 
-impl MessageView {
-    fn read(raw: &str) -> Option<MessageView> {
+impl<const TEXT: bool> MessageView<TEXT> {
+    fn read(raw: &str) -> Option<MessageView<TEXT>> {
         let text = scan::without_lone_surrogates(raw);
         let mut de = serde_json::Deserializer::from_str(&text);
         de.disable_recursion_limit();
@@ -345,23 +352,27 @@ impl MessageView {
     }
 }
 
-impl<'de> serde::Deserialize<'de> for MessageView {
+impl<'de, const TEXT: bool> serde::Deserialize<'de> for MessageView<TEXT> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = MessageView;
+        struct V<const TEXT: bool>;
+        impl<'de, const TEXT: bool> serde::de::Visitor<'de> for V<TEXT> {
+            type Value = MessageView<TEXT>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a message object")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut map: A,
-            ) -> Result<MessageView, A::Error> {
+            ) -> Result<MessageView<TEXT>, A::Error> {
                 let mut view = MessageView::default();
                 // Repeated keys: the last one wins, as in JSON.parse.
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
                     match key.as_ref() {
-                        "content" => view.content = Some(map.next_value::<ContentView>()?),
+                        "content" if TEXT => view.content = Some(map.next_value::<ContentView>()?),
+                        "content" => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                            view.content = Some(ContentView::Other);
+                        }
                         "timestamp" => view.timestamp = map.next_value::<JsNumber>()?.0,
                         _ => {
                             map.next_value::<serde::de::IgnoredAny>()?;
@@ -371,7 +382,7 @@ impl<'de> serde::Deserialize<'de> for MessageView {
                 Ok(view)
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V::<TEXT>)
     }
 }
 
