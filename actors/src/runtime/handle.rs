@@ -1,0 +1,163 @@
+//! The handle frontends hold: typed calls into the Runtime.
+
+use ractor::{Actor, ActorRef, RpcReplyPort};
+use tokio::sync::mpsc;
+
+use pith_events::SessionStart;
+use pith_store::Session;
+
+use super::*;
+
+/// A handle to a running runtime.
+#[derive(Clone)]
+pub struct RuntimeHandle {
+    actor: ActorRef<RuntimeMsg>,
+}
+
+/// Errors of runtime calls.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The runtime or a session actor did not answer.
+    #[error("the runtime did not answer: {0}")]
+    Unanswered(String),
+    /// The operation failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl RuntimeHandle {
+    async fn ask<T: Send + 'static>(
+        &self,
+        build: impl FnOnce(RpcReplyPort<T>) -> RuntimeMsg,
+    ) -> Result<T, RuntimeError> {
+        match self.actor.call(build, Some(CALL_TIMEOUT)).await {
+            Ok(ractor::rpc::CallResult::Success(v)) => Ok(v),
+            Ok(ractor::rpc::CallResult::Timeout) => {
+                Err(RuntimeError::Unanswered("timed out".into()))
+            }
+            Ok(ractor::rpc::CallResult::SenderError) => {
+                Err(RuntimeError::Unanswered("the runtime stopped".into()))
+            }
+            Err(e) => Err(RuntimeError::Unanswered(e.to_string())),
+        }
+    }
+
+    /// Subscribes to runtime events (agent events of every session, session starts, notices).
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn subscribe(&self) -> Result<mpsc::UnboundedReceiver<RuntimeEvent>, RuntimeError> {
+        self.ask(RuntimeMsg::Subscribe).await
+    }
+
+    /// Sends a prompt; returns once the run has started.
+    ///
+    /// Errors: [`RuntimeError::Failed`] while another run is active.
+    pub async fn prompt(&self, text: &str) -> Result<(), RuntimeError> {
+        let text = text.to_owned();
+        self.ask(|r| RuntimeMsg::Prompt(text, r))
+            .await?
+            .map_err(RuntimeError::Failed)
+    }
+
+    /// Queues a steering message.
+    pub fn steer(&self, text: &str) {
+        let _ = self.actor.cast(RuntimeMsg::Steer(text.to_owned()));
+    }
+
+    /// Queues a follow-up.
+    pub fn follow_up(&self, text: &str) {
+        let _ = self.actor.cast(RuntimeMsg::FollowUp(text.to_owned()));
+    }
+
+    /// Aborts the run and waits until the agent is idle.
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn abort(&self) -> Result<(), RuntimeError> {
+        self.ask(RuntimeMsg::Abort).await
+    }
+
+    /// Replaces the session (`/new`, `/resume`, `/fork`, `/clone`, `/import`).
+    ///
+    /// Errors: [`RuntimeError::Failed`] with pi's message (e.g. `Invalid entry ID for forking`).
+    pub async fn switch(&self, start: SessionStart) -> Result<SwitchOutcome, RuntimeError> {
+        self.ask(|r| RuntimeMsg::Switch(start, r))
+            .await?
+            .map_err(RuntimeError::Failed)
+    }
+
+    /// Compacts now with `summary`; returns the compaction entry's id.
+    ///
+    /// Errors: [`RuntimeError::Failed`].
+    pub async fn compact(&self, summary: &str) -> Result<String, RuntimeError> {
+        let summary = summary.to_owned();
+        self.ask(|r| RuntimeMsg::Compact(summary, r))
+            .await?
+            .map_err(RuntimeError::Failed)
+    }
+
+    /// Runs an extension command; `None` when none registers it.
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn command(&self, name: &str, args: &str) -> Result<Option<String>, RuntimeError> {
+        let (name, args) = (name.to_owned(), args.to_owned());
+        self.ask(|r| RuntimeMsg::Command(name, args, r)).await
+    }
+
+    /// Every extension command.
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn commands(&self) -> Result<Vec<SlashCommand>, RuntimeError> {
+        self.ask(RuntimeMsg::Commands).await
+    }
+
+    /// The current session.
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn summary(&self) -> Result<SessionSummary, RuntimeError> {
+        self.ask(RuntimeMsg::Summary).await
+    }
+
+    /// A copy of the current log.
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn snapshot(&self) -> Result<Snapshot, RuntimeError> {
+        self.ask(RuntimeMsg::Snapshot).await
+    }
+
+    /// The context the agent would send now (the projection's).
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn context(&self) -> Result<crate::projection::Context, RuntimeError> {
+        self.ask(RuntimeMsg::Context).await
+    }
+
+    /// Makes a child actor fail (`SessionWriter`, `Projection`, `Agent`, `Compactor`).
+    pub fn crash_child(&self, name: &str) {
+        let _ = self.actor.cast(RuntimeMsg::CrashChild(name.to_owned()));
+    }
+
+    /// Flushes, fsyncs and stops everything.
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn shutdown(&self) -> Result<(), RuntimeError> {
+        let r = self.ask(RuntimeMsg::Shutdown).await;
+        self.actor.stop(None);
+        r
+    }
+}
+
+impl Runtime {
+    /// Spawns the runtime with its first session (opened by the caller from the CLI flags)
+    /// and starts that session's subtree (`session_start {reason: startup}`).
+    ///
+    /// Errors: [`RuntimeError::Failed`] when the runtime cannot be spawned.
+    pub async fn start(
+        config: RuntimeConfig,
+        session: Session,
+    ) -> Result<RuntimeHandle, RuntimeError> {
+        let (actor, _handle) = Actor::spawn(None, Runtime, (config, session))
+            .await
+            .map_err(|e| RuntimeError::Failed(e.to_string()))?;
+        Ok(RuntimeHandle { actor })
+    }
+}
