@@ -1,6 +1,6 @@
 use super::*;
 use crate::env::{SequentialIds, SteppingClock};
-use pith_events::{AssistantMessage, ContentBlock};
+use pith_events::{AgentMessage, AssistantMessage, ContentBlock};
 use std::sync::Arc;
 
 fn env(dir: &Path) -> SessionEnv {
