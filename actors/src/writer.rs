@@ -241,7 +241,15 @@ impl Actor for SessionWriter {
             WriterMsg::Sync(ids, reply) => {
                 let span = crate::message_span!("SessionWriter", "sync", session_id, ids);
                 let _guard = span.enter();
-                let _ = reply.send(state.session.sync().map_err(|e| e.to_string()));
+                let result = state.session.sync().map_err(|e| e.to_string());
+                if let Err(e) = &result {
+                    state
+                        .ui
+                        .notify(crate::event::RuntimeEvent::WriteFailed(format!(
+                            "could not make the session durable (fsync): {e}"
+                        )));
+                }
+                let _ = reply.send(result);
             }
             WriterMsg::Snapshot(ids, reply) => {
                 let span = crate::message_span!("SessionWriter", "snapshot", session_id, ids);

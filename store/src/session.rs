@@ -152,7 +152,8 @@ impl Session {
     ///   process's; new files go to `session_dir`, else `path`'s directory.
     ///
     /// Errors: [`Error::NotASession`] for a file with content but no valid header (the file is
-    /// left untouched), [`Error::Io`].
+    /// left untouched), [`Error::NotAFile`] for a device, FIFO or directory, [`Error::Locked`]
+    /// when another process writes the file (modes that write), [`Error::Io`].
     pub fn open(
         path: &Path,
         session_dir: Option<&Path>,
@@ -165,8 +166,7 @@ impl Session {
             .map(Path::to_owned)
             .or_else(|| path.parent().map(Path::to_owned))
             .unwrap_or_else(|| PathBuf::from("/"));
-        let new_id = || env.ids.entry_id();
-        let loaded = match load_file(&path, &mut { new_id }) {
+        let loaded = match load_file(&path, &mut || env.ids.entry_id()) {
             Ok(loaded) => loaded,
             Err(Error::Io { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound => {
                 let cwd = cwd_override.map_or_else(process_cwd, str::to_owned);
@@ -263,8 +263,7 @@ impl Session {
         session_dir: Option<&Path>,
         env: &SessionEnv,
     ) -> Result<Session> {
-        let new_id = || env.ids.entry_id();
-        let log = match load_file(source, &mut { new_id }) {
+        let log = match load_file(source, &mut || env.ids.entry_id()) {
             Ok(Loaded::Log(log)) => log,
             Ok(Loaded::Blank(_)) => return Err(Error::EmptyForkSource(source.to_owned())),
             Err(Error::Io { cause: e, .. }) if e.kind() == std::io::ErrorKind::NotFound => {
