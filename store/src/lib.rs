@@ -7,6 +7,7 @@
 //! - [`reader`]: the tolerant streaming line reader (pi's line rules, one line in memory).
 //! - [`entry`] and [`header`]: a line as pith holds it: raw text plus eager members.
 //! - [`load`] and [`migrate`]: a file to a header and entries, v1/v2 files migrated.
+//! - [`compaction`]: token accounting, cut points and the preparation of a compaction.
 //! - [`tree`]: the id index, labels, leaf and tree queries; [`context`]: the pure projection
 //!   of the root→leaf path into the LLM context.
 //! - [`writer`]: append-only, deferred, torn-tail-safe writes and atomic rewrites.
@@ -20,6 +21,7 @@
 //! Everything follows pi 0.73.1 as `../shared/spec` describes it, except where
 //! `divergences.md` has pith do better (never lose a line, never loop, never hide a session).
 
+pub mod compaction;
 pub mod context;
 pub mod dirs;
 pub mod dump;
