@@ -357,6 +357,7 @@ impl Run {
             provider: self.args.model.0.clone(),
             model: self.args.model.1.clone(),
             thinking_level: self.args.thinking_level.clone(),
+            system_prompt: None,
             messages: self.context().await,
         };
         let mut events = self.args.provider.stream(request, self.abort.clone());

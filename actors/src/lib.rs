@@ -8,6 +8,7 @@
 //! - [`extension`]: the Extension trait, its actor, and two example extensions.
 //! - [`provider`] and [`faux`]: the model seam and the built-in offline model.
 //! - [`settings`]: `settings.json` of the agent dir and the project, read per session cwd.
+//! - [`summarize`]: summaries through the current model (conversation serialization, prompts).
 //! - [`trace`]: span fields that let a run be drawn as a message flow.
 //!
 //! The guarantees (who owns what, ordering, restarts, switches) are in `docs/actors.md`.
@@ -21,5 +22,6 @@ pub mod projection;
 pub mod provider;
 pub mod runtime;
 pub mod settings;
+pub mod summarize;
 pub mod trace;
 pub mod writer;

@@ -13,6 +13,8 @@ pub struct ProviderRequest {
     pub model: String,
     /// `off` … `xhigh`.
     pub thinking_level: String,
+    /// The system prompt, when the request has its own (summaries do).
+    pub system_prompt: Option<String>,
     /// The conversation, oldest first.
     pub messages: Vec<AgentMessage>,
 }

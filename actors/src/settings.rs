@@ -68,6 +68,25 @@ impl Settings {
         Some(v)
     }
 
+    /// `compaction.*` with pi's defaults for what is missing or of the wrong type.
+    pub fn compaction(&self) -> pith_store::compaction::CompactionSettings {
+        let d = pith_store::compaction::CompactionSettings::default();
+        pith_store::compaction::CompactionSettings {
+            enabled: self
+                .get("compaction.enabled")
+                .and_then(Value::as_bool)
+                .unwrap_or(d.enabled),
+            reserve_tokens: self
+                .get("compaction.reserveTokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(d.reserve_tokens),
+            keep_recent_tokens: self
+                .get("compaction.keepRecentTokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(d.keep_recent_tokens),
+        }
+    }
+
     /// `steeringMode`.
     pub fn steering_mode(&self) -> QueueMode {
         mode(self.get("steeringMode"))

@@ -58,6 +58,8 @@ pub enum Append {
         first_kept_entry_id: String,
         /// Context tokens before.
         tokens_before: u64,
+        /// `{readFiles, modifiedFiles}` for pith's own summaries.
+        details: Option<Value>,
         /// `fromHook`.
         from_hook: Option<bool>,
     },
@@ -188,12 +190,13 @@ impl Actor for SessionWriter {
                             summary,
                             first_kept_entry_id,
                             tokens_before,
+                            details,
                             from_hook,
                         } => s.append_compaction(
                             &summary,
                             &first_kept_entry_id,
                             tokens_before,
-                            None,
+                            details,
                             from_hook,
                         ),
                     };

@@ -516,3 +516,170 @@ async fn settings_are_read_for_each_sessions_cwd() {
     );
     rt.shutdown().await.unwrap();
 }
+
+/// Delegates to the faux model and keeps every request, so a test can read what was asked.
+struct Recording {
+    inner: Faux,
+    requests: std::sync::Mutex<Vec<pith_actors::provider::ProviderRequest>>,
+}
+
+impl pith_actors::provider::Provider for Recording {
+    fn name(&self) -> &str {
+        "faux"
+    }
+
+    fn stream(
+        &self,
+        request: pith_actors::provider::ProviderRequest,
+        abort: tokio::sync::watch::Receiver<bool>,
+    ) -> tokio::sync::mpsc::Receiver<pith_actors::provider::ProviderEvent> {
+        self.requests.lock().unwrap().push(request.clone());
+        self.inner.stream(request, abort)
+    }
+}
+
+#[tokio::test]
+async fn compact_asks_the_model_for_history_and_turn_prefix_and_keeps_the_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    // keepRecentTokens 1: only the last reply is kept, so its turn is split (compaction.md §5).
+    std::fs::create_dir_all(&env.agent_dir).unwrap();
+    std::fs::write(
+        env.agent_dir.join("settings.json"),
+        r#"{"compaction":{"keepRecentTokens":1}}"#,
+    )
+    .unwrap();
+    let provider = Arc::new(Recording {
+        inner: Faux::new(
+            script(
+                r#"[{"content":[{"type":"text","text":"r1"},{"type":"toolCall","id":"t","name":"read","arguments":{"path":"src/a.rs"}}]},
+                    {"content":[{"type":"text","text":"r1 done"}]},
+                    {"content":[{"type":"text","text":"r2"}]},
+                    {"content":[{"type":"text","text":"HISTORY"}]},
+                    {"content":[{"type":"text","text":"PREFIX"}]}]"#,
+            ),
+            env.clock.clone(),
+        ),
+        requests: Default::default(),
+    });
+    let config = RuntimeConfig {
+        env: env.clone(),
+        cwd: "/project".into(),
+        session_dir: None,
+        persist: true,
+        provider: provider.clone(),
+        model: ("faux".into(), "faux-1".into()),
+        thinking_level: "off".into(),
+        tools: Arc::new(NoTools),
+        extensions: Vec::new(),
+    };
+    let session = Session::create("/project", None, &env).unwrap();
+    let rt = Runtime::start(config, session).await.unwrap();
+    let mut events = rt.subscribe().await.unwrap();
+    for prompt in ["one", "two"] {
+        rt.prompt(prompt).await.unwrap();
+        run_names(&mut events).await;
+    }
+
+    let id = rt.compact_now(Some("the parser")).await.unwrap();
+    assert_eq!(
+        rt.compact_now(None).await.unwrap_err().to_string(),
+        "Already compacted"
+    );
+    let mut compaction_events = Vec::new();
+    while compaction_events.len() < 4 {
+        let event = tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .expect("no stall")
+            .expect("open");
+        if let RuntimeEvent::Agent(e) = event {
+            compaction_events.push(serde_json::to_value(&e).unwrap());
+        }
+    }
+    assert_eq!(
+        compaction_events[0],
+        serde_json::json!({"type":"compaction_start","reason":"manual"})
+    );
+    assert_eq!(compaction_events[1]["type"], "compaction_end");
+    assert_eq!(
+        compaction_events[1]["errorMessage"],
+        serde_json::Value::Null
+    );
+    assert_eq!(
+        compaction_events[3],
+        serde_json::json!({"type":"compaction_end","reason":"manual","aborted":false,"willRetry":false,"errorMessage":"Compaction failed: Already compacted"})
+    );
+    let file = rt.summary().await.unwrap().session_file.unwrap();
+    rt.shutdown().await.unwrap();
+
+    let requests = provider.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 5);
+    let asked = |r: &pith_actors::provider::ProviderRequest| {
+        serde_json::to_value(&r.messages[0]).unwrap()["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (history, prefix) = (asked(&requests[3]), asked(&requests[4]));
+    assert!(
+        requests[3]
+            .system_prompt
+            .as_deref()
+            .unwrap()
+            .contains("summar")
+    );
+    assert!(
+        history.starts_with("<conversation>\n[User]: one\n"),
+        "{history}"
+    );
+    assert!(
+        history.contains("[Assistant tool calls]: read(path=\"src/a.rs\")"),
+        "{history}"
+    );
+    assert!(!history.contains("two"), "{history}");
+    assert!(
+        history.ends_with("Additional focus: the parser"),
+        "{history}"
+    );
+    assert_eq!(
+        prefix.lines().take(3).collect::<Vec<_>>(),
+        ["<conversation>", "[User]: two", "</conversation>"]
+    );
+
+    let back = Session::open(&file, None, None, OpenMode::Inspect, &env).unwrap();
+    let entry = back.tree().entries().last().unwrap();
+    assert_eq!(entry.id(), id);
+    let line: serde_json::Value = serde_json::from_str(entry.raw()).unwrap();
+    assert_eq!(
+        line["summary"],
+        "HISTORY\n\n---\n\n**Turn Context (split turn):**\n\nPREFIX\n\n<read-files>\nsrc/a.rs\n</read-files>"
+    );
+    assert_eq!(
+        line["details"],
+        serde_json::json!({"readFiles":["src/a.rs"],"modifiedFiles":[]})
+    );
+    assert_eq!(line["fromHook"], false);
+    // The event reports what was written.
+    for key in ["summary", "firstKeptEntryId", "tokensBefore", "details"] {
+        assert_eq!(compaction_events[1]["result"][key], line[key], "{key}");
+    }
+    let kept = back
+        .tree()
+        .entries()
+        .iter()
+        .find(|e| e.id() == line["firstKeptEntryId"])
+        .unwrap();
+    assert!(kept.raw().contains(r#""text":"r2""#), "{}", kept.raw());
+    let ctx = build_session_context(back.tree(), back.tree().leaf());
+    let roles: Vec<String> = ctx
+        .messages
+        .iter()
+        .map(|m| {
+            serde_json::from_str::<serde_json::Value>(&m.to_json()).unwrap()["role"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(roles, ["compactionSummary", "assistant"]);
+}

@@ -136,6 +136,46 @@ pub enum AgentEvent {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         name: Option<String>,
     },
+    /// A compaction began (spec: compaction.md §8).
+    CompactionStart {
+        /// `manual`, `threshold` or `overflow`.
+        reason: String,
+    },
+    /// A compaction ended: with its result, or why not (spec: compaction.md §8).
+    CompactionEnd {
+        /// As in `compaction_start`.
+        reason: String,
+        /// What was appended; absent when nothing was.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        result: Option<CompactionResult>,
+        /// The compaction was cancelled.
+        aborted: bool,
+        /// The failed request is sent again with the compacted context.
+        #[serde(rename = "willRetry")]
+        will_retry: bool,
+        /// `Compaction failed: …` and the like.
+        #[serde(
+            rename = "errorMessage",
+            skip_serializing_if = "Option::is_none",
+            default
+        )]
+        error_message: Option<String>,
+    },
+}
+
+/// pi's `CompactionResult`: what a compaction entry records (spec: compaction.md §7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionResult {
+    /// The summary text, file lists included.
+    pub summary: String,
+    /// Id of the first entry kept verbatim.
+    #[serde(rename = "firstKeptEntryId")]
+    pub first_kept_entry_id: String,
+    /// Estimated context tokens before compacting.
+    #[serde(rename = "tokensBefore")]
+    pub tokens_before: u64,
+    /// `{readFiles, modifiedFiles}`.
+    pub details: Value,
 }
 
 impl AgentEvent {
@@ -153,6 +193,8 @@ impl AgentEvent {
             AgentEvent::AgentEnd { .. } => "agent_end",
             AgentEvent::QueueUpdate { .. } => "queue_update",
             AgentEvent::SessionInfoChanged { .. } => "session_info_changed",
+            AgentEvent::CompactionStart { .. } => "compaction_start",
+            AgentEvent::CompactionEnd { .. } => "compaction_end",
         }
     }
 }

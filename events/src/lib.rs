@@ -23,7 +23,7 @@ pub mod js;
 pub mod lifecycle;
 pub mod message;
 
-pub use agent::{AgentEvent, StreamKind, StreamUpdate};
+pub use agent::{AgentEvent, CompactionResult, StreamKind, StreamUpdate};
 pub use entry::{
     BranchSummaryEntry, CompactionEntry, CustomEntry, CustomMessageEntry, EntryBase, EntryType,
     LabelEntry, MessageEntry, ModelChangeEntry, SessionEntry, SessionInfoEntry,

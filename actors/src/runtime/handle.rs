@@ -8,6 +8,9 @@ use pith_store::Session;
 
 use super::*;
 
+/// How long `/compact` may take: a summary is a full model reply over the history.
+const SUMMARY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// A handle to a running runtime.
 #[derive(Clone)]
 pub struct RuntimeHandle {
@@ -30,7 +33,15 @@ impl RuntimeHandle {
         &self,
         build: impl FnOnce(RpcReplyPort<T>) -> RuntimeMsg,
     ) -> Result<T, RuntimeError> {
-        match self.actor.call(build, Some(CALL_TIMEOUT)).await {
+        self.ask_within(build, CALL_TIMEOUT).await
+    }
+
+    async fn ask_within<T: Send + 'static>(
+        &self,
+        build: impl FnOnce(RpcReplyPort<T>) -> RuntimeMsg,
+        timeout: std::time::Duration,
+    ) -> Result<T, RuntimeError> {
+        match self.actor.call(build, Some(timeout)).await {
             Ok(ractor::rpc::CallResult::Success(v)) => Ok(v),
             Ok(ractor::rpc::CallResult::Timeout) => {
                 Err(RuntimeError::Unanswered("timed out".into()))
@@ -91,6 +102,17 @@ impl RuntimeHandle {
     pub async fn compact(&self, summary: &str) -> Result<String, RuntimeError> {
         let summary = summary.to_owned();
         self.ask(|r| RuntimeMsg::Compact(summary, r))
+            .await?
+            .map_err(RuntimeError::Failed)
+    }
+
+    /// `/compact [focus]`: compacts with a summary the model writes (spec: compaction.md §4–7);
+    /// returns the compaction entry's id.
+    ///
+    /// Errors: [`RuntimeError::Failed`] with pi's message (`Already compacted`, …).
+    pub async fn compact_now(&self, focus: Option<&str>) -> Result<String, RuntimeError> {
+        let focus = focus.map(str::to_owned);
+        self.ask_within(|r| RuntimeMsg::CompactNow(focus, r), SUMMARY_TIMEOUT)
             .await?
             .map_err(RuntimeError::Failed)
     }

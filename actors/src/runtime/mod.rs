@@ -94,6 +94,8 @@ pub enum RuntimeMsg {
     Switch(SessionStart, RpcReplyPort<Result<SwitchOutcome, String>>),
     /// Manual compaction with a summary; answered with the entry id.
     Compact(String, RpcReplyPort<Result<String, String>>),
+    /// `/compact [focus]`: summarized by the model; answered with the entry id.
+    CompactNow(Option<String>, RpcReplyPort<Result<String, String>>),
     /// Run an extension's slash command; `None` when no extension has it.
     Command(String, String, RpcReplyPort<Option<String>>),
     /// Answered with every extension command.
@@ -315,6 +317,19 @@ impl Actor for Runtime {
                 };
                 let _ = reply.send(r);
             }
+            RuntimeMsg::CompactNow(focus, reply) => match &state.subtree {
+                // The summary can take minutes: the Compactor answers the caller itself so
+                // the Runtime stays free for aborts, steering and switches meanwhile.
+                Some(sub) => {
+                    let ids = state.ids();
+                    if let Err(e) = sub.compactor.cast(CompactorMsg::Compact(ids, focus, reply)) {
+                        tracing::warn!("the compactor is gone: {e}");
+                    }
+                }
+                None => {
+                    let _ = reply.send(Err("no session".into()));
+                }
+            },
             RuntimeMsg::Command(name, args, reply) => {
                 let mut answer = None;
                 if let Some(sub) = &state.subtree {

@@ -63,6 +63,12 @@ impl Runtime {
             extensions.push(ext.clone());
             subscriptions.push((ext, subs));
         }
+        // cwd-bound: read again for every session this runtime starts.
+        let settings =
+            crate::settings::Settings::load(&state.config.env.agent_dir, Path::new(&cwd));
+        for problem in &settings.problems {
+            state.notify(RuntimeEvent::Notice(format!("settings ignored: {problem}")));
+        }
         let events = EventSink::default();
         let agent_args = AgentArgs {
             writer: writer.clone(),
@@ -74,28 +80,23 @@ impl Runtime {
             events: events.clone(),
             clock: state.config.env.clock.clone(),
             session_id: session_id.clone(),
-            // cwd-bound: read again for every session this runtime starts.
-            settings: {
-                let settings =
-                    crate::settings::Settings::load(&state.config.env.agent_dir, Path::new(&cwd));
-                for problem in &settings.problems {
-                    state.notify(RuntimeEvent::Notice(format!("settings ignored: {problem}")));
-                }
-                settings
-            },
+            settings: settings.clone(),
             extensions: subscriptions,
         };
         let (agent, _) = Actor::spawn_linked(None, Agent, agent_args, cell.clone())
             .await
             .map_err(err)?;
-        let (compactor, _) = Actor::spawn_linked(
-            None,
-            Compactor,
-            (writer.clone(), projection.clone()),
-            cell.clone(),
-        )
-        .await
-        .map_err(err)?;
+        let compactor_args = crate::compactor::CompactorArgs {
+            writer: writer.clone(),
+            projection: projection.clone(),
+            provider: state.config.provider.clone(),
+            model: state.config.model.clone(),
+            settings: settings.compaction(),
+            events: events.clone(),
+        };
+        let (compactor, _) = Actor::spawn_linked(None, Compactor, compactor_args, cell.clone())
+            .await
+            .map_err(err)?;
         // Agent events reach extensions from the agent itself; frontends get them here.
         let mut rx = events.subscribe();
         let ui = state.ui.clone();

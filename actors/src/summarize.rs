@@ -1,0 +1,208 @@
+//! Summaries through the current model (spec: compaction.md §7): the conversation serialized
+//! as pi does, pi's request layout and section structure, pith's own wording.
+
+use pith_events::{AgentMessage, ContentBlock, StopReason, UserContent};
+use pith_store::llm::convert_to_llm;
+use tokio::sync::watch;
+
+use crate::provider::{Provider, ProviderEvent, ProviderRequest};
+
+/// System prompt of every summary request.
+pub const SYSTEM_PROMPT: &str = "You condense coding-agent conversations into checkpoints another model will continue from. \
+Reply with the structured summary only; never answer or continue the conversation itself.";
+
+/// Instructions for a first history summary: pi's sections, in pi's order.
+pub const HISTORY_INSTRUCTIONS: &str = "Write a checkpoint of the conversation above with these sections:\n\
+## Goal\nWhat the user is trying to achieve.\n\
+## Constraints & Preferences\nRequirements and preferences the user stated.\n\
+## Progress\n### Done\n### In Progress\n### Blocked\n\
+## Key Decisions\nChoices made and why.\n\
+## Next Steps\nWhat should happen next, in order.\n\
+## Critical Context\nFacts the next model cannot do without.\n\
+Be brief. Keep exact file paths, names, commands and error messages.";
+
+/// Instructions when a previous summary exists: merge, keep the sections.
+pub const UPDATE_INSTRUCTIONS: &str = "Update the previous summary with the new conversation above. Keep its sections \
+(Goal, Constraints & Preferences, Progress with Done / In Progress / Blocked, Key Decisions, Next Steps, Critical Context), \
+move finished work to Done and rewrite Next Steps. Be brief. Keep exact file paths, names, commands and error messages.";
+
+/// Instructions for the beginning of a turn that was cut in two.
+pub const TURN_PREFIX_INSTRUCTIONS: &str = "The conversation above is the beginning of a turn whose end is kept verbatim. \
+Summarize it with these sections:\n## Original Request\n## Early Progress\n## Context for Suffix\nBe brief; keep exact paths and names.";
+
+const TOOL_RESULT_LIMIT: usize = 2000;
+
+/// `serializeConversation(convertToLlm(messages))`: one part per message, parts joined by a
+/// blank line.
+pub fn serialize_conversation(messages: &[AgentMessage]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for m in convert_to_llm(messages) {
+        match m {
+            AgentMessage::User(u) => {
+                let text = match &u.content {
+                    UserContent::Text(t) => t.clone(),
+                    blocks @ UserContent::Blocks(_) => blocks.joined_text(""),
+                };
+                if !text.is_empty() {
+                    parts.push(format!("[User]: {text}"));
+                }
+            }
+            AgentMessage::Assistant(a) => {
+                let mut thinking = Vec::new();
+                let mut text = Vec::new();
+                let mut calls = Vec::new();
+                for b in &a.content {
+                    match b {
+                        ContentBlock::Thinking(t) => thinking.push(t.thinking.as_str()),
+                        ContentBlock::Text(t) => text.push(t.text.as_str()),
+                        ContentBlock::ToolCall(c) => {
+                            let args: Vec<String> = c
+                                .arguments
+                                .as_object()
+                                .map(|o| {
+                                    o.iter()
+                                        .map(|(k, v)| {
+                                            format!(
+                                                "{k}={}",
+                                                pith_events::js::to_js_json(v).unwrap_or_default()
+                                            )
+                                        })
+                                        .collect()
+                                })
+                                .unwrap_or_default();
+                            calls.push(format!("{}({})", c.name, args.join(", ")));
+                        }
+                        ContentBlock::Image(_) | ContentBlock::Unknown(_) => {}
+                    }
+                }
+                if !thinking.is_empty() {
+                    parts.push(format!("[Assistant thinking]: {}", thinking.join("\n")));
+                }
+                if !text.is_empty() {
+                    parts.push(format!("[Assistant]: {}", text.join("\n")));
+                }
+                if !calls.is_empty() {
+                    parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
+                }
+            }
+            AgentMessage::ToolResult(t) => {
+                let text: String = t
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                if text.is_empty() {
+                    continue;
+                }
+                let units: Vec<u16> = text.encode_utf16().collect();
+                let shown = if units.len() > TOOL_RESULT_LIMIT {
+                    format!(
+                        "{}\n\n[... {} more characters truncated]",
+                        String::from_utf16_lossy(&units[..TOOL_RESULT_LIMIT]),
+                        units.len() - TOOL_RESULT_LIMIT
+                    )
+                } else {
+                    text
+                };
+                parts.push(format!("[Tool result]: {shown}"));
+            }
+            _ => {}
+        }
+    }
+    parts.join("\n\n")
+}
+
+/// The request text: the conversation, the previous summary if any, then the instructions
+/// (custom instructions appended as `Additional focus`).
+pub fn request_text(
+    conversation: &str,
+    previous: Option<&str>,
+    instructions: &str,
+    focus: Option<&str>,
+) -> String {
+    let mut text = format!("<conversation>\n{conversation}\n</conversation>\n\n");
+    if let Some(p) = previous {
+        text.push_str(&format!("<previous-summary>\n{p}\n</previous-summary>\n\n"));
+    }
+    text.push_str(instructions);
+    if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
+        text.push_str(&format!("\n\nAdditional focus: {f}"));
+    }
+    text
+}
+
+/// Asks `provider` for a summary; the reply's text blocks joined by `\n`.
+///
+/// Errors: the provider's error message when the reply failed or was aborted.
+pub async fn summarize(
+    provider: &dyn Provider,
+    model: &(String, String),
+    text: String,
+    abort: watch::Receiver<bool>,
+) -> Result<String, String> {
+    let request = ProviderRequest {
+        provider: model.0.clone(),
+        model: model.1.clone(),
+        thinking_level: "off".into(),
+        system_prompt: Some(SYSTEM_PROMPT.to_owned()),
+        messages: vec![AgentMessage::user_text(text, 0)],
+    };
+    let mut events = provider.stream(request, abort);
+    while let Some(event) = events.recv().await {
+        if let ProviderEvent::Done(reply) = event {
+            if matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted) {
+                return Err(reply
+                    .error_message
+                    .unwrap_or_else(|| "the summary request failed".into()));
+            }
+            let texts: Vec<&str> = reply
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            return Ok(texts.join("\n"));
+        }
+    }
+    Err("the provider's stream ended without a reply".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversations_serialize_as_pi_does() {
+        let msgs: Vec<AgentMessage> = [
+            r#"{"role":"user","content":[{"type":"text","text":"fix "},{"type":"text","text":"it"}],"timestamp":1}"#,
+            r#"{"role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"ok"},{"type":"toolCall","id":"c","name":"read","arguments":{"path":"a.txt","limit":5}}],"api":"x","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":2}"#,
+        ]
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("message"))
+        .collect();
+        let long = "y".repeat(2005);
+        let mut all = msgs;
+        all.push(serde_json::from_str(&format!(r#"{{"role":"toolResult","toolCallId":"c","toolName":"read","content":[{{"type":"text","text":"{long}"}}],"isError":false,"timestamp":3}}"#)).expect("result"));
+        let text = serialize_conversation(&all);
+        let parts: Vec<&str> = text.split("\n\n").collect();
+        assert_eq!(parts[0], "[User]: fix it");
+        assert_eq!(parts[1], "[Assistant thinking]: hm");
+        assert_eq!(parts[2], "[Assistant]: ok");
+        assert_eq!(
+            parts[3],
+            r#"[Assistant tool calls]: read(path="a.txt", limit=5)"#
+        );
+        assert!(parts[4].starts_with("[Tool result]: yyyy") && parts[4].ends_with('y'));
+        assert_eq!(parts[5], "[... 5 more characters truncated]");
+        let req = request_text("C", Some("P"), "I", Some("tests"));
+        assert_eq!(
+            req,
+            "<conversation>\nC\n</conversation>\n\n<previous-summary>\nP\n</previous-summary>\n\nI\n\nAdditional focus: tests"
+        );
+    }
+}
