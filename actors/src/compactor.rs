@@ -8,7 +8,8 @@
 //! triggers are still to come.
 //!
 //! Unlike pi, `/compact` does not abort a running turn first: the preparation is taken from
-//! the log as it stands, and replies that land meanwhile stay after the compaction entry.
+//! the log as it stands, and replies that land meanwhile sit between the first kept entry and
+//! the compaction entry, so the context keeps them verbatim.
 
 use std::sync::Arc;
 

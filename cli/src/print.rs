@@ -270,6 +270,7 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
     let commands = rt.commands().await?;
     let mut last: Option<AgentMessage> = None;
     let mut write_failed = false;
+    let mut compaction_failed = false;
     let mut interrupted = false;
     for prompt in prompts {
         // `/name args` runs an extension command instead of prompting (agent-and-events §3.1).
@@ -278,6 +279,18 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
             if commands.iter().any(|c| c.name == name) {
                 if let Some(out) = rt.command(name, args).await? {
                     println!("{out}");
+                }
+                continue;
+            }
+            // pi's `/compact [focus]`, which its print mode would send to the model as text.
+            if name == "compact" {
+                let focus = Some(args.trim()).filter(|f| !f.is_empty());
+                match rt.compact_now(focus).await {
+                    Ok(_) => eprintln!("pith: compacted"),
+                    Err(e) => {
+                        compaction_failed = true;
+                        eprintln!("pith: Compaction failed: {e}");
+                    }
                 }
                 continue;
             }
@@ -343,11 +356,13 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
         }
         _ => false,
     };
-    Ok(match (interrupted, failed || write_failed) {
-        (true, _) => ExitCode::from(130),
-        (false, true) => ExitCode::FAILURE,
-        (false, false) => ExitCode::SUCCESS,
-    })
+    Ok(
+        match (interrupted, failed || write_failed || compaction_failed) {
+            (true, _) => ExitCode::from(130),
+            (false, true) => ExitCode::FAILURE,
+            (false, false) => ExitCode::SUCCESS,
+        },
+    )
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -312,3 +312,67 @@ fn a_second_writer_is_refused_and_read_only_works_on_a_copy() {
             && !after.contains("second writer")
     );
 }
+
+#[test]
+fn slash_compact_summarizes_through_the_model_and_a_second_one_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    let script = tmp.path().join("s.json");
+    fs::write(
+        &script,
+        r#"[{"content":[{"type":"text","text":"r1"}]},{"content":[{"type":"text","text":"THE SUMMARY"}]},{"content":[{"type":"text","text":"r2"}]}]"#,
+    )
+    .unwrap();
+    pith(&agent, &cwd)
+        .args(["-p", "--faux-script"])
+        .arg(&script)
+        .args(["one", "/compact keep names", "two"])
+        .assert()
+        .success()
+        .stdout("r2\n")
+        .stderr(predicate::str::ends_with("\npith: compacted\n"));
+    let file = session_files(&agent).pop().unwrap();
+    assert_eq!(
+        kinds(&file),
+        [
+            "model_change",
+            "thinking_level_change",
+            "user",
+            "assistant",
+            "compaction",
+            "user",
+            "assistant"
+        ]
+    );
+    // Everything fits in keepRecentTokens: pi keeps it all and still asks for a summary
+    // (compaction.md §4), so the first kept entry is the first entry.
+    let lines: Vec<serde_json::Value> = fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[5]["summary"], "THE SUMMARY");
+    assert_eq!(lines[5]["firstKeptEntryId"], lines[1]["id"]);
+    assert_eq!(
+        lines[5]["details"],
+        serde_json::json!({"readFiles":[],"modifiedFiles":[]})
+    );
+
+    pith(&agent, &cwd)
+        .args(["-p", "-c", "/compact"])
+        .assert()
+        .success()
+        .stderr(predicate::str::ends_with("\npith: compacted\n"));
+    pith(&agent, &cwd)
+        .args(["-p", "-c", "/compact"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::ends_with(
+            "\npith: Compaction failed: Already compacted\n",
+        ));
+    assert_eq!(
+        kinds(&file).iter().filter(|k| *k == "compaction").count(),
+        2
+    );
+}
