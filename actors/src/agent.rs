@@ -19,6 +19,7 @@ use pith_events::{
 };
 use pith_store::env::Clock;
 use pith_store::llm::convert_to_llm;
+use pith_store::tool_pairs::pair_tool_calls;
 
 use crate::extension::ExtensionMsg;
 use crate::projection::ProjectionMsg;
@@ -347,7 +348,10 @@ impl Run {
             )
             .await
         {
-            Ok(ractor::rpc::CallResult::Success(ctx)) => convert_to_llm(&ctx.messages),
+            // Repaired per request, never in the file (tool_pairs module docs).
+            Ok(ractor::rpc::CallResult::Success(ctx)) => {
+                pair_tool_calls(convert_to_llm(&ctx.messages))
+            }
             _ => Vec::new(),
         }
     }

@@ -683,3 +683,63 @@ async fn compact_asks_the_model_for_history_and_turn_prefix_and_keeps_the_tail()
         .collect();
     assert_eq!(roles, ["compactionSummary", "assistant"]);
 }
+
+#[tokio::test]
+async fn a_session_whose_run_crashed_mid_tool_call_is_sent_paired_and_left_as_it_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    // What a crash between a tool call and its result leaves, plus a stray result.
+    let mut seed = Session::create("/project", None, &env).unwrap();
+    seed.append_message(AgentMessage::user_text("fix it", 1))
+        .unwrap();
+    seed.append_message(serde_json::from_str(r#"{"role":"toolResult","toolCallId":"stray","toolName":"read","content":[{"type":"text","text":"?"}],"isError":false,"timestamp":2}"#).unwrap()).unwrap();
+    seed.append_message(serde_json::from_str(r#"{"role":"assistant","content":[{"type":"toolCall","id":"t1","name":"edit","arguments":{"path":"a.rs"}}],"api":"faux","provider":"faux","model":"faux-1","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":3}"#).unwrap()).unwrap();
+    let file = seed.session_file().unwrap().to_owned();
+    drop(seed);
+    let before = std::fs::read_to_string(&file).unwrap();
+
+    let provider = Arc::new(Recording {
+        inner: Faux::new(Vec::new(), env.clock.clone()),
+        requests: Default::default(),
+    });
+    let config = RuntimeConfig {
+        env: env.clone(),
+        cwd: "/project".into(),
+        session_dir: None,
+        persist: true,
+        provider: provider.clone(),
+        model: ("faux".into(), "faux-1".into()),
+        thinking_level: "off".into(),
+        tools: Arc::new(NoTools),
+        extensions: Vec::new(),
+    };
+    let session = Session::open(&file, None, None, OpenMode::Write, &env).unwrap();
+    let rt = Runtime::start(config, session).await.unwrap();
+    let mut events = rt.subscribe().await.unwrap();
+    rt.prompt("go on").await.unwrap();
+    run_names(&mut events).await;
+    rt.shutdown().await.unwrap();
+
+    let sent: Vec<serde_json::Value> = provider.requests.lock().unwrap()[0]
+        .messages
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect();
+    let shape: Vec<String> = sent
+        .iter()
+        .map(|m| {
+            format!(
+                "{}:{}",
+                m["role"].as_str().unwrap(),
+                m["toolCallId"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(shape, ["user:", "assistant:", "toolResult:t1", "user:"]);
+    assert_eq!(sent[2]["content"][0]["text"], "No result provided");
+    assert_eq!(sent[2]["isError"], true);
+    // The file keeps every line it had; pith only appended.
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(after.starts_with(&before), "the old lines changed");
+    assert_eq!(file_roles(&file)[..3], ["user", "toolResult", "assistant"]);
+}

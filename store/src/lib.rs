@@ -38,6 +38,7 @@ pub mod migrate;
 pub mod reader;
 pub mod scan;
 pub mod session;
+pub mod tool_pairs;
 pub mod tree;
 pub mod writer;
 
