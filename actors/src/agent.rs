@@ -21,6 +21,7 @@ use pith_store::env::Clock;
 use pith_store::llm::convert_to_llm;
 use pith_store::tool_pairs::pair_tool_calls;
 
+use crate::compactor::CompactorMsg;
 use crate::extension::ExtensionMsg;
 use crate::projection::ProjectionMsg;
 use crate::provider::{Provider, ProviderEvent, ProviderRequest};
@@ -89,6 +90,8 @@ pub enum AgentMsg {
     Abort(RpcReplyPort<()>),
     /// Answered with whether no run is active.
     IsIdle(RpcReplyPort<bool>),
+    /// The run is about to emit `agent_end` (internal): prompts from now on wait for it.
+    Finishing,
     /// The run task finished (internal).
     RunFinished,
 }
@@ -120,6 +123,8 @@ pub struct AgentArgs {
     /// pi), then it goes to frontends.
     /// Each with the event names it subscribed to; it is sent no others.
     pub extensions: Vec<(ActorRef<ExtensionMsg>, Vec<String>)>,
+    /// Decides after each run whether to compact.
+    pub compactor: ActorRef<CompactorMsg>,
 }
 
 #[derive(Default)]
@@ -134,10 +139,37 @@ pub struct AgentState {
     queues: Arc<Mutex<Queues>>,
     abort: Option<watch::Sender<bool>>,
     waiting_for_idle: Vec<RpcReplyPort<()>>,
+    /// The run emitted `agent_end` and is syncing or compacting: prompts wait here.
+    finishing: bool,
+    /// Prompts that arrived while finishing, oldest first.
+    deferred: VecDeque<(TraceIds, String)>,
 }
 
 /// The Agent actor.
 pub struct Agent;
+
+impl Agent {
+    fn start_run(me: &ActorRef<AgentMsg>, state: &mut AgentState, ids: TraceIds, text: String) {
+        let (tx, rx) = watch::channel(false);
+        state.abort = Some(tx);
+        let run = Run {
+            args: state.args.clone(),
+            queues: state.queues.clone(),
+            abort: rx,
+            ids,
+            me: me.clone(),
+        };
+        let span = crate::message_span!("Agent", "prompt", state.args.session_id, ids);
+        let me = me.clone();
+        tokio::spawn(
+            async move {
+                run.run(text).await;
+                let _ = me.cast(AgentMsg::RunFinished);
+            }
+            .instrument(span),
+        );
+    }
+}
 
 impl Actor for Agent {
     type Msg = AgentMsg;
@@ -154,6 +186,8 @@ impl Actor for Agent {
             queues: Arc::default(),
             abort: None,
             waiting_for_idle: Vec::new(),
+            finishing: false,
+            deferred: VecDeque::new(),
         })
     }
 
@@ -165,28 +199,21 @@ impl Actor for Agent {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             AgentMsg::Prompt(ids, text, reply) => {
+                if state.finishing {
+                    // After agent_end (a compaction may be running): the prompt waits and
+                    // starts when the run is over (compaction.md §3, issue: prompts are not lost).
+                    state.deferred.push_back((ids, text));
+                    let _ = reply.send(Ok(()));
+                    return Ok(());
+                }
                 if state.abort.is_some() {
                     let _ = reply.send(Err("Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion.".into()));
                     return Ok(());
                 }
-                let (tx, rx) = watch::channel(false);
-                state.abort = Some(tx);
-                let run = Run {
-                    args: state.args.clone(),
-                    queues: state.queues.clone(),
-                    abort: rx,
-                    ids,
-                };
-                let span = crate::message_span!("Agent", "prompt", state.args.session_id, ids);
-                tokio::spawn(
-                    async move {
-                        run.run(text).await;
-                        let _ = me.cast(AgentMsg::RunFinished);
-                    }
-                    .instrument(span),
-                );
+                Self::start_run(&me, state, ids, text);
                 let _ = reply.send(Ok(()));
             }
+            AgentMsg::Finishing => state.finishing = true,
             AgentMsg::Steer(text) => {
                 if let Ok(mut q) = state.queues.lock() {
                     q.steering.push_back(text);
@@ -213,8 +240,17 @@ impl Actor for Agent {
             }
             AgentMsg::RunFinished => {
                 state.abort = None;
+                state.finishing = false;
+                // The run they waited for is over, even if a waiting prompt starts now.
                 for waiter in state.waiting_for_idle.drain(..) {
                     let _ = waiter.send(());
+                }
+                if let Some((ids, text)) = state.deferred.pop_front() {
+                    // Later ones follow it, as prompts queued during a run would.
+                    if let Ok(mut q) = state.queues.lock() {
+                        q.follow_up.extend(state.deferred.drain(..).map(|(_, t)| t));
+                    }
+                    Self::start_run(&me, state, ids, text);
                 }
             }
         }
@@ -237,6 +273,7 @@ struct Run {
     queues: Arc<Mutex<Queues>>,
     abort: watch::Receiver<bool>,
     ids: TraceIds,
+    me: ActorRef<AgentMsg>,
 }
 
 impl Run {
@@ -474,10 +511,7 @@ impl Run {
                     })
                     .await;
                     self.sync().await;
-                    self.emit(AgentEvent::AgentEnd {
-                        messages: new_messages,
-                    })
-                    .await;
+                    self.finish(new_messages).await;
                     return;
                 }
                 let calls: Vec<(String, String, Value)> = reply
@@ -531,9 +565,29 @@ impl Run {
             }
             pending.extend(follow_ups.into_iter().map(|t| self.user(t)));
         }
+        self.finish(new_messages).await;
+    }
+
+    /// `agent_end`, then pi's compaction check on the run's last reply (compaction.md §3).
+    /// Prompts sent from the moment `agent_end` can be seen wait until this returns.
+    async fn finish(&self, new_messages: Vec<AgentMessage>) {
+        let _ = self.me.cast(AgentMsg::Finishing);
+        let last_reply = new_messages.iter().rev().find_map(|m| match m {
+            AgentMessage::Assistant(a) => Some(Box::new(a.clone())),
+            _ => None,
+        });
         self.emit(AgentEvent::AgentEnd {
             messages: new_messages,
         })
         .await;
+        if let Some(reply) = last_reply {
+            let ids = self.ids.sent_by("Agent");
+            // No timeout: a summary is a full model reply; the Compactor always answers.
+            let _ = self
+                .args
+                .compactor
+                .call(|r| CompactorMsg::AfterRun(ids, reply, r), None)
+                .await;
+        }
     }
 }

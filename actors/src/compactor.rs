@@ -3,9 +3,11 @@
 //! [`CompactorMsg::Compact`] is pi's `/compact [focus]`: the cut point and the messages to
 //! summarize come from `pith_store::compaction::prepare_compaction`, the summary from the current
 //! model (history, plus the prefix of a split turn), followed by the file-list tags; the entry
-//! records `details` and `fromHook: false`. [`CompactorMsg::Manual`] appends a compaction with a
-//! summary given by the caller (an extension's, or a test's). The threshold and overflow
-//! triggers are still to come.
+//! records `details` and `fromHook: false`. [`CompactorMsg::AfterRun`] is pi's threshold
+//! trigger: the Agent sends each run's last reply and waits, so prompts that arrive meanwhile
+//! start after the compaction. [`CompactorMsg::Manual`] appends a compaction with a summary
+//! given by the caller (an extension's, or a test's). The overflow trigger (compact, then
+//! retry once) is still to come, and a running summary cannot be aborted yet.
 //!
 //! Unlike pi, `/compact` does not abort a running turn first: the preparation is taken from
 //! the log as it stands, and replies that land meanwhile sit between the first kept entry and
@@ -16,8 +18,10 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::watch;
 
-use pith_events::{AgentEvent, CompactionResult, EntryType};
-use pith_store::compaction::{CompactionSettings, prepare_compaction};
+use pith_events::{AgentEvent, AssistantMessage, CompactionResult, EntryType, StopReason};
+use pith_store::compaction::{
+    CompactionSettings, calculate_context_tokens, prepare_compaction, should_compact,
+};
 use pith_store::{Leaf, SessionTree};
 
 use crate::agent::EventSink;
@@ -46,6 +50,27 @@ pub enum CompactorMsg {
         Option<String>,
         RpcReplyPort<Result<String, String>>,
     ),
+    /// A run ended with this reply: compact if its usage crossed the threshold
+    /// (compaction.md §3, step 6); answered when done, so the Agent starts nothing meanwhile.
+    AfterRun(TraceIds, Box<AssistantMessage>, RpcReplyPort<()>),
+}
+
+/// Why a compaction appended nothing.
+enum Refusal {
+    /// pi's `Already compacted` / `Nothing to compact (session too small)`: not a failure for
+    /// an automatic compaction.
+    Nothing(&'static str),
+    /// The summary or the append failed.
+    Failed(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Nothing(m) => f.write_str(m),
+            Refusal::Failed(m) => f.write_str(m),
+        }
+    }
 }
 
 /// What the Compactor needs.
@@ -136,23 +161,22 @@ impl Compactor {
     async fn compact(
         args: &CompactorArgs,
         ids: TraceIds,
+        snapshot: Snapshot,
         focus: Option<String>,
-    ) -> Result<(String, CompactionResult), String> {
-        let snapshot = Self::snapshot(args, ids).await?;
+    ) -> Result<(String, CompactionResult), Refusal> {
         let Leaf::At(leaf) = snapshot.leaf else {
-            return Err("Nothing to compact (session too small)".into());
+            return Err(Refusal::Nothing("Nothing to compact (session too small)"));
         };
         let (mut tree, _) = SessionTree::new(snapshot.entries);
         tree.set_leaf(Leaf::At(leaf));
         let path = tree.path_to(leaf);
         let Some(prep) = prepare_compaction(&tree, &path, &args.settings) else {
             let last_is_compaction = tree.entries()[leaf].kind() == &EntryType::Compaction;
-            return Err(if last_is_compaction {
+            return Err(Refusal::Nothing(if last_is_compaction {
                 "Already compacted"
             } else {
                 "Nothing to compact (session too small)"
-            }
-            .into());
+            }));
         };
         let (_never_abort, abort) = watch::channel(false);
         let provider = args.provider.as_ref();
@@ -182,7 +206,7 @@ impl Compactor {
                     abort.clone(),
                 )
                 .await
-                .map_err(|e| format!("Summarization failed: {e}"))?
+                .map_err(|e| Refusal::Failed(format!("Summarization failed: {e}")))?
             };
             let prefix_text = request_text(
                 &serialize_conversation(&prep.turn_prefix_messages),
@@ -192,7 +216,7 @@ impl Compactor {
             );
             let prefix = summarize(provider, &args.model, prefix_text, abort.clone())
                 .await
-                .map_err(|e| format!("Turn prefix summarization failed: {e}"))?;
+                .map_err(|e| Refusal::Failed(format!("Turn prefix summarization failed: {e}")))?;
             format!("{history_part}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix}")
         } else {
             summarize(
@@ -202,7 +226,7 @@ impl Compactor {
                 abort.clone(),
             )
             .await
-            .map_err(|e| format!("Summarization failed: {e}"))?
+            .map_err(|e| Refusal::Failed(format!("Summarization failed: {e}")))?
         };
         summary.push_str(&prep.file_ops.summary_suffix());
         let first_kept_entry_id = prep
@@ -225,8 +249,78 @@ impl Compactor {
                 from_hook: Some(false),
             },
         )
-        .await?;
+        .await
+        .map_err(Refusal::Failed)?;
         Ok((id, result))
+    }
+}
+
+impl Compactor {
+    /// [`Self::compact`] between `compaction_start` and `compaction_end` (compaction.md §8).
+    async fn announced(
+        args: &CompactorArgs,
+        ids: TraceIds,
+        reason: &str,
+        snapshot: Snapshot,
+        focus: Option<String>,
+    ) -> Result<(String, CompactionResult), Refusal> {
+        args.events.emit(AgentEvent::CompactionStart {
+            reason: reason.to_owned(),
+        });
+        let outcome = Self::compact(args, ids, snapshot, focus).await;
+        let (result, error_message) = match (&outcome, reason) {
+            (Ok((_, result)), _) => (Some(result.clone()), None),
+            (Err(e), "manual") => (None, Some(format!("Compaction failed: {e}"))),
+            // An automatic compaction with nothing to do ends quietly.
+            (Err(Refusal::Nothing(_)), _) => (None, None),
+            (Err(Refusal::Failed(e)), _) => (None, Some(format!("Auto-compaction failed: {e}"))),
+        };
+        args.events.emit(AgentEvent::CompactionEnd {
+            reason: reason.to_owned(),
+            result,
+            aborted: false,
+            will_retry: false,
+            error_message,
+        });
+        outcome
+    }
+
+    /// pi's threshold check after a run (compaction.md §3, steps 1–4 and 6): the snapshot to
+    /// compact when `reply`'s usage crossed the context window minus `reserveTokens` and no
+    /// compaction on the branch is newer than it. Error and aborted replies never trigger
+    /// (pi estimates an error reply's context instead; pith leaves that to overflow handling).
+    async fn threshold_crossed(
+        args: &CompactorArgs,
+        ids: TraceIds,
+        reply: &AssistantMessage,
+    ) -> Option<Snapshot> {
+        if !args.settings.enabled
+            || matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted)
+        {
+            return None;
+        }
+        let window = args.provider.context_window(&args.model.1)?;
+        let tokens = calculate_context_tokens(&reply.usage);
+        if !should_compact(tokens, window, &args.settings) {
+            return None;
+        }
+        // Only now look at the log: the common turn costs no snapshot.
+        let snapshot = Self::snapshot(args, ids).await.ok()?;
+        let Leaf::At(leaf) = snapshot.leaf else {
+            return None;
+        };
+        let (tree, _) = SessionTree::new(snapshot.entries.clone());
+        let newest_compaction = tree
+            .path_to(leaf)
+            .into_iter()
+            .rev()
+            .map(|i| &tree.entries()[i])
+            .find(|e| e.kind() == &EntryType::Compaction)
+            .map(|e| e.timestamp_ms());
+        if newest_compaction.is_some_and(|t| reply.timestamp as f64 <= t) {
+            return None;
+        }
+        Some(snapshot)
     }
 }
 
@@ -254,23 +348,19 @@ impl Actor for Compactor {
                 let _ = reply.send(Self::manual(state, ids, summary).await);
             }
             CompactorMsg::Compact(ids, focus, reply) => {
-                let reason = "manual".to_owned();
-                state.events.emit(AgentEvent::CompactionStart {
-                    reason: reason.clone(),
-                });
-                let outcome = Self::compact(state, ids, focus).await;
-                let (result, error_message) = match &outcome {
-                    Ok((_, result)) => (Some(result.clone()), None),
-                    Err(e) => (None, Some(format!("Compaction failed: {e}"))),
+                let answer = match Self::snapshot(state, ids).await {
+                    Ok(snapshot) => Self::announced(state, ids, "manual", snapshot, focus)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e),
                 };
-                state.events.emit(AgentEvent::CompactionEnd {
-                    reason,
-                    result,
-                    aborted: false,
-                    will_retry: false,
-                    error_message,
-                });
-                let _ = reply.send(outcome.map(|(id, _)| id));
+                let _ = reply.send(answer.map(|(id, _)| id));
+            }
+            CompactorMsg::AfterRun(ids, reply_message, reply) => {
+                if let Some(snapshot) = Self::threshold_crossed(state, ids, &reply_message).await {
+                    let _ = Self::announced(state, ids, "threshold", snapshot, None).await;
+                }
+                let _ = reply.send(());
             }
         }
         Ok(())

@@ -143,6 +143,10 @@ impl Provider for Faux {
         "faux"
     }
 
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        Some(FAUX_CONTEXT_WINDOW)
+    }
+
     fn stream(
         &self,
         request: ProviderRequest,

@@ -41,6 +41,13 @@ pub trait Provider: Send + Sync + 'static {
     /// The provider's name (`faux`, `anthropic`, …).
     fn name(&self) -> &str;
 
+    /// The context window of `model` in tokens, when known. Without one there is no threshold
+    /// compaction: pi counts an unknown window as 0, which compacts after every reply
+    /// (compaction.md §2.4 quirk).
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
+
     /// Starts a reply and returns its events; the last one is always [`ProviderEvent::Done`].
     /// `abort` turning `true` ends the reply with `stopReason: "aborted"`.
     fn stream(

@@ -201,3 +201,43 @@ async fn replay_compaction_fork_and_clone() {
     r.rt.shutdown().await.unwrap();
     snapshot("replay_compaction_fork_and_clone__files", &r.files());
 }
+
+#[tokio::test]
+async fn replay_threshold_then_manual_compaction() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A small tail so both compactions cut (compaction.md §5).
+    std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
+    std::fs::write(
+        tmp.path().join("agent/settings.json"),
+        r#"{"compaction":{"keepRecentTokens":8}}"#,
+    )
+    .unwrap();
+    let big = r#"{"input":119000,"output":1000,"cacheRead":0,"cacheWrite":0,"totalTokens":120000,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}"#;
+    let mut r = Replay::new(
+        tmp.path(),
+        &format!(
+            r#"[{{"content":[{{"type":"toolCall","id":"t1","name":"read","arguments":{{"path":"a.rs"}}}}]}},
+                {{"content":[{{"type":"toolCall","id":"t2","name":"edit","arguments":{{"path":"a.rs"}}}}]}},
+                {{"content":[{{"type":"text","text":"edited a.rs as asked"}}],"usage":{big}}},
+                {{"content":[{{"type":"text","text":"AUTO SUMMARY"}}],"delayMs":300}},
+                {{"content":[{{"type":"text","text":"the next answer"}}]}},
+                {{"content":[{{"type":"text","text":"MANUAL SUMMARY"}}]}}]"#
+        ),
+    )
+    .await;
+    r.rt.prompt("edit a.rs").await.unwrap();
+    r.until_idle().await;
+    // Sent while the threshold compaction summarizes: it waits for it.
+    r.rt.prompt("next").await.unwrap();
+    r.until_idle().await;
+    r.check_projection().await;
+    r.rt.compact_now(Some("file names")).await.unwrap();
+    r.until("compaction_end").await;
+    r.check_projection().await;
+    r.rt.shutdown().await.unwrap();
+    snapshot(
+        "replay_threshold_then_manual_compaction__events",
+        &r.log.join("\n"),
+    );
+    snapshot("replay_threshold_then_manual_compaction__files", &r.files());
+}

@@ -743,3 +743,77 @@ async fn a_session_whose_run_crashed_mid_tool_call_is_sent_paired_and_left_as_it
     assert!(after.starts_with(&before), "the old lines changed");
     assert_eq!(file_roles(&file)[..3], ["user", "toolResult", "assistant"]);
 }
+
+#[tokio::test]
+async fn a_reply_over_the_threshold_compacts_once_and_a_prompt_sent_meanwhile_waits() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 120 000 tokens in a 128 000 window with 16 384 reserved: over the threshold.
+    let usage = r#"{"input":119000,"output":1000,"cacheRead":0,"cacheWrite":0,"totalTokens":120000,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}"#;
+    let (rt, mut events, env) = start(
+        tmp.path(),
+        script(&format!(
+            r#"[{{"content":[{{"type":"text","text":"big"}}],"usage":{usage}}},
+                {{"content":[{{"type":"text","text":"AUTO SUMMARY"}}],"delayMs":400}},
+                {{"content":[{{"type":"text","text":"after"}}]}}]"#
+        )),
+    )
+    .await;
+    rt.prompt("one").await.unwrap();
+    let first = run_names(&mut events).await;
+    assert_eq!(first.last().unwrap(), "agent_end");
+    // The summary takes 400 ms; this prompt arrives during it and must wait, not fail.
+    rt.prompt("two").await.unwrap();
+    let second = run_names(&mut events).await;
+    assert_eq!(
+        second[..4],
+        [
+            "compaction_start",
+            "compaction_end",
+            "agent_start",
+            "turn_start"
+        ]
+    );
+    assert!(
+        !second.iter().skip(2).any(|n| n.starts_with("compaction")),
+        "{second:?}"
+    );
+    let file = rt.summary().await.unwrap().session_file.unwrap();
+    rt.shutdown().await.unwrap();
+
+    assert_eq!(
+        file_roles(&file),
+        [
+            "model_change",
+            "thinking_level_change",
+            "custom",
+            "user",
+            "assistant",
+            "compaction",
+            "custom",
+            "user",
+            "assistant"
+        ]
+    );
+    let back = Session::open(&file, None, None, OpenMode::Inspect, &env).unwrap();
+    let compaction = back
+        .tree()
+        .entries()
+        .iter()
+        .find(|e| e.kind() == &pith_events::EntryType::Compaction)
+        .unwrap();
+    let line: serde_json::Value = serde_json::from_str(compaction.raw()).unwrap();
+    assert_eq!(line["summary"], "AUTO SUMMARY");
+    // estimateContextTokens: the reply's usage, nothing after it.
+    assert_eq!(line["tokensBefore"], 120000);
+    // The good answer is not sent again: two replies, two prompts.
+    let ctx = build_session_context(back.tree(), back.tree().leaf());
+    let texts: Vec<String> = ctx.messages.iter().map(|m| m.to_json()).collect();
+    assert!(texts[0].contains("AUTO SUMMARY"), "{texts:?}");
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| t.contains(r#""role":"assistant""#))
+            .count(),
+        2
+    );
+}

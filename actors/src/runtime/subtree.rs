@@ -70,6 +70,17 @@ impl Runtime {
             state.notify(RuntimeEvent::Notice(format!("settings ignored: {problem}")));
         }
         let events = EventSink::default();
+        let compactor_args = crate::compactor::CompactorArgs {
+            writer: writer.clone(),
+            projection: projection.clone(),
+            provider: state.config.provider.clone(),
+            model: state.config.model.clone(),
+            settings: settings.compaction(),
+            events: events.clone(),
+        };
+        let (compactor, _) = Actor::spawn_linked(None, Compactor, compactor_args, cell.clone())
+            .await
+            .map_err(err)?;
         let agent_args = AgentArgs {
             writer: writer.clone(),
             projection: projection.clone(),
@@ -82,19 +93,9 @@ impl Runtime {
             session_id: session_id.clone(),
             settings: settings.clone(),
             extensions: subscriptions,
+            compactor: compactor.clone(),
         };
         let (agent, _) = Actor::spawn_linked(None, Agent, agent_args, cell.clone())
-            .await
-            .map_err(err)?;
-        let compactor_args = crate::compactor::CompactorArgs {
-            writer: writer.clone(),
-            projection: projection.clone(),
-            provider: state.config.provider.clone(),
-            model: state.config.model.clone(),
-            settings: settings.compaction(),
-            events: events.clone(),
-        };
-        let (compactor, _) = Actor::spawn_linked(None, Compactor, compactor_args, cell.clone())
             .await
             .map_err(err)?;
         // Agent events reach extensions from the agent itself; frontends get them here.
