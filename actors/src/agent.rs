@@ -21,7 +21,7 @@ use pith_store::env::Clock;
 use pith_store::llm::convert_to_llm;
 use pith_store::tool_pairs::pair_tool_calls;
 
-use crate::compactor::CompactorMsg;
+use crate::compactor::{CompactorMsg, NextStep};
 use crate::extension::ExtensionMsg;
 use crate::projection::ProjectionMsg;
 use crate::provider::{Provider, ProviderEvent, ProviderRequest};
@@ -158,12 +158,19 @@ impl Agent {
             abort: rx,
             ids,
             me: me.clone(),
+            last_reply: Mutex::new(None),
+            overflowed: None,
         };
         let span = crate::message_span!("Agent", "prompt", state.args.session_id, ids);
         let me = me.clone();
         tokio::spawn(
             async move {
-                run.run(text).await;
+                let mut run = run;
+                let mut text = Some(text);
+                // An overflowed reply is retried once, after the Compactor compacted.
+                while run.run(text.take()).await == NextStep::Retry && run.overflowed.is_none() {
+                    run.overflowed = run.last_reply.lock().ok().and_then(|mut r| r.take());
+                }
                 let _ = me.cast(AgentMsg::RunFinished);
             }
             .instrument(span),
@@ -274,6 +281,11 @@ struct Run {
     abort: watch::Receiver<bool>,
     ids: TraceIds,
     me: ActorRef<AgentMsg>,
+    /// The last reply of the run, for the Compactor.
+    last_reply: Mutex<Option<AssistantMessage>>,
+    /// In an overflow retry: the reply that overflowed. It stays in the log but is not sent
+    /// again (pi drops it from the agent's messages).
+    overflowed: Option<AssistantMessage>,
 }
 
 impl Run {
@@ -387,7 +399,12 @@ impl Run {
         {
             // Repaired per request, never in the file (tool_pairs module docs).
             Ok(ractor::rpc::CallResult::Success(ctx)) => {
-                pair_tool_calls(convert_to_llm(&ctx.messages))
+                let mut messages = convert_to_llm(&ctx.messages);
+                if let Some(overflowed) = &self.overflowed {
+                    messages
+                        .retain(|m| !matches!(m, AgentMessage::Assistant(a) if a == overflowed));
+                }
+                pair_tool_calls(messages)
             }
             _ => Vec::new(),
         }
@@ -465,7 +482,8 @@ impl Run {
         })
     }
 
-    async fn run(self, text: String) {
+    /// One run: `text` as the prompt, or none to send the context again (an overflow retry).
+    async fn run(&self, text: Option<String>) -> NextStep {
         let mut new_messages = Vec::new();
         self.emit(AgentEvent::AgentStart).await;
         let mut turn_index = 0u32;
@@ -474,9 +492,11 @@ impl Run {
             timestamp: self.args.clock.now_ms(),
         })
         .await;
-        let prompt = self.user(text);
-        self.deliver(prompt.clone()).await;
-        new_messages.push(prompt);
+        if let Some(text) = text {
+            let prompt = self.user(text);
+            self.deliver(prompt.clone()).await;
+            new_messages.push(prompt);
+        }
         let mut pending: Vec<AgentMessage> =
             self.poll(true).into_iter().map(|t| self.user(t)).collect();
         let mut more_tool_calls = true;
@@ -511,8 +531,7 @@ impl Run {
                     })
                     .await;
                     self.sync().await;
-                    self.finish(new_messages).await;
-                    return;
+                    return self.finish(new_messages).await;
                 }
                 let calls: Vec<(String, String, Value)> = reply
                     .content
@@ -565,29 +584,41 @@ impl Run {
             }
             pending.extend(follow_ups.into_iter().map(|t| self.user(t)));
         }
-        self.finish(new_messages).await;
+        self.finish(new_messages).await
     }
 
     /// `agent_end`, then pi's compaction check on the run's last reply (compaction.md §3).
     /// Prompts sent from the moment `agent_end` can be seen wait until this returns.
-    async fn finish(&self, new_messages: Vec<AgentMessage>) {
+    async fn finish(&self, new_messages: Vec<AgentMessage>) -> NextStep {
         let _ = self.me.cast(AgentMsg::Finishing);
         let last_reply = new_messages.iter().rev().find_map(|m| match m {
-            AgentMessage::Assistant(a) => Some(Box::new(a.clone())),
+            AgentMessage::Assistant(a) => Some(a.clone()),
             _ => None,
         });
         self.emit(AgentEvent::AgentEnd {
             messages: new_messages,
         })
         .await;
-        if let Some(reply) = last_reply {
-            let ids = self.ids.sent_by("Agent");
-            // No timeout: a summary is a full model reply; the Compactor always answers.
-            let _ = self
-                .args
-                .compactor
-                .call(|r| CompactorMsg::AfterRun(ids, reply, r), None)
-                .await;
+        let Some(reply) = last_reply else {
+            return NextStep::Idle;
+        };
+        if let Ok(mut last) = self.last_reply.lock() {
+            *last = Some(reply.clone());
+        }
+        let ids = self.ids.sent_by("Agent");
+        let retried = self.overflowed.is_some();
+        // No timeout: a summary is a full model reply; the Compactor always answers.
+        match self
+            .args
+            .compactor
+            .call(
+                |r| CompactorMsg::AfterRun(ids, Box::new(reply), retried, r),
+                None,
+            )
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(next)) => next,
+            _ => NextStep::Idle,
         }
     }
 }

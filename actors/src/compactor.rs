@@ -3,11 +3,12 @@
 //! [`CompactorMsg::Compact`] is pi's `/compact [focus]`: the cut point and the messages to
 //! summarize come from `pith_store::compaction::prepare_compaction`, the summary from the current
 //! model (history, plus the prefix of a split turn), followed by the file-list tags; the entry
-//! records `details` and `fromHook: false`. [`CompactorMsg::AfterRun`] is pi's threshold
-//! trigger: the Agent sends each run's last reply and waits, so prompts that arrive meanwhile
-//! start after the compaction. [`CompactorMsg::Manual`] appends a compaction with a summary
-//! given by the caller (an extension's, or a test's). The overflow trigger (compact, then
-//! retry once) is still to come, and a running summary cannot be aborted yet.
+//! records `details` and `fromHook: false`. [`CompactorMsg::AfterRun`] is pi's
+//! `_checkCompaction`: the Agent sends each run's last reply and waits, so prompts that arrive
+//! meanwhile start after the compaction; an overflowed reply is compacted away and retried
+//! once ([`NextStep::Retry`]), a reply over the threshold is compacted and not retried.
+//! [`CompactorMsg::Manual`] appends a compaction with a summary given by the caller (an
+//! extension's, or a test's). A running summary cannot be aborted yet.
 //!
 //! Unlike pi, `/compact` does not abort a running turn first: the preparation is taken from
 //! the log as it stands, and replies that land meanwhile sit between the first kept entry and
@@ -25,6 +26,7 @@ use pith_store::compaction::{
 use pith_store::{Leaf, SessionTree};
 
 use crate::agent::EventSink;
+use crate::overflow::is_context_overflow;
 use crate::projection::ProjectionMsg;
 use crate::provider::Provider;
 use crate::summarize::{
@@ -50,9 +52,15 @@ pub enum CompactorMsg {
         Option<String>,
         RpcReplyPort<Result<String, String>>,
     ),
-    /// A run ended with this reply: compact if its usage crossed the threshold
-    /// (compaction.md §3, step 6); answered when done, so the Agent starts nothing meanwhile.
-    AfterRun(TraceIds, Box<AssistantMessage>, RpcReplyPort<()>),
+    /// A run ended with this reply (and, `true`, was itself the retry after an overflow):
+    /// compact on overflow or over the threshold (compaction.md §3); answered when done, so
+    /// the Agent starts nothing meanwhile.
+    AfterRun(
+        TraceIds,
+        Box<AssistantMessage>,
+        bool,
+        RpcReplyPort<NextStep>,
+    ),
 }
 
 /// Why a compaction appended nothing.
@@ -260,50 +268,62 @@ impl Compactor {
     async fn announced(
         args: &CompactorArgs,
         ids: TraceIds,
-        reason: &str,
+        trigger: Trigger,
         snapshot: Snapshot,
         focus: Option<String>,
     ) -> Result<(String, CompactionResult), Refusal> {
         args.events.emit(AgentEvent::CompactionStart {
-            reason: reason.to_owned(),
+            reason: trigger.reason().to_owned(),
         });
         let outcome = Self::compact(args, ids, snapshot, focus).await;
-        let (result, error_message) = match (&outcome, reason) {
+        let (result, error_message) = match (&outcome, trigger) {
             (Ok((_, result)), _) => (Some(result.clone()), None),
-            (Err(e), "manual") => (None, Some(format!("Compaction failed: {e}"))),
+            (Err(e), Trigger::Manual) => (None, Some(format!("Compaction failed: {e}"))),
             // An automatic compaction with nothing to do ends quietly.
             (Err(Refusal::Nothing(_)), _) => (None, None),
-            (Err(Refusal::Failed(e)), _) => (None, Some(format!("Auto-compaction failed: {e}"))),
+            (Err(Refusal::Failed(e)), Trigger::Threshold) => {
+                (None, Some(format!("Auto-compaction failed: {e}")))
+            }
+            (Err(Refusal::Failed(e)), Trigger::Overflow) => {
+                (None, Some(format!("Context overflow recovery failed: {e}")))
+            }
         };
         args.events.emit(AgentEvent::CompactionEnd {
-            reason: reason.to_owned(),
+            reason: trigger.reason().to_owned(),
+            will_retry: trigger == Trigger::Overflow && result.is_some(),
             result,
             aborted: false,
-            will_retry: false,
             error_message,
         });
         outcome
     }
 
-    /// pi's threshold check after a run (compaction.md §3, steps 1–4 and 6): the snapshot to
-    /// compact when `reply`'s usage crossed the context window minus `reserveTokens` and no
-    /// compaction on the branch is newer than it. Error and aborted replies never trigger
-    /// (pi estimates an error reply's context instead; pith leaves that to overflow handling).
-    async fn threshold_crossed(
+    /// pi's `_checkCompaction` after a run (compaction.md §3): whether `reply` overflowed the
+    /// context or crossed the threshold, and the snapshot to compact, unless a compaction on
+    /// the branch is newer than the reply. Aborted replies never trigger; error replies only
+    /// by overflow (pi also estimates an error reply's context for the threshold).
+    async fn trigger(
         args: &CompactorArgs,
         ids: TraceIds,
         reply: &AssistantMessage,
-    ) -> Option<Snapshot> {
-        if !args.settings.enabled
-            || matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted)
+    ) -> Option<(Trigger, Snapshot)> {
+        if !args.settings.enabled || reply.stop_reason == StopReason::Aborted {
+            return None;
+        }
+        let window = args.provider.context_window(&args.model.1);
+        // A reply from another model says nothing about this one's window.
+        let same_model = reply.provider == args.model.0 && reply.model == args.model.1;
+        let trigger = if same_model && is_context_overflow(reply, window.unwrap_or(0)) {
+            Trigger::Overflow
+        } else if reply.stop_reason != StopReason::Error
+            && window.is_some_and(|w| {
+                should_compact(calculate_context_tokens(&reply.usage), w, &args.settings)
+            })
         {
+            Trigger::Threshold
+        } else {
             return None;
-        }
-        let window = args.provider.context_window(&args.model.1)?;
-        let tokens = calculate_context_tokens(&reply.usage);
-        if !should_compact(tokens, window, &args.settings) {
-            return None;
-        }
+        };
         // Only now look at the log: the common turn costs no snapshot.
         let snapshot = Self::snapshot(args, ids).await.ok()?;
         let Leaf::At(leaf) = snapshot.leaf else {
@@ -320,8 +340,64 @@ impl Compactor {
         if newest_compaction.is_some_and(|t| reply.timestamp as f64 <= t) {
             return None;
         }
-        Some(snapshot)
+        Some((trigger, snapshot))
     }
+
+    async fn after_run(
+        args: &CompactorArgs,
+        ids: TraceIds,
+        reply: &AssistantMessage,
+        retried: bool,
+    ) -> NextStep {
+        let Some((trigger, snapshot)) = Self::trigger(args, ids, reply).await else {
+            return NextStep::Idle;
+        };
+        if trigger == Trigger::Overflow && retried {
+            args.events.emit(AgentEvent::CompactionEnd {
+                reason: trigger.reason().to_owned(),
+                result: None,
+                aborted: false,
+                will_retry: false,
+                error_message: Some(OVERFLOW_GAVE_UP.to_owned()),
+            });
+            return NextStep::Idle;
+        }
+        match Self::announced(args, ids, trigger, snapshot, None).await {
+            Ok(_) if trigger == Trigger::Overflow => NextStep::Retry,
+            _ => NextStep::Idle,
+        }
+    }
+}
+
+/// pi's message when the retry after an overflow compaction overflowed again.
+pub const OVERFLOW_GAVE_UP: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
+
+/// What started a compaction (`reason` of the compaction events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    Manual,
+    Threshold,
+    Overflow,
+}
+
+impl Trigger {
+    fn reason(self) -> &'static str {
+        match self {
+            Trigger::Manual => "manual",
+            Trigger::Threshold => "threshold",
+            Trigger::Overflow => "overflow",
+        }
+    }
+}
+
+/// What the Agent does after a run, as the Compactor decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextStep {
+    /// Nothing more: the run is over.
+    Idle,
+    /// The reply overflowed and the session was compacted: send the request again, without
+    /// the overflowed reply (compaction.md §3, step 5).
+    Retry,
 }
 
 impl Actor for Compactor {
@@ -349,18 +425,15 @@ impl Actor for Compactor {
             }
             CompactorMsg::Compact(ids, focus, reply) => {
                 let answer = match Self::snapshot(state, ids).await {
-                    Ok(snapshot) => Self::announced(state, ids, "manual", snapshot, focus)
+                    Ok(snapshot) => Self::announced(state, ids, Trigger::Manual, snapshot, focus)
                         .await
                         .map_err(|e| e.to_string()),
                     Err(e) => Err(e),
                 };
                 let _ = reply.send(answer.map(|(id, _)| id));
             }
-            CompactorMsg::AfterRun(ids, reply_message, reply) => {
-                if let Some(snapshot) = Self::threshold_crossed(state, ids, &reply_message).await {
-                    let _ = Self::announced(state, ids, "threshold", snapshot, None).await;
-                }
-                let _ = reply.send(());
+            CompactorMsg::AfterRun(ids, reply_message, retried, reply) => {
+                let _ = reply.send(Self::after_run(state, ids, &reply_message, retried).await);
             }
         }
         Ok(())

@@ -18,6 +18,7 @@ pub mod compactor;
 pub mod event;
 pub mod extension;
 pub mod faux;
+pub mod overflow;
 pub mod projection;
 pub mod provider;
 pub mod runtime;

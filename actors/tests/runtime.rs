@@ -817,3 +817,190 @@ async fn a_reply_over_the_threshold_compacts_once_and_a_prompt_sent_meanwhile_wa
         2
     );
 }
+
+async fn start_recording(
+    tmp: &Path,
+    replies: &str,
+) -> (
+    RuntimeHandle,
+    UnboundedReceiver<RuntimeEvent>,
+    SessionEnv,
+    Arc<Recording>,
+) {
+    let env = env(tmp);
+    let provider = Arc::new(Recording {
+        inner: Faux::new(script(replies), env.clock.clone()),
+        requests: Default::default(),
+    });
+    let config = RuntimeConfig {
+        env: env.clone(),
+        cwd: "/project".into(),
+        session_dir: None,
+        persist: true,
+        provider: provider.clone(),
+        model: ("faux".into(), "faux-1".into()),
+        thinking_level: "off".into(),
+        tools: Arc::new(NoTools),
+        extensions: Vec::new(),
+    };
+    let session = Session::create("/project", None, &env).unwrap();
+    let rt = Runtime::start(config, session).await.unwrap();
+    let events = rt.subscribe().await.unwrap();
+    (rt, events, env, provider)
+}
+
+/// Agent events as JSON until the `n`-th `agent_end`, without streaming updates.
+async fn agent_events(
+    events: &mut UnboundedReceiver<RuntimeEvent>,
+    n: usize,
+) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    let mut ends = 0;
+    while ends < n {
+        let event = tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .expect("no stall")
+            .expect("open");
+        if let RuntimeEvent::Agent(e) = event {
+            let v = serde_json::to_value(&e).unwrap();
+            if v["type"] == "agent_end" {
+                ends += 1;
+            }
+            if v["type"] != "message_update" {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+fn types(events: &[serde_json::Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+const OVERFLOW: &str =
+    r#"{"content":[],"errorMessage":"prompt is too long: 213462 tokens > 200000 maximum"}"#;
+
+#[tokio::test]
+async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, env, provider) = start_recording(
+        tmp.path(),
+        &format!(r#"[{OVERFLOW},{{"content":[{{"type":"text","text":"OVERFLOW SUMMARY"}}]}},{{"content":[{{"type":"text","text":"retried fine"}}]}}]"#),
+    )
+    .await;
+    rt.prompt("hi").await.unwrap();
+    let seen = agent_events(&mut events, 2).await;
+    let file = rt.summary().await.unwrap().session_file.unwrap();
+    rt.shutdown().await.unwrap();
+
+    let t = types(&seen);
+    let end = t.iter().position(|x| x == "agent_end").unwrap();
+    assert_eq!(
+        t[end..end + 4],
+        [
+            "agent_end",
+            "compaction_start",
+            "compaction_end",
+            "agent_start"
+        ]
+    );
+    assert_eq!(seen[end + 1]["reason"], "overflow");
+    assert_eq!(seen[end + 2]["willRetry"], true);
+    assert_eq!(seen[end + 2]["result"]["summary"], "OVERFLOW SUMMARY");
+    // The retry is a new run without a new prompt.
+    assert_eq!(
+        t.iter().filter(|x| *x == "message_start").count(),
+        3,
+        "{t:?}"
+    );
+
+    let requests = provider.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3);
+    let retry: Vec<serde_json::Value> = requests[2]
+        .messages
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect();
+    assert_eq!(retry.len(), 2, "{retry:?}");
+    assert!(
+        retry[0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("OVERFLOW SUMMARY")
+    );
+    assert_eq!(retry[1]["content"][0]["text"], "hi");
+
+    // The failed reply stays in the log; the retried one is the compaction's child.
+    assert_eq!(
+        file_roles(&file),
+        [
+            "model_change",
+            "thinking_level_change",
+            "user",
+            "assistant",
+            "compaction",
+            "assistant"
+        ]
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[6]["parentId"], lines[5]["id"]);
+    let back = Session::open(&file, None, None, OpenMode::Inspect, &env).unwrap();
+    assert_eq!(
+        build_session_context(back.tree(), back.tree().leaf())
+            .messages
+            .len(),
+        4
+    );
+}
+
+#[tokio::test]
+async fn a_second_overflow_stops_with_pis_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env, provider) = start_recording(
+        tmp.path(),
+        &format!(r#"[{OVERFLOW},{{"content":[{{"type":"text","text":"S"}}]}},{OVERFLOW}]"#),
+    )
+    .await;
+    rt.prompt("hi").await.unwrap();
+    let seen = agent_events(&mut events, 2).await;
+    // The give-up comes after the second agent_end; wait for it.
+    let give_up = loop {
+        let event = tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if let RuntimeEvent::Agent(e) = event {
+            break serde_json::to_value(&e).unwrap();
+        }
+    };
+    let file = rt.summary().await.unwrap().session_file.unwrap();
+    rt.shutdown().await.unwrap();
+    assert_eq!(
+        types(&seen)
+            .iter()
+            .filter(|x| x.starts_with("compaction"))
+            .count(),
+        2
+    );
+    assert_eq!(
+        give_up,
+        serde_json::json!({"type":"compaction_end","reason":"overflow","aborted":false,"willRetry":false,
+            "errorMessage":"Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model."})
+    );
+    assert_eq!(provider.requests.lock().unwrap().len(), 3);
+    assert_eq!(
+        file_roles(&file)
+            .iter()
+            .filter(|r| *r == "compaction")
+            .count(),
+        1
+    );
+}
