@@ -19,7 +19,9 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::watch;
 
-use pith_events::{AgentEvent, AssistantMessage, CompactionResult, EntryType, StopReason};
+use pith_events::{
+    AgentEvent, AgentMessage, AssistantMessage, CompactionResult, EntryType, StopReason,
+};
 use pith_store::compaction::{
     CompactionSettings, calculate_context_tokens, prepare_compaction, should_compact,
 };
@@ -31,7 +33,7 @@ use crate::projection::ProjectionMsg;
 use crate::provider::Provider;
 use crate::summarize::{
     HISTORY_INSTRUCTIONS, TURN_PREFIX_INSTRUCTIONS, UPDATE_INSTRUCTIONS, request_text,
-    serialize_conversation, summarize,
+    serialize_conversation, summarize_trimming,
 };
 use crate::trace::TraceIds;
 use crate::writer::{Append, Snapshot, WriterMsg};
@@ -193,12 +195,22 @@ impl Compactor {
         } else {
             HISTORY_INSTRUCTIONS
         };
-        let history = |messages| {
+        let history = |messages: &[AgentMessage]| {
             request_text(
                 &serialize_conversation(messages),
                 prep.previous_summary.as_deref(),
                 instructions,
                 focus.as_deref(),
+            )
+        };
+        let model = &args.model;
+        let summarize_history = || {
+            summarize_trimming(
+                provider,
+                model,
+                &prep.messages_to_summarize,
+                history,
+                abort.clone(),
             )
         };
         let mut summary = if prep.is_split_turn && !prep.turn_prefix_messages.is_empty() {
@@ -207,34 +219,32 @@ impl Compactor {
             let history_part = if prep.messages_to_summarize.is_empty() {
                 "No prior history.".to_owned()
             } else {
-                summarize(
-                    provider,
-                    &args.model,
-                    history(&prep.messages_to_summarize),
-                    abort.clone(),
-                )
-                .await
-                .map_err(|e| Refusal::Failed(format!("Summarization failed: {e}")))?
+                summarize_history()
+                    .await
+                    .map_err(|e| Refusal::Failed(format!("Summarization failed: {e}")))?
             };
-            let prefix_text = request_text(
-                &serialize_conversation(&prep.turn_prefix_messages),
-                None,
-                TURN_PREFIX_INSTRUCTIONS,
-                None,
-            );
-            let prefix = summarize(provider, &args.model, prefix_text, abort.clone())
-                .await
-                .map_err(|e| Refusal::Failed(format!("Turn prefix summarization failed: {e}")))?;
-            format!("{history_part}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix}")
-        } else {
-            summarize(
+            let prefix_request = |messages: &[AgentMessage]| {
+                request_text(
+                    &serialize_conversation(messages),
+                    None,
+                    TURN_PREFIX_INSTRUCTIONS,
+                    None,
+                )
+            };
+            let prefix = summarize_trimming(
                 provider,
-                &args.model,
-                history(&prep.messages_to_summarize),
+                model,
+                &prep.turn_prefix_messages,
+                prefix_request,
                 abort.clone(),
             )
             .await
-            .map_err(|e| Refusal::Failed(format!("Summarization failed: {e}")))?
+            .map_err(|e| Refusal::Failed(format!("Turn prefix summarization failed: {e}")))?;
+            format!("{history_part}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix}")
+        } else {
+            summarize_history()
+                .await
+                .map_err(|e| Refusal::Failed(format!("Summarization failed: {e}")))?
         };
         summary.push_str(&prep.file_ops.summary_suffix());
         let first_kept_entry_id = prep

@@ -2,9 +2,11 @@
 //! as pi does, pi's request layout and section structure, pith's own wording.
 
 use pith_events::{AgentMessage, ContentBlock, StopReason, UserContent};
+use pith_store::compaction::estimate_tokens;
 use pith_store::llm::convert_to_llm;
 use tokio::sync::watch;
 
+use crate::overflow::is_context_overflow;
 use crate::provider::{Provider, ProviderEvent, ProviderRequest};
 
 /// System prompt of every summary request.
@@ -134,6 +136,15 @@ pub fn request_text(
     text
 }
 
+/// Why a summary request failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryFailure {
+    /// The provider's error message.
+    pub message: String,
+    /// The request did not fit the model's context window ([`is_context_overflow`]).
+    pub overflow: bool,
+}
+
 /// Asks `provider` for a summary; the reply's text blocks joined by `\n`.
 ///
 /// Errors: the provider's error message when the reply failed or was aborted.
@@ -142,7 +153,7 @@ pub async fn summarize(
     model: &(String, String),
     text: String,
     abort: watch::Receiver<bool>,
-) -> Result<String, String> {
+) -> Result<String, SummaryFailure> {
     let request = ProviderRequest {
         provider: model.0.clone(),
         model: model.1.clone(),
@@ -154,9 +165,13 @@ pub async fn summarize(
     while let Some(event) = events.recv().await {
         if let ProviderEvent::Done(reply) = event {
             if matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted) {
-                return Err(reply
-                    .error_message
-                    .unwrap_or_else(|| "the summary request failed".into()));
+                let window = provider.context_window(&model.1).unwrap_or(0);
+                return Err(SummaryFailure {
+                    overflow: is_context_overflow(&reply, window),
+                    message: reply
+                        .error_message
+                        .unwrap_or_else(|| "the summary request failed".into()),
+                });
             }
             let texts: Vec<&str> = reply
                 .content
@@ -169,7 +184,50 @@ pub async fn summarize(
             return Ok(texts.join("\n"));
         }
     }
-    Err("the provider's stream ended without a reply".into())
+    Err(SummaryFailure {
+        message: "the provider's stream ended without a reply".into(),
+        overflow: false,
+    })
+}
+
+/// [`summarize`] over `request(messages)`; when the request itself overflows the model's
+/// context, the oldest messages worth half the estimated tokens are left out and it is asked
+/// again, until one message is left. The newest history matters most to the next model.
+///
+/// Errors: the last failure's message.
+pub async fn summarize_trimming(
+    provider: &dyn Provider,
+    model: &(String, String),
+    messages: &[AgentMessage],
+    request: impl Fn(&[AgentMessage]) -> String,
+    abort: watch::Receiver<bool>,
+) -> Result<String, String> {
+    let mut start = 0;
+    loop {
+        let rest = &messages[start..];
+        match summarize(provider, model, request(rest), abort.clone()).await {
+            Ok(summary) => return Ok(summary),
+            Err(failure) if failure.overflow && rest.len() > 1 => {
+                start += oldest_half(rest);
+                tracing::info!(left_out = start, "summary request overflowed; trimming");
+            }
+            Err(failure) => return Err(failure.message),
+        }
+    }
+}
+
+/// How many of the oldest `messages` hold half their estimated tokens: at least one, and
+/// never all of them.
+fn oldest_half(messages: &[AgentMessage]) -> usize {
+    let tokens: Vec<u64> = messages.iter().map(estimate_tokens).collect();
+    let half = tokens.iter().sum::<u64>() / 2;
+    let mut dropped = 0;
+    let mut n = 0;
+    while n < messages.len() - 1 && (n == 0 || dropped < half) {
+        dropped += tokens[n];
+        n += 1;
+    }
+    n
 }
 
 #[cfg(test)]
@@ -204,5 +262,89 @@ mod tests {
             req,
             "<conversation>\nC\n</conversation>\n\n<previous-summary>\nP\n</previous-summary>\n\nI\n\nAdditional focus: tests"
         );
+    }
+
+    /// Answers with the conversation's first line, or overflows when the request is longer
+    /// than `max` characters.
+    struct Limited {
+        max: usize,
+        asked: std::sync::Mutex<Vec<usize>>,
+    }
+
+    impl Provider for Limited {
+        fn name(&self) -> &str {
+            "limited"
+        }
+
+        fn stream(
+            &self,
+            request: ProviderRequest,
+            _abort: watch::Receiver<bool>,
+        ) -> tokio::sync::mpsc::Receiver<ProviderEvent> {
+            let text = match &request.messages[0] {
+                AgentMessage::User(u) => u.content.joined_text(""),
+                _ => String::new(),
+            };
+            if let Ok(mut asked) = self.asked.lock() {
+                asked.push(text.len());
+            }
+            let mut reply = pith_events::AssistantMessage::new("x", "limited", "m", Vec::new(), 0);
+            if text.len() > self.max {
+                reply.stop_reason = StopReason::Error;
+                reply.error_message = Some("prompt is too long: 9 tokens > 8 maximum".into());
+            } else {
+                let first = text.lines().nth(1).unwrap_or("").to_owned();
+                reply.content = vec![ContentBlock::text(first)];
+            }
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            let _ = tx.try_send(ProviderEvent::Done(reply));
+            rx
+        }
+    }
+
+    fn users(n: usize) -> Vec<AgentMessage> {
+        (0..n)
+            .map(|i| AgentMessage::user_text(format!("message {i} {}", "x".repeat(40)), 0))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn an_overflowing_summary_request_leaves_out_the_oldest_half_and_asks_again() {
+        let provider = Limited {
+            max: 250,
+            asked: Default::default(),
+        };
+        let model = ("limited".to_owned(), "m".to_owned());
+        let (_tx, abort) = watch::channel(false);
+        let request =
+            |m: &[AgentMessage]| request_text(&serialize_conversation(m), None, "I", None);
+        let summary = summarize_trimming(&provider, &model, &users(8), request, abort.clone())
+            .await
+            .expect("summary");
+        // 8 messages overflow, then 4, the newest 2 fit: the summary starts at message 6.
+        assert_eq!(
+            summary,
+            "[User]: message 6 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        );
+        assert_eq!(provider.asked.lock().unwrap().len(), 3);
+
+        // One message that alone overflows: the provider's error, not a loop.
+        let tiny = Limited {
+            max: 10,
+            asked: Default::default(),
+        };
+        let err = summarize_trimming(&tiny, &model, &users(3), request, abort)
+            .await
+            .unwrap_err();
+        assert_eq!(err, "prompt is too long: 9 tokens > 8 maximum");
+        // All three, then the newest one alone.
+        assert_eq!(tiny.asked.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_oldest_half_is_at_least_one_message_and_never_all() {
+        assert_eq!(oldest_half(&users(1)), 0);
+        assert_eq!(oldest_half(&users(2)), 1);
+        assert_eq!(oldest_half(&users(8)), 4);
     }
 }
