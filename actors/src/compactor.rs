@@ -22,6 +22,9 @@ use tokio::sync::watch;
 use pith_events::{
     AgentEvent, AgentMessage, AssistantMessage, CompactionResult, EntryType, StopReason,
 };
+use pith_store::branch_summary::{
+    BRANCH_SUMMARY_PREAMBLE, NO_CONTENT, collect_entries_for_branch_summary, prepare_branch_entries,
+};
 use pith_store::compaction::{
     CompactionSettings, calculate_context_tokens, prepare_compaction, should_compact,
 };
@@ -32,8 +35,8 @@ use crate::overflow::is_context_overflow;
 use crate::projection::ProjectionMsg;
 use crate::provider::Provider;
 use crate::summarize::{
-    HISTORY_INSTRUCTIONS, TURN_PREFIX_INSTRUCTIONS, UPDATE_INSTRUCTIONS, request_text,
-    serialize_conversation, summarize_trimming,
+    BRANCH_INSTRUCTIONS, HISTORY_INSTRUCTIONS, TURN_PREFIX_INSTRUCTIONS, UPDATE_INSTRUCTIONS,
+    request_text, serialize_conversation, summarize_trimming,
 };
 use crate::trace::TraceIds;
 use crate::writer::{Append, Snapshot, WriterMsg};
@@ -63,6 +66,40 @@ pub enum CompactorMsg {
         bool,
         RpcReplyPort<NextStep>,
     ),
+    /// `/tree`: move the leaf to an entry, summarizing the branch left behind when asked
+    /// (tree-and-context.md §9); answered with what changed, or pi's error.
+    NavigateTree(
+        TraceIds,
+        String,
+        TreeOptions,
+        RpcReplyPort<Result<Navigated, String>>,
+    ),
+}
+
+/// Options of `/tree` (pi's `navigateTree` options).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TreeOptions {
+    /// Summarize the branch left behind.
+    pub summarize: bool,
+    /// Focus for the summary, added to pith's instructions.
+    pub custom_instructions: Option<String>,
+    /// Use `custom_instructions` instead of pith's instructions.
+    pub replace_instructions: bool,
+    /// Label for the summary entry, or for the target without a summary.
+    pub label: Option<String>,
+}
+
+/// What `/tree` did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Navigated {
+    /// The leaf afterwards (the summary's or label's id when one was appended); `None` at the
+    /// root.
+    pub leaf_id: Option<String>,
+    /// For a user or custom message target: its text, for the editor (the message itself is
+    /// to be sent again from its parent).
+    pub editor_text: Option<String>,
+    /// The branch summary appended, if any.
+    pub summary_entry_id: Option<String>,
 }
 
 /// Why a compaction appended nothing.
@@ -95,6 +132,8 @@ pub struct CompactorArgs {
     pub model: (String, String),
     /// `compaction.*` settings of the session's cwd.
     pub settings: CompactionSettings,
+    /// `branchSummary.reserveTokens` of the session's cwd.
+    pub branch_reserve_tokens: u64,
     /// Where `compaction_start` / `compaction_end` go.
     pub events: EventSink,
 }
@@ -379,6 +418,153 @@ impl Compactor {
     }
 }
 
+impl Compactor {
+    /// pi's `navigateTree` (tree-and-context.md §9), without extension hooks.
+    async fn navigate(
+        args: &CompactorArgs,
+        ids: TraceIds,
+        target_id: String,
+        options: TreeOptions,
+    ) -> Result<Navigated, String> {
+        let snapshot = Self::snapshot(args, ids).await?;
+        let old_leaf = snapshot.leaf;
+        let (tree, _) = SessionTree::new(snapshot.entries);
+        let old_leaf_id = match old_leaf {
+            Leaf::At(i) => Some(tree.entries()[i].id().to_owned()),
+            Leaf::Root => None,
+        };
+        if old_leaf_id.as_deref() == Some(target_id.as_str()) {
+            return Ok(Navigated {
+                leaf_id: Some(target_id),
+                ..Navigated::default()
+            });
+        }
+        let target = tree
+            .index_of(&target_id)
+            .ok_or_else(|| format!("Entry {target_id} not found"))?;
+        let (left_behind, _) = collect_entries_for_branch_summary(&tree, old_leaf, target);
+        let summary = if options.summarize && !left_behind.is_empty() {
+            Some(Self::branch_summary(args, &tree, &left_behind, &options).await?)
+        } else {
+            None
+        };
+        let entry = &tree.entries()[target];
+        // Selecting a prompt means "ask again from before it": the leaf goes to its parent.
+        let editor_text = match entry.kind() {
+            EntryType::Message => match entry.decode_message() {
+                Some(Ok(AgentMessage::User(u))) => Some(u.content.joined_text("")),
+                _ => None,
+            },
+            EntryType::CustomMessage => entry
+                .decode_as::<ContentOnly>()
+                .ok()
+                .map(|c| c.content.joined_text("")),
+            _ => None,
+        };
+        let new_leaf = match editor_text {
+            Some(_) => entry.parent().id().map(str::to_owned),
+            None => Some(target_id.clone()),
+        };
+        let mut navigated = Navigated {
+            editor_text,
+            ..Navigated::default()
+        };
+        let label_target = match summary {
+            Some((text, details)) => {
+                let id = Self::append(
+                    args,
+                    ids,
+                    Append::BranchSummary {
+                        from: new_leaf,
+                        summary: text,
+                        details: Some(details),
+                        from_hook: Some(false),
+                    },
+                )
+                .await?;
+                navigated.summary_entry_id = Some(id.clone());
+                navigated.leaf_id = Some(id.clone());
+                id
+            }
+            None => {
+                let moved = args
+                    .writer
+                    .call(
+                        |r| WriterMsg::Branch(ids.sent_by("Compactor"), new_leaf.clone(), r),
+                        Some(CALL_TIMEOUT),
+                    )
+                    .await;
+                match moved {
+                    Ok(ractor::rpc::CallResult::Success(r)) => r?,
+                    _ => return Err("the session writer did not answer".into()),
+                }
+                navigated.leaf_id = new_leaf;
+                target_id
+            }
+        };
+        if let Some(label) = options.label.filter(|l| !l.is_empty()) {
+            let id = Self::append(
+                args,
+                ids,
+                Append::Label {
+                    target_id: label_target,
+                    label: Some(label),
+                },
+            )
+            .await?;
+            navigated.leaf_id = Some(id);
+        }
+        Ok(navigated)
+    }
+
+    /// The summary text and `details` of the entries `/tree` leaves behind (compaction.md
+    /// §9.2–9.3).
+    async fn branch_summary(
+        args: &CompactorArgs,
+        tree: &SessionTree,
+        left_behind: &[usize],
+        options: &TreeOptions,
+    ) -> Result<(String, serde_json::Value), String> {
+        // pi budgets with 128000 when the window is unknown.
+        let window = args
+            .provider
+            .context_window(&args.model.1)
+            .unwrap_or(128_000);
+        let budget = window.saturating_sub(args.branch_reserve_tokens);
+        let (messages, files) = prepare_branch_entries(tree, left_behind, budget);
+        if messages.is_empty() {
+            return Ok((NO_CONTENT.to_owned(), files.details()));
+        }
+        let custom = options.custom_instructions.as_deref();
+        let (instructions, focus) = match custom {
+            Some(c) if options.replace_instructions => (c, None),
+            _ => (BRANCH_INSTRUCTIONS, custom),
+        };
+        let request = |m: &[AgentMessage]| {
+            request_text(&serialize_conversation(m), None, instructions, focus)
+        };
+        let (_never_abort, abort) = watch::channel(false);
+        let text = summarize_trimming(
+            args.provider.as_ref(),
+            &args.model,
+            &messages,
+            request,
+            abort,
+        )
+        .await?;
+        Ok((
+            format!("{BRANCH_SUMMARY_PREAMBLE}{text}{}", files.summary_suffix()),
+            files.details(),
+        ))
+    }
+}
+
+/// The `content` of a custom message entry.
+#[derive(serde::Deserialize)]
+struct ContentOnly {
+    content: pith_events::UserContent,
+}
+
 /// pi's message when the retry after an overflow compaction overflowed again.
 pub const OVERFLOW_GAVE_UP: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
 
@@ -441,6 +627,9 @@ impl Actor for Compactor {
                     Err(e) => Err(e),
                 };
                 let _ = reply.send(answer.map(|(id, _)| id));
+            }
+            CompactorMsg::NavigateTree(ids, target, options, reply) => {
+                let _ = reply.send(Self::navigate(state, ids, target, options).await);
             }
             CompactorMsg::AfterRun(ids, reply_message, retried, reply) => {
                 let _ = reply.send(Self::after_run(state, ids, &reply_message, retried).await);

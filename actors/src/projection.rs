@@ -53,9 +53,16 @@ impl ProjectionState {
     }
 
     fn append(&mut self, entry: Entry) {
+        let previous_leaf = match self.tree.leaf() {
+            Leaf::At(i) => Some(self.tree.entries()[i].id().to_owned()),
+            Leaf::Root => None,
+        };
+        // A branch summary is appended somewhere else than at the leaf.
+        let at_leaf = entry.parent().id() == previous_leaf.as_deref();
         let index = self.tree.push(entry);
         let entry = &self.tree.entries()[index];
         let incremental = match (&mut self.context, entry.kind()) {
+            _ if !at_leaf => false,
             (None, _) | (_, EntryType::Compaction) => false,
             (Some(ctx), kind) => {
                 // An entry at the leaf adds exactly what the full fold would add at the end.

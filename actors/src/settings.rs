@@ -87,6 +87,14 @@ impl Settings {
         }
     }
 
+    /// `branchSummary.reserveTokens` (default 16384): taken off the context window to get the
+    /// input budget of a branch summary (compaction.md §9.2).
+    pub fn branch_summary_reserve_tokens(&self) -> u64 {
+        self.get("branchSummary.reserveTokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(pith_store::branch_summary::DEFAULT_RESERVE_TOKENS)
+    }
+
     /// `steeringMode`.
     pub fn steering_mode(&self) -> QueueMode {
         mode(self.get("steeringMode"))

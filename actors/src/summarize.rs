@@ -28,6 +28,17 @@ pub const UPDATE_INSTRUCTIONS: &str = "Update the previous summary with the new 
 (Goal, Constraints & Preferences, Progress with Done / In Progress / Blocked, Key Decisions, Next Steps, Critical Context), \
 move finished work to Done and rewrite Next Steps. Be brief. Keep exact file paths, names, commands and error messages.";
 
+/// Instructions for a branch summary (`/tree` leaving a branch): pi's sections, without
+/// Critical Context (compaction.md §9.3).
+pub const BRANCH_INSTRUCTIONS: &str = "The conversation above is a branch the user is leaving to continue elsewhere. \
+Write a checkpoint of it with these sections:\n\
+## Goal\nWhat the user tried in this branch.\n\
+## Constraints & Preferences\nRequirements and preferences the user stated.\n\
+## Progress\n### Done\n### In Progress\n### Blocked\n\
+## Key Decisions\nChoices made and why.\n\
+## Next Steps\nWhat was about to happen next.\n\
+Be brief. Keep exact file paths, names, commands and error messages.";
+
 /// Instructions for the beginning of a turn that was cut in two.
 pub const TURN_PREFIX_INSTRUCTIONS: &str = "The conversation above is the beginning of a turn whose end is kept verbatim. \
 Summarize it with these sections:\n## Original Request\n## Early Progress\n## Context for Suffix\nBe brief; keep exact paths and names.";

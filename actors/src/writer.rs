@@ -63,6 +63,25 @@ pub enum Append {
         /// `fromHook`.
         from_hook: Option<bool>,
     },
+    /// `branchWithSummary`: moves the leaf to `from` (`None` = the root) and appends a
+    /// branch summary there (spec: tree-and-context.md §3).
+    BranchSummary {
+        /// The new position.
+        from: Option<String>,
+        /// Summary text.
+        summary: String,
+        /// `{readFiles, modifiedFiles}`.
+        details: Option<Value>,
+        /// `fromHook`.
+        from_hook: Option<bool>,
+    },
+    /// `appendLabelChange`: sets (non-empty) or clears a label.
+    Label {
+        /// The labelled entry.
+        target_id: String,
+        /// The label; `None` clears it.
+        label: Option<String>,
+    },
 }
 
 impl Append {
@@ -75,6 +94,8 @@ impl Append {
             Append::ThinkingLevel(_) => "append_thinking_level",
             Append::SessionInfo(_) => "append_session_info",
             Append::Compaction { .. } => "append_compaction",
+            Append::BranchSummary { .. } => "branch_with_summary",
+            Append::Label { .. } => "append_label",
         }
     }
 }
@@ -199,6 +220,15 @@ impl Actor for SessionWriter {
                             details,
                             from_hook,
                         ),
+                        Append::BranchSummary {
+                            from,
+                            summary,
+                            details,
+                            from_hook,
+                        } => s.branch_with_summary(from.as_deref(), &summary, details, from_hook),
+                        Append::Label { target_id, label } => {
+                            s.append_label_change(&target_id, label.as_deref())
+                        }
                     };
                     // The entry is in memory even when the write failed; the projection follows
                     // memory, and the next successful write persists it.

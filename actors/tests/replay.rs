@@ -241,3 +241,63 @@ async fn replay_threshold_then_manual_compaction() {
     );
     snapshot("replay_threshold_then_manual_compaction__files", &r.files());
 }
+
+#[tokio::test]
+async fn replay_tree_with_and_without_a_summary() {
+    use pith_actors::compactor::TreeOptions;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut r = Replay::new(
+        tmp.path(),
+        r#"[{"content":[{"type":"text","text":"one"}]},
+            {"content":[{"type":"toolCall","id":"e","name":"edit","arguments":{"path":"x.rs"}}]},
+            {"content":[{"type":"text","text":"edited"}]},
+            {"content":[{"type":"text","text":"THE BRANCH"}]},
+            {"content":[{"type":"text","text":"two again"}]}]"#,
+    )
+    .await;
+    for prompt in ["first", "second"] {
+        r.rt.prompt(prompt).await.unwrap();
+        r.until_idle().await;
+    }
+    let id_of = |snap: &pith_actors::writer::Snapshot, needle: &str| {
+        snap.entries
+            .iter()
+            .find(|e| e.raw().contains(needle))
+            .unwrap()
+            .id()
+            .to_owned()
+    };
+    let snap = r.rt.snapshot().await.unwrap();
+    let (second, one) = (
+        id_of(&snap, r#""text":"second""#),
+        id_of(&snap, r#""text":"one""#),
+    );
+    // Back to the second prompt with a summary of what followed it, then ask differently.
+    let moved =
+        r.rt.navigate_tree(
+            &second,
+            TreeOptions {
+                summarize: true,
+                ..TreeOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(moved.editor_text.as_deref(), Some("second"));
+    r.check_projection().await;
+    r.rt.prompt("second, again").await.unwrap();
+    r.until_idle().await;
+    // Then back to the first answer without a summary, labelling it.
+    r.rt.navigate_tree(
+        &one,
+        TreeOptions {
+            label: Some("start".into()),
+            ..TreeOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    r.check_projection().await;
+    r.rt.shutdown().await.unwrap();
+    snapshot("replay_tree_with_and_without_a_summary__files", &r.files());
+}

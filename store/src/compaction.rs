@@ -346,7 +346,7 @@ pub struct CompactionPreparation {
 
 /// The messages an entry contributes to a summary: its message, or the projection of a custom
 /// message or branch summary (even an empty one); compactions and everything else none.
-fn summary_message(tree: &SessionTree, index: usize) -> Option<AgentMessage> {
+pub(crate) fn summary_message(tree: &SessionTree, index: usize) -> Option<AgentMessage> {
     let e = &tree.entries()[index];
     match e.kind() {
         EntryType::Message => e.decode_message().and_then(Result::ok),

@@ -21,6 +21,7 @@
 //! Everything follows pi 0.73.1 as `../shared/spec` describes it, except where
 //! `divergences.md` has pith do better (never lose a line, never loop, never hide a session).
 
+pub mod branch_summary;
 pub mod compaction;
 pub mod context;
 pub mod dirs;

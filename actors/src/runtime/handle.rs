@@ -117,6 +117,26 @@ impl RuntimeHandle {
             .map_err(RuntimeError::Failed)
     }
 
+    /// `/tree`: moves the leaf to `target_id` (spec: tree-and-context.md §9). A user or custom
+    /// message target moves the leaf to its parent and returns its text for the editor; with
+    /// `options.summarize` the branch left behind is summarized by the model first.
+    ///
+    /// Errors: [`RuntimeError::Failed`] with `Entry <id> not found`, a summary failure, or
+    /// while the agent is running.
+    pub async fn navigate_tree(
+        &self,
+        target_id: &str,
+        options: TreeOptions,
+    ) -> Result<Navigated, RuntimeError> {
+        let target = target_id.to_owned();
+        self.ask_within(
+            |r| RuntimeMsg::NavigateTree(target, options, r),
+            SUMMARY_TIMEOUT,
+        )
+        .await?
+        .map_err(RuntimeError::Failed)
+    }
+
     /// Runs an extension command; `None` when none registers it.
     ///
     /// Errors: [`RuntimeError::Unanswered`].

@@ -15,7 +15,7 @@ use pith_events::{EntryType, ExtensionEvent, SessionStart, StartReason};
 use pith_store::{Leaf, Session, SessionEnv};
 
 use crate::agent::{Agent, AgentArgs, AgentMsg, EventSink, Tools};
-use crate::compactor::{Compactor, CompactorMsg};
+use crate::compactor::{Compactor, CompactorMsg, Navigated, TreeOptions};
 use crate::extension::{Extension, ExtensionActor, ExtensionMsg, SlashCommand, Verdict};
 use crate::projection::{Projection, ProjectionMsg};
 use crate::provider::Provider;
@@ -94,6 +94,8 @@ pub enum RuntimeMsg {
     Switch(SessionStart, RpcReplyPort<Result<SwitchOutcome, String>>),
     /// Manual compaction with a summary; answered with the entry id.
     Compact(String, RpcReplyPort<Result<String, String>>),
+    /// `/tree`: move the leaf to an entry (optionally summarizing the branch left behind).
+    NavigateTree(String, TreeOptions, RpcReplyPort<Result<Navigated, String>>),
     /// `/compact [focus]`: summarized by the model; answered with the entry id.
     CompactNow(Option<String>, RpcReplyPort<Result<String, String>>),
     /// Run an extension's slash command; `None` when no extension has it.
@@ -317,6 +319,31 @@ impl Actor for Runtime {
                 };
                 let _ = reply.send(r);
             }
+            RuntimeMsg::NavigateTree(target, options, reply) => match &state.subtree {
+                Some(sub) => {
+                    // The leaf cannot move under a run that is appending to it.
+                    let idle = call(&sub.agent, AgentMsg::IsIdle).await.unwrap_or(false);
+                    if !idle {
+                        let _ = reply.send(Err(
+                            "Cannot move in the tree while the agent is running; abort it first"
+                                .into(),
+                        ));
+                    } else {
+                        let ids = state.ids();
+                        // Like /compact, a branch summary may take minutes: the Compactor
+                        // answers the caller itself.
+                        if let Err(e) = sub
+                            .compactor
+                            .cast(CompactorMsg::NavigateTree(ids, target, options, reply))
+                        {
+                            tracing::warn!("the compactor is gone: {e}");
+                        }
+                    }
+                }
+                None => {
+                    let _ = reply.send(Err("no session".into()));
+                }
+            },
             RuntimeMsg::CompactNow(focus, reply) => match &state.subtree {
                 // The summary can take minutes: the Compactor answers the caller itself so
                 // the Runtime stays free for aborts, steering and switches meanwhile.

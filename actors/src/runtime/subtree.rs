@@ -76,6 +76,7 @@ impl Runtime {
             provider: state.config.provider.clone(),
             model: state.config.model.clone(),
             settings: settings.compaction(),
+            branch_reserve_tokens: settings.branch_summary_reserve_tokens(),
             events: events.clone(),
         };
         let (compactor, _) = Actor::spawn_linked(None, Compactor, compactor_args, cell.clone())
