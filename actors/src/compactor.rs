@@ -20,17 +20,20 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::watch;
 
 use pith_events::{
-    AgentEvent, AgentMessage, AssistantMessage, CompactionResult, EntryType, StopReason,
+    AgentEvent, AgentMessage, AssistantMessage, CompactionPlan, CompactionResult, EntryType,
+    ExtensionEvent, StopReason,
 };
 use pith_store::branch_summary::{
     BRANCH_SUMMARY_PREAMBLE, NO_CONTENT, collect_entries_for_branch_summary, prepare_branch_entries,
 };
 use pith_store::compaction::{
-    CompactionSettings, calculate_context_tokens, prepare_compaction, should_compact,
+    CompactionPreparation, CompactionSettings, calculate_context_tokens, prepare_compaction,
+    should_compact,
 };
 use pith_store::{Leaf, SessionTree};
 
 use crate::agent::EventSink;
+use crate::extension::{ExtensionMsg, Verdict};
 use crate::overflow::is_context_overflow;
 use crate::projection::ProjectionMsg;
 use crate::provider::Provider;
@@ -100,6 +103,10 @@ pub struct Navigated {
     pub editor_text: Option<String>,
     /// The branch summary appended, if any.
     pub summary_entry_id: Option<String>,
+    /// Whether an extension supplied that summary.
+    pub from_extension: Option<bool>,
+    /// An extension cancelled the move: nothing changed.
+    pub cancelled: bool,
 }
 
 /// Why a compaction appended nothing.
@@ -109,6 +116,8 @@ enum Refusal {
     Nothing(&'static str),
     /// The summary or the append failed.
     Failed(String),
+    /// An extension cancelled it.
+    Cancelled,
 }
 
 impl std::fmt::Display for Refusal {
@@ -116,6 +125,7 @@ impl std::fmt::Display for Refusal {
         match self {
             Refusal::Nothing(m) => f.write_str(m),
             Refusal::Failed(m) => f.write_str(m),
+            Refusal::Cancelled => f.write_str("Compaction cancelled"),
         }
     }
 }
@@ -134,6 +144,8 @@ pub struct CompactorArgs {
     pub settings: CompactionSettings,
     /// `branchSummary.reserveTokens` of the session's cwd.
     pub branch_reserve_tokens: u64,
+    /// The session's extensions, in load order (each filters by its subscriptions).
+    pub extensions: Vec<ActorRef<ExtensionMsg>>,
     /// Where `compaction_start` / `compaction_end` go.
     pub events: EventSink,
 }
@@ -210,6 +222,7 @@ impl Compactor {
     async fn compact(
         args: &CompactorArgs,
         ids: TraceIds,
+        reason: &str,
         snapshot: Snapshot,
         focus: Option<String>,
     ) -> Result<(String, CompactionResult), Refusal> {
@@ -227,6 +240,70 @@ impl Compactor {
                 "Nothing to compact (session too small)"
             }));
         };
+        let first_kept_entry_id = prep
+            .first_kept_entry_id
+            .clone()
+            .unwrap_or_else(|| tree.entries()[leaf].id().to_owned());
+        let plan = CompactionPlan {
+            first_kept_entry_id: Some(first_kept_entry_id.clone()),
+            messages_to_summarize: prep.messages_to_summarize.clone(),
+            turn_prefix_messages: prep.turn_prefix_messages.clone(),
+            is_split_turn: prep.is_split_turn,
+            tokens_before: prep.tokens_before,
+            previous_summary: prep.previous_summary.clone(),
+        };
+        let asked = ExtensionEvent::SessionBeforeCompact {
+            reason: reason.to_owned(),
+            preparation: Box::new(plan),
+            custom_instructions: focus.clone(),
+        };
+        let (summary, details, from_extension) = match Self::consult(args, ids, asked).await {
+            Verdict::Cancel(_) => return Err(Refusal::Cancelled),
+            Verdict::Summary(s) => (s.summary, s.details, true),
+            Verdict::Continue => {
+                let summary = Self::model_summary(args, &prep, focus).await?;
+                (summary, Some(prep.file_ops.details()), false)
+            }
+        };
+        let result = CompactionResult {
+            summary,
+            first_kept_entry_id,
+            tokens_before: prep.tokens_before,
+            details: details.clone().unwrap_or(serde_json::Value::Null),
+        };
+        let id = Self::append(
+            args,
+            ids,
+            Append::Compaction {
+                summary: result.summary.clone(),
+                first_kept_entry_id: result.first_kept_entry_id.clone(),
+                tokens_before: result.tokens_before,
+                details,
+                from_hook: Some(from_extension),
+            },
+        )
+        .await
+        .map_err(Refusal::Failed)?;
+        Self::tell(
+            args,
+            ids,
+            ExtensionEvent::SessionCompact {
+                entry_id: id.clone(),
+                summary: result.summary.clone(),
+                from_extension,
+            },
+        )
+        .await;
+        Ok((id, result))
+    }
+
+    /// The model's summary of `prep`: history (and a split turn's prefix), then the file lists
+    /// (compaction.md §7).
+    async fn model_summary(
+        args: &CompactorArgs,
+        prep: &CompactionPreparation,
+        focus: Option<String>,
+    ) -> Result<String, Refusal> {
         let (_never_abort, abort) = watch::channel(false);
         let provider = args.provider.as_ref();
         let instructions = if prep.previous_summary.is_some() {
@@ -286,29 +363,44 @@ impl Compactor {
                 .map_err(|e| Refusal::Failed(format!("Summarization failed: {e}")))?
         };
         summary.push_str(&prep.file_ops.summary_suffix());
-        let first_kept_entry_id = prep
-            .first_kept_entry_id
-            .unwrap_or_else(|| tree.entries()[leaf].id().to_owned());
-        let result = CompactionResult {
-            summary,
-            first_kept_entry_id,
-            tokens_before: prep.tokens_before,
-            details: prep.file_ops.details(),
-        };
-        let id = Self::append(
-            args,
-            ids,
-            Append::Compaction {
-                summary: result.summary.clone(),
-                first_kept_entry_id: result.first_kept_entry_id.clone(),
-                tokens_before: result.tokens_before,
-                details: Some(result.details.clone()),
-                from_hook: Some(false),
-            },
-        )
-        .await
-        .map_err(Refusal::Failed)?;
-        Ok((id, result))
+        Ok(summary)
+    }
+
+    /// Asks every extension about a `session_before_*` event: in load order, each answer
+    /// other than Continue replaces the one before, and a cancel wins at once
+    /// (compaction.md §10).
+    async fn consult(args: &CompactorArgs, ids: TraceIds, event: ExtensionEvent) -> Verdict {
+        let mut verdict = Verdict::Continue;
+        for ext in &args.extensions {
+            let ev = Box::new(event.clone());
+            let answer = ext
+                .call(
+                    |r| ExtensionMsg::Event(ids.sent_by("Compactor"), ev, Vec::new(), r),
+                    Some(CALL_TIMEOUT),
+                )
+                .await;
+            match answer {
+                Ok(ractor::rpc::CallResult::Success(v @ Verdict::Cancel(_))) => return v,
+                Ok(ractor::rpc::CallResult::Success(Verdict::Continue)) => {}
+                Ok(ractor::rpc::CallResult::Success(v)) => verdict = v,
+                // A crashed or stuck extension does not cancel (pi reports it and goes on).
+                _ => tracing::warn!("an extension did not answer {}", event.name()),
+            }
+        }
+        verdict
+    }
+
+    /// Tells every extension about an event that cannot be answered.
+    async fn tell(args: &CompactorArgs, ids: TraceIds, event: ExtensionEvent) {
+        for ext in &args.extensions {
+            let ev = Box::new(event.clone());
+            let _ = ext
+                .call(
+                    |r| ExtensionMsg::Event(ids.sent_by("Compactor"), ev, Vec::new(), r),
+                    Some(CALL_TIMEOUT),
+                )
+                .await;
+        }
     }
 }
 
@@ -324,9 +416,11 @@ impl Compactor {
         args.events.emit(AgentEvent::CompactionStart {
             reason: trigger.reason().to_owned(),
         });
-        let outcome = Self::compact(args, ids, snapshot, focus).await;
+        let outcome = Self::compact(args, ids, trigger.reason(), snapshot, focus).await;
         let (result, error_message) = match (&outcome, trigger) {
             (Ok((_, result)), _) => (Some(result.clone()), None),
+            // pi reports a cancel as aborted, without an error.
+            (Err(Refusal::Cancelled), _) => (None, None),
             (Err(e), Trigger::Manual) => (None, Some(format!("Compaction failed: {e}"))),
             // An automatic compaction with nothing to do ends quietly.
             (Err(Refusal::Nothing(_)), _) => (None, None),
@@ -340,8 +434,8 @@ impl Compactor {
         args.events.emit(AgentEvent::CompactionEnd {
             reason: trigger.reason().to_owned(),
             will_retry: trigger == Trigger::Overflow && result.is_some(),
+            aborted: matches!(outcome, Err(Refusal::Cancelled)),
             result,
-            aborted: false,
             error_message,
         });
         outcome
@@ -442,11 +536,36 @@ impl Compactor {
         let target = tree
             .index_of(&target_id)
             .ok_or_else(|| format!("Entry {target_id} not found"))?;
-        let (left_behind, _) = collect_entries_for_branch_summary(&tree, old_leaf, target);
-        let summary = if options.summarize && !left_behind.is_empty() {
-            Some(Self::branch_summary(args, &tree, &left_behind, &options).await?)
-        } else {
-            None
+        let (left_behind, common) = collect_entries_for_branch_summary(&tree, old_leaf, target);
+        let id_of = |i: usize| tree.entries()[i].id().to_owned();
+        let asked = ExtensionEvent::SessionBeforeTree {
+            target_id: target_id.clone(),
+            old_leaf_id: old_leaf_id.clone(),
+            common_ancestor_id: common.map(id_of),
+            entries_to_summarize: left_behind.iter().map(|&i| id_of(i)).collect(),
+            user_wants_summary: options.summarize,
+            custom_instructions: options.custom_instructions.clone(),
+        };
+        let supplied = match Self::consult(args, ids, asked).await {
+            Verdict::Cancel(_) => {
+                return Ok(Navigated {
+                    cancelled: true,
+                    leaf_id: old_leaf_id,
+                    ..Navigated::default()
+                });
+            }
+            // Only when the user asked for a summary (compaction.md §10).
+            Verdict::Summary(s) if options.summarize => Some(s),
+            _ => None,
+        };
+        let summary = match supplied {
+            Some(s) => Some((s.summary, s.details, true)),
+            None if options.summarize && !left_behind.is_empty() => {
+                let (text, details) =
+                    Self::branch_summary(args, &tree, &left_behind, &options).await?;
+                Some((text, Some(details), false))
+            }
+            None => None,
         };
         let entry = &tree.entries()[target];
         // Selecting a prompt means "ask again from before it": the leaf goes to its parent.
@@ -470,15 +589,16 @@ impl Compactor {
             ..Navigated::default()
         };
         let label_target = match summary {
-            Some((text, details)) => {
+            Some((text, details, from_extension)) => {
+                navigated.from_extension = Some(from_extension);
                 let id = Self::append(
                     args,
                     ids,
                     Append::BranchSummary {
                         from: new_leaf,
                         summary: text,
-                        details: Some(details),
-                        from_hook: Some(false),
+                        details,
+                        from_hook: Some(from_extension),
                     },
                 )
                 .await?;
@@ -514,6 +634,17 @@ impl Compactor {
             .await?;
             navigated.leaf_id = Some(id);
         }
+        Self::tell(
+            args,
+            ids,
+            ExtensionEvent::SessionTree {
+                new_leaf_id: navigated.leaf_id.clone(),
+                old_leaf_id,
+                summary_entry_id: navigated.summary_entry_id.clone(),
+                from_extension: navigated.from_extension,
+            },
+        )
+        .await;
         Ok(navigated)
     }
 

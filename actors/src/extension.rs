@@ -17,12 +17,25 @@ use crate::trace::TraceIds;
 use crate::writer::{Append, WriterMsg};
 
 /// An extension's answer to an event.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// Go on.
     Continue,
     /// Cancel the operation (only honoured for cancellable events); the reason is shown.
     Cancel(String),
+    /// Use this summary instead of asking the model (only honoured for
+    /// `session_before_compact` and `session_before_tree`; the entry gets `fromHook: true`).
+    Summary(SuppliedSummary),
+}
+
+/// A summary an extension supplies (spec: compaction.md §10). For a compaction, pith keeps
+/// its own cut point and token count; pi lets the extension set those too.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuppliedSummary {
+    /// The summary text, used verbatim.
+    pub summary: String,
+    /// The entry's `details`.
+    pub details: Option<Value>,
 }
 
 /// Something an extension asks the session to do, carried out after its handler returns.
@@ -110,7 +123,8 @@ pub trait Extension: Send + 'static {
     fn name(&self) -> &str;
     /// Event names it wants; it is sent no others.
     fn subscriptions(&self) -> &[&str];
-    /// Handles one event. [`Verdict::Cancel`] cancels `session_before_switch`/`_fork`.
+    /// Handles one event. [`Verdict::Cancel`] cancels the `session_before_*` events;
+    /// [`Verdict::Summary`] answers `session_before_compact`/`_tree`.
     fn on_event(&mut self, event: &ExtensionEvent, ctx: &mut ExtensionContext) -> Verdict;
     /// The slash commands it registers.
     fn commands(&self) -> Vec<SlashCommand> {
@@ -223,10 +237,10 @@ impl Actor for ExtensionActor {
                     };
                     let v = state.extension.on_event(&event, &mut ctx);
                     Self::carry_out(ids, state.label, &state.writer, ctx.actions).await;
-                    if event.is_cancellable() {
-                        v
-                    } else {
-                        Verdict::Continue
+                    match v {
+                        Verdict::Cancel(_) if !event.is_cancellable() => Verdict::Continue,
+                        Verdict::Summary(_) if !event.takes_a_summary() => Verdict::Continue,
+                        v => v,
                     }
                 } else {
                     Verdict::Continue

@@ -30,7 +30,7 @@ pub use entry::{
     ThinkingLevelChangeEntry,
 };
 pub use header::{CURRENT_SESSION_VERSION, SessionHeader};
-pub use lifecycle::{ExtensionEvent, ForkPosition, SessionStart, StartReason};
+pub use lifecycle::{CompactionPlan, ExtensionEvent, ForkPosition, SessionStart, StartReason};
 pub use message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
     CompactionSummaryMessage, ContentBlock, Cost, CustomMessage, ImageContent, StopReason,

@@ -83,8 +83,72 @@ pub enum ExtensionEvent {
         /// The file that comes next, if known.
         target_session_file: Option<PathBuf>,
     },
+    /// A compaction is about to summarize; may be cancelled, or answered with the summary to
+    /// use instead of the model's (spec: compaction.md §10).
+    SessionBeforeCompact {
+        /// `manual`, `threshold` or `overflow`.
+        reason: String,
+        /// What the compaction would keep and summarize.
+        preparation: Box<CompactionPlan>,
+        /// `/compact <focus>`.
+        custom_instructions: Option<String>,
+    },
+    /// A compaction entry was appended.
+    SessionCompact {
+        /// The entry's id.
+        entry_id: String,
+        /// Its summary.
+        summary: String,
+        /// Whether an extension supplied the summary.
+        from_extension: bool,
+    },
+    /// `/tree` is about to move the leaf; may be cancelled, or answered with the summary of
+    /// the branch left behind (used only when the user asked for one).
+    SessionBeforeTree {
+        /// The selected entry.
+        target_id: String,
+        /// The leaf before.
+        old_leaf_id: Option<String>,
+        /// Deepest entry shared by the old and the new position.
+        common_ancestor_id: Option<String>,
+        /// Ids of the entries left behind, oldest first.
+        entries_to_summarize: Vec<String>,
+        /// The user asked for a branch summary.
+        user_wants_summary: bool,
+        /// Focus for the summary.
+        custom_instructions: Option<String>,
+    },
+    /// `/tree` moved the leaf.
+    SessionTree {
+        /// The leaf now.
+        new_leaf_id: Option<String>,
+        /// The leaf before.
+        old_leaf_id: Option<String>,
+        /// The branch summary appended, if any.
+        summary_entry_id: Option<String>,
+        /// Whether an extension supplied that summary.
+        from_extension: Option<bool>,
+    },
     /// An agent event (boxed: messages are large next to the lifecycle events).
     Agent(Box<crate::agent::AgentEvent>),
+}
+
+/// What a compaction would do, as `session_before_compact` shows it (pi's
+/// `CompactionPreparation`, spec: compaction.md §4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionPlan {
+    /// First entry kept verbatim.
+    pub first_kept_entry_id: Option<String>,
+    /// Messages the history summary covers.
+    pub messages_to_summarize: Vec<crate::message::AgentMessage>,
+    /// For a split turn: the turn's beginning.
+    pub turn_prefix_messages: Vec<crate::message::AgentMessage>,
+    /// Whether the cut splits a turn.
+    pub is_split_turn: bool,
+    /// Estimated context tokens before.
+    pub tokens_before: u64,
+    /// The previous compaction's summary.
+    pub previous_summary: Option<String>,
 }
 
 impl ExtensionEvent {
@@ -92,7 +156,18 @@ impl ExtensionEvent {
     pub fn is_cancellable(&self) -> bool {
         matches!(
             self,
-            ExtensionEvent::SessionBeforeSwitch { .. } | ExtensionEvent::SessionBeforeFork { .. }
+            ExtensionEvent::SessionBeforeSwitch { .. }
+                | ExtensionEvent::SessionBeforeFork { .. }
+                | ExtensionEvent::SessionBeforeCompact { .. }
+                | ExtensionEvent::SessionBeforeTree { .. }
+        )
+    }
+
+    /// Whether extensions may answer it with a summary to use.
+    pub fn takes_a_summary(&self) -> bool {
+        matches!(
+            self,
+            ExtensionEvent::SessionBeforeCompact { .. } | ExtensionEvent::SessionBeforeTree { .. }
         )
     }
 
@@ -103,6 +178,10 @@ impl ExtensionEvent {
             ExtensionEvent::SessionBeforeSwitch { .. } => "session_before_switch",
             ExtensionEvent::SessionBeforeFork { .. } => "session_before_fork",
             ExtensionEvent::SessionShutdown { .. } => "session_shutdown",
+            ExtensionEvent::SessionBeforeCompact { .. } => "session_before_compact",
+            ExtensionEvent::SessionCompact { .. } => "session_compact",
+            ExtensionEvent::SessionBeforeTree { .. } => "session_before_tree",
+            ExtensionEvent::SessionTree { .. } => "session_tree",
             ExtensionEvent::Agent(e) => e.name(),
         }
     }

@@ -77,6 +77,7 @@ impl Runtime {
             model: state.config.model.clone(),
             settings: settings.compaction(),
             branch_reserve_tokens: settings.branch_summary_reserve_tokens(),
+            extensions: extensions.clone(),
             events: events.clone(),
         };
         let (compactor, _) = Actor::spawn_linked(None, Compactor, compactor_args, cell.clone())
