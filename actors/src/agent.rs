@@ -36,9 +36,27 @@ const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 #[derive(Clone, Default)]
 pub struct EventSink {
     subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<AgentEvent>>>>,
+    /// Frontends, fed in the emitting call itself: an event is with them before anything the
+    /// emitter does next (e.g. answering "idle").
+    ui: Arc<Mutex<Option<crate::event::UiSink>>>,
 }
 
 impl EventSink {
+    /// A sink whose events also reach `ui` as [`crate::event::RuntimeEvent::Agent`].
+    pub fn to_ui(ui: crate::event::UiSink) -> EventSink {
+        EventSink {
+            ui: Arc::new(Mutex::new(Some(ui))),
+            ..EventSink::default()
+        }
+    }
+
+    /// Stops feeding frontends (the session subtree is gone; late events are not its).
+    pub fn detach_ui(&self) {
+        if let Ok(mut ui) = self.ui.lock() {
+            *ui = None;
+        }
+    }
+
     /// A new subscription; events arrive in emission order.
     pub fn subscribe(&self) -> mpsc::UnboundedReceiver<AgentEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -52,6 +70,11 @@ impl EventSink {
     pub fn emit(&self, event: AgentEvent) {
         if let Ok(mut subs) = self.subscribers.lock() {
             subs.retain(|s| s.send(event.clone()).is_ok());
+        }
+        if let Ok(ui) = self.ui.lock()
+            && let Some(ui) = ui.as_ref()
+        {
+            ui.notify(crate::event::RuntimeEvent::Agent(Box::new(event)));
         }
     }
 }
@@ -90,6 +113,9 @@ pub enum AgentMsg {
     Abort(RpcReplyPort<()>),
     /// Answered with whether no run is active.
     IsIdle(RpcReplyPort<bool>),
+    /// Answered once no run is active: after `agent_end`, the compaction check, an overflow
+    /// retry and any prompt that waited for them.
+    WhenIdle(RpcReplyPort<()>),
     /// The run is about to emit `agent_end` (internal): prompts from now on wait for it.
     Finishing,
     /// The run task finished (internal).
@@ -138,7 +164,10 @@ pub struct AgentState {
     args: Arc<AgentArgs>,
     queues: Arc<Mutex<Queues>>,
     abort: Option<watch::Sender<bool>>,
+    /// Aborts waiting for the current run to end.
     waiting_for_idle: Vec<RpcReplyPort<()>>,
+    /// [`AgentMsg::WhenIdle`] callers: answered when no run is left, waiting prompts included.
+    waiting_for_rest: Vec<RpcReplyPort<()>>,
     /// The run emitted `agent_end` and is syncing or compacting: prompts wait here.
     finishing: bool,
     /// Prompts that arrived while finishing, oldest first.
@@ -193,6 +222,7 @@ impl Actor for Agent {
             queues: Arc::default(),
             abort: None,
             waiting_for_idle: Vec::new(),
+            waiting_for_rest: Vec::new(),
             finishing: false,
             deferred: VecDeque::new(),
         })
@@ -245,19 +275,31 @@ impl Actor for Agent {
             AgentMsg::IsIdle(reply) => {
                 let _ = reply.send(state.abort.is_none());
             }
+            AgentMsg::WhenIdle(reply) => {
+                if state.abort.is_none() {
+                    let _ = reply.send(());
+                } else {
+                    state.waiting_for_rest.push(reply);
+                }
+            }
             AgentMsg::RunFinished => {
                 state.abort = None;
                 state.finishing = false;
-                // The run they waited for is over, even if a waiting prompt starts now.
+                // The run an abort waited for is over, even if a waiting prompt starts now.
                 for waiter in state.waiting_for_idle.drain(..) {
                     let _ = waiter.send(());
                 }
                 if let Some((ids, text)) = state.deferred.pop_front() {
-                    // Later ones follow it, as prompts queued during a run would.
+                    // Later ones follow it, as prompts queued during a run would. Whoever
+                    // waits for the rest waits for this run too: it was asked for before.
                     if let Ok(mut q) = state.queues.lock() {
                         q.follow_up.extend(state.deferred.drain(..).map(|(_, t)| t));
                     }
                     Self::start_run(&me, state, ids, text);
+                } else {
+                    for waiter in state.waiting_for_rest.drain(..) {
+                        let _ = waiter.send(());
+                    }
                 }
             }
         }

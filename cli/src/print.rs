@@ -268,8 +268,7 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
     let rt = Runtime::start(config, session).await?;
     let mut events = rt.subscribe().await?;
     let commands = rt.commands().await?;
-    let mut last: Option<AgentMessage> = None;
-    let mut write_failed = false;
+    let mut seen = Seen::default();
     let mut compaction_failed = false;
     let mut interrupted = false;
     for prompt in prompts {
@@ -285,7 +284,15 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
             // pi's `/compact [focus]`, which its print mode would send to the model as text.
             if name == "compact" {
                 let focus = Some(args.trim()).filter(|f| !f.is_empty());
-                match rt.compact_now(focus).await {
+                let outcome = tokio::select! {
+                    outcome = rt.compact_now(focus) => outcome,
+                    _ = shutdown_signal() => {
+                        // The summary cannot be aborted yet; the prompts after it are.
+                        interrupted = true;
+                        break;
+                    }
+                };
+                match outcome {
                     Ok(_) => eprintln!("pith: compacted"),
                     Err(e) => {
                         compaction_failed = true;
@@ -296,32 +303,31 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
             }
         }
         rt.prompt(&prompt).await?;
+        // A prompt is done when the agent is idle, not at the first agent_end: a compaction
+        // and an overflow retry may follow it.
+        let idle = rt.wait_idle();
+        tokio::pin!(idle);
         loop {
-            let event = tokio::select! {
-                event = events.recv() => event,
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(event) => seen.take(event),
+                    None => bail!("the runtime stopped unexpectedly"),
+                },
+                done = &mut idle => {
+                    done?;
+                    break;
+                }
                 _ = shutdown_signal() => {
                     // SIGINT/SIGTERM: abort the run, then shut down cleanly (flush and fsync).
                     interrupted = true;
                     rt.abort().await?;
-                    continue;
+                    break;
                 }
-            };
-            match event {
-                Some(RuntimeEvent::Agent(event)) => match *event {
-                    AgentEvent::MessageEnd {
-                        message: m @ AgentMessage::Assistant(_),
-                    } => last = Some(m),
-                    AgentEvent::AgentEnd { .. } => break,
-                    _ => {}
-                },
-                Some(RuntimeEvent::Notice(n)) => eprintln!("pith: {n}"),
-                Some(RuntimeEvent::WriteFailed(n)) => {
-                    write_failed = true;
-                    eprintln!("pith: {n}");
-                }
-                Some(RuntimeEvent::SessionStarted { .. }) => {}
-                None => bail!("the runtime stopped unexpectedly"),
             }
+        }
+        // Whatever the run emitted is queued by the time the agent is idle.
+        while let Ok(event) = events.try_recv() {
+            seen.take(event);
         }
         if interrupted {
             break;
@@ -330,12 +336,13 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
     rt.shutdown().await?;
     while let Ok(event) = events.try_recv() {
         if let RuntimeEvent::WriteFailed(n) = event {
-            write_failed = true;
+            seen.write_failed = true;
             eprintln!("pith: {n}");
         }
     }
+    let write_failed = seen.write_failed;
     // Like pi's print mode: every prompt runs; the exit status is the last reply's.
-    let failed = match last {
+    let failed = match seen.last {
         Some(AgentMessage::Assistant(a)) => {
             if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
                 let fallback = if a.stop_reason == StopReason::Aborted {
@@ -363,6 +370,36 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
             (false, false) => ExitCode::SUCCESS,
         },
     )
+}
+
+/// What print mode keeps from the runtime's events.
+#[derive(Default)]
+struct Seen {
+    /// The last assistant reply: printed, and its stop reason is the exit status.
+    last: Option<AgentMessage>,
+    /// Some write failed (the user was told on stderr).
+    write_failed: bool,
+}
+
+impl Seen {
+    fn take(&mut self, event: RuntimeEvent) {
+        match event {
+            RuntimeEvent::Agent(event) => {
+                if let AgentEvent::MessageEnd {
+                    message: m @ AgentMessage::Assistant(_),
+                } = *event
+                {
+                    self.last = Some(m);
+                }
+            }
+            RuntimeEvent::Notice(n) => eprintln!("pith: {n}"),
+            RuntimeEvent::WriteFailed(n) => {
+                self.write_failed = true;
+                eprintln!("pith: {n}");
+            }
+            RuntimeEvent::SessionStarted { .. } => {}
+        }
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

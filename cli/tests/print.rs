@@ -376,3 +376,58 @@ fn slash_compact_summarizes_through_the_model_and_a_second_one_fails() {
         2
     );
 }
+
+#[test]
+fn an_overflow_is_compacted_and_retried_before_the_next_prompt_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    let script = tmp.path().join("s.json");
+    let overflow =
+        r#"{"content":[],"errorMessage":"prompt is too long: 213462 tokens > 200000 maximum"}"#;
+    let text = |t: &str| format!(r#"{{"content":[{{"type":"text","text":"{t}"}}]}}"#);
+    fs::write(
+        &script,
+        format!(
+            "[{},{overflow},{},{},{overflow},{},{overflow},{}]",
+            text("reply one"),
+            text("SUMMARY"),
+            text("retried reply"),
+            text("SUMMARY 2"),
+            text("last reply")
+        ),
+    )
+    .unwrap();
+    // second: overflow → compaction → retry. third: overflow → compaction → the retry
+    // overflows again → pi's give-up; fourth still runs.
+    pith(&agent, &cwd)
+        .args(["-p", "--faux-script"])
+        .arg(&script)
+        .args(["first", "second", "third", "fourth"])
+        .assert()
+        .success()
+        .stdout("last reply\n");
+    let file = session_files(&agent).pop().unwrap();
+    assert_eq!(
+        kinds(&file),
+        [
+            "model_change",
+            "thinking_level_change",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "compaction",
+            "assistant",
+            "user",
+            "assistant",
+            "compaction",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    let text = fs::read_to_string(&file).unwrap();
+    assert!(!text.contains("Request was aborted"), "{text}");
+    assert!(text.contains("retried reply"));
+}

@@ -80,6 +80,20 @@ impl RuntimeHandle {
         let _ = self.actor.cast(RuntimeMsg::FollowUp(text.to_owned()));
     }
 
+    /// Waits until the agent has nothing left to do: the run, the compaction after it, an
+    /// overflow retry, and prompts that waited for those. A frontend waits for this, not for
+    /// the first `agent_end`, before it sends the next prompt.
+    ///
+    /// Errors: [`RuntimeError::Unanswered`] (no timeout: a run takes as long as it takes,
+    /// abort it to end it).
+    pub async fn wait_idle(&self) -> Result<(), RuntimeError> {
+        match self.actor.call(RuntimeMsg::WhenIdle, None).await {
+            Ok(ractor::rpc::CallResult::Success(())) => Ok(()),
+            Ok(_) => Err(RuntimeError::Unanswered("the runtime stopped".into())),
+            Err(e) => Err(RuntimeError::Unanswered(e.to_string())),
+        }
+    }
+
     /// Aborts the run and waits until the agent is idle.
     ///
     /// Errors: [`RuntimeError::Unanswered`].

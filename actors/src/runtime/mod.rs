@@ -92,6 +92,8 @@ pub enum RuntimeMsg {
     Abort(RpcReplyPort<()>),
     /// Replace the session; answered with the outcome.
     Switch(SessionStart, RpcReplyPort<Result<SwitchOutcome, String>>),
+    /// Answered when the agent has nothing left to do for the prompts sent so far.
+    WhenIdle(RpcReplyPort<()>),
     /// Manual compaction with a summary; answered with the entry id.
     Compact(String, RpcReplyPort<Result<String, String>>),
     /// `/tree`: move the leaf to an entry (optionally summarizing the branch left behind).
@@ -134,7 +136,8 @@ struct Subtree {
     agent: ActorRef<AgentMsg>,
     compactor: ActorRef<CompactorMsg>,
     extensions: Vec<ActorRef<ExtensionMsg>>,
-    forwarder: tokio::task::JoinHandle<()>,
+    /// Agent and compaction events; detached from the frontends at teardown.
+    events: crate::agent::EventSink,
     session_file: Option<PathBuf>,
     session_id: String,
     session_dir: Option<PathBuf>,
@@ -297,6 +300,17 @@ impl Actor for Runtime {
                     let _ = sub.agent.cast(AgentMsg::FollowUp(text));
                 }
             }
+            RuntimeMsg::WhenIdle(reply) => match &state.subtree {
+                // Forwarded: waiting must not hold the Runtime's mailbox.
+                Some(sub) => {
+                    if let Err(e) = sub.agent.cast(AgentMsg::WhenIdle(reply)) {
+                        tracing::warn!("the agent is gone: {e}");
+                    }
+                }
+                None => {
+                    let _ = reply.send(());
+                }
+            },
             RuntimeMsg::Abort(reply) => {
                 if let Some(sub) = &state.subtree {
                     call(&sub.agent, AgentMsg::Abort).await;

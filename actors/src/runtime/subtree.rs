@@ -69,7 +69,8 @@ impl Runtime {
         for problem in &settings.problems {
             state.notify(RuntimeEvent::Notice(format!("settings ignored: {problem}")));
         }
-        let events = EventSink::default();
+        // Agent events reach extensions from the agent itself, frontends through the sink.
+        let events = EventSink::to_ui(state.ui.clone());
         let compactor_args = crate::compactor::CompactorArgs {
             writer: writer.clone(),
             projection: projection.clone(),
@@ -100,14 +101,6 @@ impl Runtime {
         let (agent, _) = Actor::spawn_linked(None, Agent, agent_args, cell.clone())
             .await
             .map_err(err)?;
-        // Agent events reach extensions from the agent itself; frontends get them here.
-        let mut rx = events.subscribe();
-        let ui = state.ui.clone();
-        let forwarder = tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                ui.notify(RuntimeEvent::Agent(Box::new(event)));
-            }
-        });
         // session_start, with the log so extensions can restore their state from it.
         let ids = state.ids();
         for ext in &extensions {
@@ -128,7 +121,7 @@ impl Runtime {
             agent,
             compactor,
             extensions,
-            forwarder,
+            events,
             session_file,
             session_id: session_id.clone(),
             session_dir,
@@ -154,7 +147,7 @@ impl Runtime {
         }
         let _ = sub.writer.stop_and_wait(None, timeout).await;
         let _ = sub.projection.stop_and_wait(None, timeout).await;
-        sub.forwarder.abort();
+        sub.events.detach_ui();
         snapshot
     }
 
