@@ -68,31 +68,35 @@ impl Settings {
         Some(v)
     }
 
-    /// `compaction.*` with pi's defaults for what is missing or of the wrong type.
+    /// `compaction.*` with pi's defaults for what is missing. Values are read as JavaScript
+    /// would use them: `enabled` by truthiness (`null` counts as absent), token counts from numbers or numeric strings
+    /// (fractions round up, which compares the same against whole token counts; negatives
+    /// count as 0).
     pub fn compaction(&self) -> pith_store::compaction::CompactionSettings {
         let d = pith_store::compaction::CompactionSettings::default();
+        let tokens = |key: &str, default: u64| self.tokens(key).unwrap_or(default);
         pith_store::compaction::CompactionSettings {
             enabled: self
                 .get("compaction.enabled")
-                .and_then(Value::as_bool)
-                .unwrap_or(d.enabled),
-            reserve_tokens: self
-                .get("compaction.reserveTokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(d.reserve_tokens),
-            keep_recent_tokens: self
-                .get("compaction.keepRecentTokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(d.keep_recent_tokens),
+                .filter(|v| !v.is_null())
+                .map_or(d.enabled, js_truthy),
+            reserve_tokens: tokens("compaction.reserveTokens", d.reserve_tokens),
+            keep_recent_tokens: tokens("compaction.keepRecentTokens", d.keep_recent_tokens),
         }
     }
 
     /// `branchSummary.reserveTokens` (default 16384): taken off the context window to get the
-    /// input budget of a branch summary (compaction.md §9.2).
+    /// input budget of a branch summary (compaction.md §9.2). Read as [`Settings::compaction`]
+    /// reads numbers.
     pub fn branch_summary_reserve_tokens(&self) -> u64 {
-        self.get("branchSummary.reserveTokens")
-            .and_then(Value::as_u64)
+        self.tokens("branchSummary.reserveTokens")
             .unwrap_or(pith_store::branch_summary::DEFAULT_RESERVE_TOKENS)
+    }
+
+    fn tokens(&self, key: &str) -> Option<u64> {
+        self.get(key)
+            .and_then(js_number)
+            .map(|n| n.max(0.0).ceil() as u64)
     }
 
     /// `steeringMode`.
@@ -121,6 +125,26 @@ fn merge(into: &mut Map<String, Value>, from: Map<String, Value>) {
                 into.insert(k, v);
             }
         }
+    }
+}
+
+/// JavaScript truthiness of a settings value.
+fn js_truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+/// A number as JavaScript arithmetic would coerce it: numbers, and strings that parse.
+fn js_number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok().filter(|f| f.is_finite()),
+        _ => None,
     }
 }
 
@@ -162,6 +186,36 @@ mod tests {
         assert_eq!(
             Settings::load(&tmp.path().join("none"), &tmp.path().join("none")),
             Settings::default()
+        );
+    }
+
+    #[test]
+    fn compaction_values_are_read_as_javascript_uses_them() {
+        let with = |json: &str| {
+            Settings {
+                values: serde_json::from_str(json).expect("json"),
+                ..Settings::default()
+            }
+            .compaction()
+        };
+        let c =
+            with(r#"{"compaction":{"keepRecentTokens":8.0,"reserveTokens":"20000","enabled":0}}"#);
+        assert_eq!(
+            (c.keep_recent_tokens, c.reserve_tokens, c.enabled),
+            (8, 20000, false)
+        );
+        let c =
+            with(r#"{"compaction":{"keepRecentTokens":8.5,"reserveTokens":-5,"enabled":"yes"}}"#);
+        assert_eq!(
+            (c.keep_recent_tokens, c.reserve_tokens, c.enabled),
+            (9, 0, true)
+        );
+        let c = with(r#"{"compaction":{"keepRecentTokens":"lots","enabled":null}}"#);
+        // `null` is absent for pi's `??`.
+        assert_eq!((c.keep_recent_tokens, c.enabled), (20_000, true));
+        assert_eq!(
+            with("{}"),
+            pith_store::compaction::CompactionSettings::default()
         );
     }
 }

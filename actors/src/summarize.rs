@@ -158,7 +158,8 @@ pub struct SummaryFailure {
 
 /// Asks `provider` for a summary; the reply's text blocks joined by `\n`.
 ///
-/// Errors: the provider's error message when the reply failed or was aborted.
+/// Errors: the provider's error message (`Unknown error` without one) when the reply is an
+/// error.
 pub async fn summarize(
     provider: &dyn Provider,
     model: &(String, String),
@@ -175,13 +176,14 @@ pub async fn summarize(
     let mut events = provider.stream(request, abort);
     while let Some(event) = events.recv().await {
         if let ProviderEvent::Done(reply) = event {
-            if matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted) {
+            // Only an error fails, as in pi: an aborted reply's text is still a summary.
+            if reply.stop_reason == StopReason::Error {
                 let window = provider.context_window(&model.1).unwrap_or(0);
                 return Err(SummaryFailure {
                     overflow: is_context_overflow(&reply, window),
                     message: reply
                         .error_message
-                        .unwrap_or_else(|| "the summary request failed".into()),
+                        .unwrap_or_else(|| "Unknown error".into()),
                 });
             }
             let texts: Vec<&str> = reply
@@ -357,5 +359,57 @@ mod tests {
         assert_eq!(oldest_half(&users(1)), 0);
         assert_eq!(oldest_half(&users(2)), 1);
         assert_eq!(oldest_half(&users(8)), 4);
+    }
+
+    /// Replies with the same message every time.
+    struct Fixed(pith_events::AssistantMessage);
+
+    impl Provider for Fixed {
+        fn name(&self) -> &str {
+            "fixed"
+        }
+
+        fn stream(
+            &self,
+            _request: ProviderRequest,
+            _abort: watch::Receiver<bool>,
+        ) -> tokio::sync::mpsc::Receiver<ProviderEvent> {
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            let _ = tx.try_send(ProviderEvent::Done(self.0.clone()));
+            rx
+        }
+    }
+
+    #[tokio::test]
+    async fn only_an_error_reply_fails_a_summary() {
+        let model = ("fixed".to_owned(), "m".to_owned());
+        let reply = |stop: StopReason| {
+            let mut a = pith_events::AssistantMessage::new(
+                "x",
+                "fixed",
+                "m",
+                vec![ContentBlock::text("partial")],
+                0,
+            );
+            a.stop_reason = stop;
+            a
+        };
+        let (_tx, abort) = watch::channel(false);
+        let aborted = summarize(
+            &Fixed(reply(StopReason::Aborted)),
+            &model,
+            "t".into(),
+            abort.clone(),
+        )
+        .await;
+        assert_eq!(aborted, Ok("partial".to_owned()));
+        let failed = summarize(&Fixed(reply(StopReason::Error)), &model, "t".into(), abort).await;
+        assert_eq!(
+            failed,
+            Err(SummaryFailure {
+                message: "Unknown error".into(),
+                overflow: false
+            })
+        );
     }
 }
