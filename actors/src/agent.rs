@@ -526,6 +526,16 @@ impl Run {
 
     /// One run: `text` as the prompt, or none to send the context again (an overflow retry).
     async fn run(&self, text: Option<String>) -> NextStep {
+        if text.is_some() {
+            // pi checks the last reply before each prompt too, before agent_start: compaction
+            // may have been off, or the session was resumed over the threshold.
+            let ids = self.ids.sent_by("Agent");
+            let _ = self
+                .args
+                .compactor
+                .call(|r| CompactorMsg::BeforePrompt(ids, r), None)
+                .await;
+        }
         let mut new_messages = Vec::new();
         self.emit(AgentEvent::AgentStart).await;
         let mut turn_index = 0u32;

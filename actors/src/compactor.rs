@@ -27,8 +27,8 @@ use pith_store::branch_summary::{
     BRANCH_SUMMARY_PREAMBLE, NO_CONTENT, collect_entries_for_branch_summary, prepare_branch_entries,
 };
 use pith_store::compaction::{
-    CompactionPreparation, CompactionSettings, calculate_context_tokens, prepare_compaction,
-    should_compact,
+    CompactionPreparation, CompactionSettings, calculate_context_tokens, estimate_context_tokens,
+    prepare_compaction, should_compact,
 };
 use pith_store::{Leaf, SessionTree};
 
@@ -69,6 +69,9 @@ pub enum CompactorMsg {
         bool,
         RpcReplyPort<NextStep>,
     ),
+    /// A prompt is about to start: compact first if the last reply in the context calls for
+    /// it (compaction.md §3 (b)); answered when done.
+    BeforePrompt(TraceIds, RpcReplyPort<()>),
     /// `/tree`: move the leaf to an entry, summarizing the branch left behind when asked
     /// (tree-and-context.md §9); answered with what changed, or pi's error.
     NavigateTree(
@@ -410,6 +413,7 @@ impl Compactor {
         args: &CompactorArgs,
         ids: TraceIds,
         trigger: Trigger,
+        will_retry: bool,
         snapshot: Snapshot,
         focus: Option<String>,
     ) -> Result<(String, CompactionResult), Refusal> {
@@ -433,7 +437,7 @@ impl Compactor {
         };
         args.events.emit(AgentEvent::CompactionEnd {
             reason: trigger.reason().to_owned(),
-            will_retry: trigger == Trigger::Overflow && result.is_some(),
+            will_retry: will_retry && result.is_some(),
             aborted: matches!(outcome, Err(Refusal::Cancelled)),
             result,
             error_message,
@@ -441,31 +445,46 @@ impl Compactor {
         outcome
     }
 
-    /// pi's `_checkCompaction` after a run (compaction.md §3): whether `reply` overflowed the
-    /// context or crossed the threshold, and the snapshot to compact, unless a compaction on
-    /// the branch is newer than the reply. Aborted replies never trigger; error replies only
-    /// by overflow (pi also estimates an error reply's context for the threshold).
+    /// pi's `_checkCompaction` (compaction.md §3): whether `reply` overflowed the context or
+    /// crossed the threshold, and the snapshot to compact, unless a compaction on the branch
+    /// is newer than the reply (or, for an error reply, than the usage its estimate starts
+    /// from).
     async fn trigger(
         args: &CompactorArgs,
         ids: TraceIds,
         reply: &AssistantMessage,
+        before_prompt: bool,
     ) -> Option<(Trigger, Snapshot)> {
-        if !args.settings.enabled || reply.stop_reason == StopReason::Aborted {
+        // After a run an aborted reply never triggers; before a prompt it may (pi's
+        // skipAbortedCheck).
+        if !args.settings.enabled || (!before_prompt && reply.stop_reason == StopReason::Aborted) {
             return None;
         }
         let window = args.provider.context_window(&args.model.1);
         // A reply from another model says nothing about this one's window.
         let same_model = reply.provider == args.model.0 && reply.model == args.model.1;
+        let mut usage_timestamp = None;
         let trigger = if same_model && is_context_overflow(reply, window.unwrap_or(0)) {
             Trigger::Overflow
-        } else if reply.stop_reason != StopReason::Error
-            && window.is_some_and(|w| {
-                should_compact(calculate_context_tokens(&reply.usage), w, &args.settings)
-            })
-        {
-            Trigger::Threshold
         } else {
-            return None;
+            let window = window?;
+            let tokens = if reply.stop_reason == StopReason::Error {
+                // No usage in an error: estimate from the last reply that has one.
+                let messages = Self::context(args, ids).await?;
+                let estimate = estimate_context_tokens(&messages);
+                let AgentMessage::Assistant(with_usage) = &messages[estimate.last_usage_index?]
+                else {
+                    return None;
+                };
+                usage_timestamp = Some(with_usage.timestamp);
+                estimate.tokens
+            } else {
+                calculate_context_tokens(&reply.usage)
+            };
+            if !should_compact(tokens, window, &args.settings) {
+                return None;
+            }
+            Trigger::Threshold
         };
         // Only now look at the log: the common turn costs no snapshot.
         let snapshot = Self::snapshot(args, ids).await.ok()?;
@@ -480,10 +499,50 @@ impl Compactor {
             .map(|i| &tree.entries()[i])
             .find(|e| e.kind() == &EntryType::Compaction)
             .map(|e| e.timestamp_ms());
-        if newest_compaction.is_some_and(|t| reply.timestamp as f64 <= t) {
+        // Usage from before the newest compaction describes a context that is gone.
+        let stale = |t: i64| newest_compaction.is_some_and(|c| t as f64 <= c);
+        if stale(reply.timestamp) || usage_timestamp.is_some_and(stale) {
             return None;
         }
         Some((trigger, snapshot))
+    }
+
+    /// The current context's messages, from the Projection.
+    async fn context(args: &CompactorArgs, ids: TraceIds) -> Option<Vec<AgentMessage>> {
+        match args
+            .projection
+            .call(
+                |r| ProjectionMsg::GetContext(ids.sent_by("Compactor"), r),
+                Some(CALL_TIMEOUT),
+            )
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(ctx)) => Some(ctx.messages),
+            _ => None,
+        }
+    }
+
+    /// pi's check at the start of `prompt()` on the last reply in the context
+    /// (compaction.md §3 (b)): a session that crossed the threshold while compaction was off,
+    /// or was resumed that way, is compacted before the new prompt. Nothing is retried: the
+    /// prompt is what comes next. Overflows are left to the run that hits them (pi keeps a
+    /// "recovery attempted" flag across prompts for this; pith does not).
+    async fn before_prompt(args: &CompactorArgs, ids: TraceIds) {
+        let Some(messages) = Self::context(args, ids).await else {
+            return;
+        };
+        let Some(AgentMessage::Assistant(reply)) = messages
+            .iter()
+            .rev()
+            .find(|m| matches!(m, AgentMessage::Assistant(_)))
+        else {
+            return;
+        };
+        // An overflowed reply was dealt with after its run (compacted and retried, or given
+        // up on); if the next request overflows, that run deals with it.
+        if let Some((Trigger::Threshold, snapshot)) = Self::trigger(args, ids, reply, true).await {
+            let _ = Self::announced(args, ids, Trigger::Threshold, false, snapshot, None).await;
+        }
     }
 
     async fn after_run(
@@ -492,7 +551,7 @@ impl Compactor {
         reply: &AssistantMessage,
         retried: bool,
     ) -> NextStep {
-        let Some((trigger, snapshot)) = Self::trigger(args, ids, reply).await else {
+        let Some((trigger, snapshot)) = Self::trigger(args, ids, reply, false).await else {
             return NextStep::Idle;
         };
         if trigger == Trigger::Overflow && retried {
@@ -505,7 +564,16 @@ impl Compactor {
             });
             return NextStep::Idle;
         }
-        match Self::announced(args, ids, trigger, snapshot, None).await {
+        match Self::announced(
+            args,
+            ids,
+            trigger,
+            trigger == Trigger::Overflow,
+            snapshot,
+            None,
+        )
+        .await
+        {
             Ok(_) if trigger == Trigger::Overflow => NextStep::Retry,
             _ => NextStep::Idle,
         }
@@ -752,12 +820,18 @@ impl Actor for Compactor {
             }
             CompactorMsg::Compact(ids, focus, reply) => {
                 let answer = match Self::snapshot(state, ids).await {
-                    Ok(snapshot) => Self::announced(state, ids, Trigger::Manual, snapshot, focus)
-                        .await
-                        .map_err(|e| e.to_string()),
+                    Ok(snapshot) => {
+                        Self::announced(state, ids, Trigger::Manual, false, snapshot, focus)
+                            .await
+                            .map_err(|e| e.to_string())
+                    }
                     Err(e) => Err(e),
                 };
                 let _ = reply.send(answer.map(|(id, _)| id));
+            }
+            CompactorMsg::BeforePrompt(ids, reply) => {
+                Self::before_prompt(state, ids).await;
+                let _ = reply.send(());
             }
             CompactorMsg::NavigateTree(ids, target, options, reply) => {
                 let _ = reply.send(Self::navigate(state, ids, target, options).await);

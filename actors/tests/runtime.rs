@@ -528,6 +528,10 @@ impl pith_actors::provider::Provider for Recording {
         "faux"
     }
 
+    fn context_window(&self, model: &str) -> Option<u64> {
+        self.inner.context_window(model)
+    }
+
     fn stream(
         &self,
         request: pith_actors::provider::ProviderRequest,
@@ -1367,6 +1371,95 @@ async fn extensions_cancel_or_supply_compaction_and_branch_summaries() {
         [
             &serde_json::json!({"compact": true}),
             &serde_json::json!({"tree": true})
+        ]
+    );
+}
+
+const USAGE_110K: &str = r#"{"input":110000,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":110000,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}"#;
+
+#[tokio::test]
+async fn an_error_reply_compacts_when_the_estimate_crosses_the_threshold() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 110 000 from the last usage + 2 000 estimated for the long prompt > 128 000 − 16 384.
+    let (rt, mut events, _env, provider) = start_recording(
+        tmp.path(),
+        &format!(
+            r#"[{{"content":[{{"type":"text","text":"one"}}],"usage":{USAGE_110K}}},
+                {{"content":[],"errorMessage":"500 internal server error"}},
+                {{"content":[{{"type":"text","text":"SUMMARY"}}]}}]"#
+        ),
+    )
+    .await;
+    rt.prompt("first").await.unwrap();
+    rt.wait_idle().await.unwrap();
+    rt.prompt(&"x".repeat(8000)).await.unwrap();
+    rt.wait_idle().await.unwrap();
+    let seen = agent_events(&mut events, 2).await;
+    let mut rest = Vec::new();
+    while let Ok(RuntimeEvent::Agent(e)) = events.try_recv() {
+        rest.push(serde_json::to_value(&e).unwrap());
+    }
+    rt.shutdown().await.unwrap();
+    assert!(
+        !types(&seen).iter().any(|t| t.starts_with("compaction")),
+        "{seen:?}"
+    );
+    assert_eq!(types(&rest), ["compaction_start", "compaction_end"]);
+    assert_eq!(rest[0]["reason"], "threshold");
+    assert_eq!(rest[1]["result"]["tokensBefore"], 112_000);
+    assert_eq!(provider.requests.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_session_resumed_over_the_threshold_is_compacted_before_the_next_prompt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let mut seed = Session::create("/project", None, &env).unwrap();
+    seed.append_message(AgentMessage::user_text("hi", 1))
+        .unwrap();
+    seed.append_message(serde_json::from_str(&format!(r#"{{"role":"assistant","content":[{{"type":"text","text":"big"}}],"api":"faux","provider":"faux","model":"faux-1","usage":{},"stopReason":"stop","timestamp":2}}"#, USAGE_110K.replace("110000", "120000"))).unwrap()).unwrap();
+    let file = seed.session_file().unwrap().to_owned();
+    drop(seed);
+    let config = RuntimeConfig {
+        env: env.clone(),
+        cwd: "/project".into(),
+        session_dir: None,
+        persist: true,
+        provider: Arc::new(Faux::new(
+            script(
+                r#"[{"content":[{"type":"text","text":"SUMMARY"}]},{"content":[{"type":"text","text":"next answer"}]}]"#,
+            ),
+            env.clock.clone(),
+        )),
+        model: ("faux".into(), "faux-1".into()),
+        thinking_level: "off".into(),
+        tools: Arc::new(NoTools),
+        extensions: Vec::new(),
+    };
+    let rt = Runtime::start(
+        config,
+        Session::open(&file, None, None, OpenMode::Write, &env).unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut events = rt.subscribe().await.unwrap();
+    rt.prompt("next").await.unwrap();
+    let seen = agent_events(&mut events, 1).await;
+    rt.shutdown().await.unwrap();
+    assert_eq!(
+        types(&seen)[..3],
+        ["compaction_start", "compaction_end", "agent_start"]
+    );
+    // The runtime records the thinking level the seed did not have, then compacts.
+    assert_eq!(
+        file_roles(&file),
+        [
+            "user",
+            "assistant",
+            "thinking_level_change",
+            "compaction",
+            "user",
+            "assistant"
         ]
     );
 }
