@@ -301,3 +301,77 @@ async fn replay_tree_with_and_without_a_summary() {
     r.rt.shutdown().await.unwrap();
     snapshot("replay_tree_with_and_without_a_summary__files", &r.files());
 }
+
+#[tokio::test]
+async fn replay_overflow_retry_then_double_overflow() {
+    let tmp = tempfile::tempdir().unwrap();
+    let overflow =
+        r#"{"content":[],"errorMessage":"prompt is too long: 213462 tokens > 200000 maximum"}"#;
+    let mut r = Replay::new(
+        tmp.path(),
+        &format!(
+            r#"[{overflow},{{"content":[{{"type":"text","text":"SUMMARY ONE"}}]}},{{"content":[{{"type":"text","text":"retried"}}]}},
+                {overflow},{{"content":[{{"type":"text","text":"SUMMARY TWO"}}]}},{overflow}]"#
+        ),
+    )
+    .await;
+    r.rt.prompt("first").await.unwrap();
+    r.rt.wait_idle().await.unwrap();
+    r.rt.prompt("second").await.unwrap();
+    r.rt.wait_idle().await.unwrap();
+    // Everything was emitted by now: overflow, compaction, retry; then the give-up.
+    r.until("agent_end").await;
+    r.until("agent_end").await;
+    r.until("agent_end").await;
+    r.until("agent_end").await;
+    r.until("compaction_end").await;
+    r.check_projection().await;
+    r.rt.shutdown().await.unwrap();
+    snapshot(
+        "replay_overflow_retry_then_double_overflow__events",
+        &r.log.join("\n"),
+    );
+    snapshot(
+        "replay_overflow_retry_then_double_overflow__files",
+        &r.files(),
+    );
+}
+
+#[tokio::test]
+async fn replay_compact_during_tool_calls_never_splits_a_pair() {
+    let tmp = tempfile::tempdir().unwrap();
+    // keepRecentTokens 5 is used up by the trailing tool result alone and no valid cut point
+    // follows it, so nothing is cut rather than separating the call from its result
+    // (compaction.md §5): the first kept entry is the first entry.
+    std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
+    std::fs::write(
+        tmp.path().join("agent/settings.json"),
+        r#"{"compaction":{"keepRecentTokens":5}}"#,
+    )
+    .unwrap();
+    let mut r = Replay::new(
+        tmp.path(),
+        r#"[{"content":[{"type":"toolCall","id":"t1","name":"read","arguments":{"path":"a.rs"}}]},
+            {"content":[{"type":"toolCall","id":"t2","name":"read","arguments":{"path":"b.rs"}}],"delayMs":600},
+            {"content":[{"type":"text","text":"SUMMARY WHILE RUNNING"}]},
+            {"content":[{"type":"text","text":"both files read"}]}]"#,
+    )
+    .await;
+    r.rt.prompt("read two files").await.unwrap();
+    r.until("tool_execution_end").await;
+    // The second reply is still streaming: compact now, with its tool call pending.
+    r.rt.compact_now(None).await.unwrap();
+    r.rt.wait_idle().await.unwrap();
+    r.until_idle().await;
+    r.check_projection().await;
+    let context = r.rt.context().await.unwrap();
+    let pairs =
+        pith_store::tool_pairs::pair_tool_calls(pith_store::llm::convert_to_llm(&context.messages));
+    // Nothing to repair: every call in the context has its result right after it.
+    assert_eq!(pairs, pith_store::llm::convert_to_llm(&context.messages));
+    r.rt.shutdown().await.unwrap();
+    snapshot(
+        "replay_compact_during_tool_calls_never_splits_a_pair__files",
+        &r.files(),
+    );
+}
