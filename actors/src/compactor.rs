@@ -10,9 +10,8 @@
 //! [`CompactorMsg::Manual`] appends a compaction with a summary given by the caller (an
 //! extension's, or a test's). A running summary cannot be aborted yet.
 //!
-//! Unlike pi, `/compact` does not abort a running turn first: the preparation is taken from
-//! the log as it stands, and replies that land meanwhile sit between the first kept entry and
-//! the compaction entry, so the context keeps them verbatim.
+//! Unlike pi, `/compact` does not abort a running turn first: the Runtime hands it to the
+//! Compactor once the agent is idle, so no compaction ever happens with tool calls pending.
 
 use std::sync::Arc;
 

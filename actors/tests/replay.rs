@@ -338,11 +338,10 @@ async fn replay_overflow_retry_then_double_overflow() {
 }
 
 #[tokio::test]
-async fn replay_compact_during_tool_calls_never_splits_a_pair() {
+async fn replay_compact_during_tool_calls_waits_for_the_run() {
     let tmp = tempfile::tempdir().unwrap();
-    // keepRecentTokens 5 is used up by the trailing tool result alone and no valid cut point
-    // follows it, so nothing is cut rather than separating the call from its result
-    // (compaction.md §5): the first kept entry is the first entry.
+    // keepRecentTokens 5 is reached at the last tool result, which is no valid cut point: the
+    // cut moves to the reply after it, never between a call and its result (compaction.md §5).
     std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
     std::fs::write(
         tmp.path().join("agent/settings.json"),
@@ -353,16 +352,18 @@ async fn replay_compact_during_tool_calls_never_splits_a_pair() {
         tmp.path(),
         r#"[{"content":[{"type":"toolCall","id":"t1","name":"read","arguments":{"path":"a.rs"}}]},
             {"content":[{"type":"toolCall","id":"t2","name":"read","arguments":{"path":"b.rs"}}],"delayMs":600},
-            {"content":[{"type":"text","text":"SUMMARY WHILE RUNNING"}]},
-            {"content":[{"type":"text","text":"both files read"}]}]"#,
+            {"content":[{"type":"text","text":"both files read"}]},
+            {"content":[{"type":"text","text":"TURN PREFIX SUMMARY"}]}]"#,
     )
     .await;
     r.rt.prompt("read two files").await.unwrap();
     r.until("tool_execution_end").await;
-    // The second reply is still streaming: compact now, with its tool call pending.
+    // The second reply is still streaming, its tool call to come: the compaction waits for
+    // the run to end.
     r.rt.compact_now(None).await.unwrap();
     r.rt.wait_idle().await.unwrap();
     r.until_idle().await;
+    r.until("compaction_end").await;
     r.check_projection().await;
     let context = r.rt.context().await.unwrap();
     let pairs =
@@ -371,7 +372,11 @@ async fn replay_compact_during_tool_calls_never_splits_a_pair() {
     assert_eq!(pairs, pith_store::llm::convert_to_llm(&context.messages));
     r.rt.shutdown().await.unwrap();
     snapshot(
-        "replay_compact_during_tool_calls_never_splits_a_pair__files",
+        "replay_compact_during_tool_calls_waits_for_the_run__events",
+        &r.log.join("\n"),
+    );
+    snapshot(
+        "replay_compact_during_tool_calls_waits_for_the_run__files",
         &r.files(),
     );
 }

@@ -361,11 +361,17 @@ impl Actor for Runtime {
             RuntimeMsg::CompactNow(focus, reply) => match &state.subtree {
                 // The summary can take minutes: the Compactor answers the caller itself so
                 // the Runtime stays free for aborts, steering and switches meanwhile.
+                // A running turn may have tool calls pending: the compaction waits for the run
+                // to end (pi aborts it instead, and drops the aborted reply).
                 Some(sub) => {
                     let ids = state.ids();
-                    if let Err(e) = sub.compactor.cast(CompactorMsg::Compact(ids, focus, reply)) {
-                        tracing::warn!("the compactor is gone: {e}");
-                    }
+                    let (agent, compactor) = (sub.agent.clone(), sub.compactor.clone());
+                    tokio::spawn(async move {
+                        let _ = agent.call(AgentMsg::WhenIdle, None).await;
+                        if let Err(e) = compactor.cast(CompactorMsg::Compact(ids, focus, reply)) {
+                            tracing::warn!("the compactor is gone: {e}");
+                        }
+                    });
                 }
                 None => {
                     let _ = reply.send(Err("no session".into()));
