@@ -27,6 +27,22 @@ struct Replay {
 
 impl Replay {
     async fn new(tmp: &Path, script: &str) -> Replay {
+        Replay::with_extensions(
+            tmp,
+            script,
+            vec![
+                Arc::new(|| Box::new(PromptCounter::default())),
+                Arc::new(|| Box::new(NoForkWhileRunning::default())),
+            ],
+        )
+        .await
+    }
+
+    async fn with_extensions(
+        tmp: &Path,
+        script: &str,
+        extensions: Vec<pith_actors::runtime::ExtensionFactory>,
+    ) -> Replay {
         let env = SessionEnv {
             agent_dir: tmp.join("agent"),
             clock: Arc::new(SteppingClock::new(1_764_000_000_000, 1000)),
@@ -44,10 +60,7 @@ impl Replay {
             model: ("faux".into(), "faux-1".into()),
             thinking_level: "off".into(),
             tools: Arc::new(NoTools),
-            extensions: vec![
-                Arc::new(|| Box::new(PromptCounter::default())),
-                Arc::new(|| Box::new(NoForkWhileRunning::default())),
-            ],
+            extensions,
         };
         let session = Session::create("/replay", None, &env).unwrap();
         let rt = Runtime::start(config, session).await.unwrap();
@@ -379,4 +392,92 @@ async fn replay_compact_during_tool_calls_waits_for_the_run() {
         "replay_compact_during_tool_calls_waits_for_the_run__files",
         &r.files(),
     );
+}
+
+/// Supplies every compaction and branch summary itself (a team's own summarizer).
+struct OwnSummaries;
+
+impl pith_actors::extension::Extension for OwnSummaries {
+    fn name(&self) -> &str {
+        "own-summaries"
+    }
+
+    fn subscriptions(&self) -> &[&str] {
+        &["session_before_compact", "session_before_tree"]
+    }
+
+    fn on_event(
+        &mut self,
+        event: &pith_events::ExtensionEvent,
+        _ctx: &mut pith_actors::extension::ExtensionContext,
+    ) -> pith_actors::extension::Verdict {
+        use pith_actors::extension::{SuppliedSummary, Verdict};
+        use pith_events::ExtensionEvent as E;
+        let summary = match event {
+            E::SessionBeforeCompact { preparation, .. } => format!(
+                "own compaction of {} messages",
+                preparation.messages_to_summarize.len()
+            ),
+            E::SessionBeforeTree {
+                entries_to_summarize,
+                ..
+            } => format!(
+                "own branch summary of {} entries",
+                entries_to_summarize.len()
+            ),
+            _ => return Verdict::Continue,
+        };
+        Verdict::Summary(SuppliedSummary {
+            summary,
+            details: Some(serde_json::json!({"summarizer": "own"})),
+        })
+    }
+}
+
+#[tokio::test]
+async fn replay_extension_supplied_summaries() {
+    use pith_actors::compactor::TreeOptions;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
+    std::fs::write(
+        tmp.path().join("agent/settings.json"),
+        r#"{"compaction":{"keepRecentTokens":3}}"#,
+    )
+    .unwrap();
+    let mut r = Replay::with_extensions(
+        tmp.path(),
+        r#"[{"content":[{"type":"text","text":"one"}]},{"content":[{"type":"text","text":"two"}]}]"#,
+        vec![Arc::new(|| Box::new(OwnSummaries))],
+    )
+    .await;
+    for prompt in ["first", "second"] {
+        r.rt.prompt(prompt).await.unwrap();
+        r.until_idle().await;
+    }
+    r.rt.compact_now(None).await.unwrap();
+    r.until("compaction_end").await;
+    let snap = r.rt.snapshot().await.unwrap();
+    let one = snap
+        .entries
+        .iter()
+        .find(|e| e.raw().contains(r#""text":"one""#))
+        .unwrap()
+        .id()
+        .to_owned();
+    r.rt.navigate_tree(
+        &one,
+        TreeOptions {
+            summarize: true,
+            ..TreeOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    r.check_projection().await;
+    r.rt.shutdown().await.unwrap();
+    snapshot(
+        "replay_extension_supplied_summaries__events",
+        &r.log.join("\n"),
+    );
+    snapshot("replay_extension_supplied_summaries__files", &r.files());
 }
