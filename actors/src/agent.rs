@@ -586,14 +586,8 @@ impl Run {
                     return self.finish(new_messages).await;
                 }
                 let calls: Vec<(String, String, Value)> = reply
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::ToolCall(c) => {
-                            Some((c.id.clone(), c.name.clone(), c.arguments.clone()))
-                        }
-                        _ => None,
-                    })
+                    .tool_calls()
+                    .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
                     .collect();
                 let mut results = Vec::new();
                 for (id, name, args) in &calls {

@@ -186,15 +186,7 @@ pub async fn summarize(
                         .unwrap_or_else(|| "Unknown error".into()),
                 });
             }
-            let texts: Vec<&str> = reply
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::Text(t) => Some(t.text.as_str()),
-                    _ => None,
-                })
-                .collect();
-            return Ok(texts.join("\n"));
+            return Ok(reply.texts().collect::<Vec<_>>().join("\n"));
         }
     }
     Err(SummaryFailure {

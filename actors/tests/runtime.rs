@@ -28,25 +28,52 @@ fn script(json: &str) -> Vec<ScriptedReply> {
     serde_json::from_str(json).expect("script")
 }
 
+/// A runtime in `/project` on `provider`, persisting, with `extensions`.
+fn project_config(
+    env: &SessionEnv,
+    provider: Arc<dyn pith_actors::provider::Provider>,
+    extensions: Vec<pith_actors::runtime::ExtensionFactory>,
+) -> RuntimeConfig {
+    RuntimeConfig {
+        env: env.clone(),
+        cwd: "/project".into(),
+        session_dir: None,
+        persist: true,
+        provider,
+        model: ("faux".into(), "faux-1".into()),
+        thinking_level: "off".into(),
+        tools: Arc::new(NoTools),
+        extensions,
+    }
+}
+
+/// The roles of the context at the leaf, as pi's buildSessionContext gives them.
+fn context_roles(session: &Session) -> Vec<String> {
+    build_session_context(session.tree(), session.tree().leaf())
+        .messages
+        .iter()
+        .map(|m| {
+            serde_json::from_str::<serde_json::Value>(&m.to_json()).unwrap()["role"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
 async fn start(
     tmp: &Path,
     replies: Vec<ScriptedReply>,
 ) -> (RuntimeHandle, UnboundedReceiver<RuntimeEvent>, SessionEnv) {
     let env = env(tmp);
-    let config = RuntimeConfig {
-        env: env.clone(),
-        cwd: "/project".into(),
-        session_dir: None,
-        persist: true,
-        provider: Arc::new(Faux::new(replies, env.clock.clone())),
-        model: ("faux".into(), "faux-1".into()),
-        thinking_level: "off".into(),
-        tools: Arc::new(NoTools),
-        extensions: vec![
+    let config = project_config(
+        &env,
+        Arc::new(Faux::new(replies, env.clock.clone())),
+        vec![
             Arc::new(|| Box::new(PromptCounter::default())),
             Arc::new(|| Box::new(NoForkWhileRunning::default())),
         ],
-    };
+    );
     let session = Session::create("/project", None, &env).expect("session");
     let rt = Runtime::start(config, session).await.expect("runtime");
     let events = rt.subscribe().await.expect("subscribe");
@@ -566,17 +593,7 @@ async fn compact_asks_the_model_for_history_and_turn_prefix_and_keeps_the_tail()
         ),
         requests: Default::default(),
     });
-    let config = RuntimeConfig {
-        env: env.clone(),
-        cwd: "/project".into(),
-        session_dir: None,
-        persist: true,
-        provider: provider.clone(),
-        model: ("faux".into(), "faux-1".into()),
-        thinking_level: "off".into(),
-        tools: Arc::new(NoTools),
-        extensions: Vec::new(),
-    };
+    let config = project_config(&env, provider.clone(), Vec::new());
     let session = Session::create("/project", None, &env).unwrap();
     let rt = Runtime::start(config, session).await.unwrap();
     let mut events = rt.subscribe().await.unwrap();
@@ -674,17 +691,7 @@ async fn compact_asks_the_model_for_history_and_turn_prefix_and_keeps_the_tail()
         .find(|e| e.id() == line["firstKeptEntryId"])
         .unwrap();
     assert!(kept.raw().contains(r#""text":"r2""#), "{}", kept.raw());
-    let ctx = build_session_context(back.tree(), back.tree().leaf());
-    let roles: Vec<String> = ctx
-        .messages
-        .iter()
-        .map(|m| {
-            serde_json::from_str::<serde_json::Value>(&m.to_json()).unwrap()["role"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let roles = context_roles(&back);
     assert_eq!(roles, ["compactionSummary", "assistant"]);
 }
 
@@ -706,17 +713,7 @@ async fn a_session_whose_run_crashed_mid_tool_call_is_sent_paired_and_left_as_it
         inner: Faux::new(Vec::new(), env.clock.clone()),
         requests: Default::default(),
     });
-    let config = RuntimeConfig {
-        env: env.clone(),
-        cwd: "/project".into(),
-        session_dir: None,
-        persist: true,
-        provider: provider.clone(),
-        model: ("faux".into(), "faux-1".into()),
-        thinking_level: "off".into(),
-        tools: Arc::new(NoTools),
-        extensions: Vec::new(),
-    };
+    let config = project_config(&env, provider.clone(), Vec::new());
     let session = Session::open(&file, None, None, OpenMode::Write, &env).unwrap();
     let rt = Runtime::start(config, session).await.unwrap();
     let mut events = rt.subscribe().await.unwrap();
@@ -836,17 +833,7 @@ async fn start_recording(
         inner: Faux::new(script(replies), env.clock.clone()),
         requests: Default::default(),
     });
-    let config = RuntimeConfig {
-        env: env.clone(),
-        cwd: "/project".into(),
-        session_dir: None,
-        persist: true,
-        provider: provider.clone(),
-        model: ("faux".into(), "faux-1".into()),
-        thinking_level: "off".into(),
-        tools: Arc::new(NoTools),
-        extensions: Vec::new(),
-    };
+    let config = project_config(&env, provider.clone(), Vec::new());
     let session = Session::create("/project", None, &env).unwrap();
     let rt = Runtime::start(config, session).await.unwrap();
     let events = rt.subscribe().await.unwrap();
@@ -1118,17 +1105,7 @@ async fn tree_navigation_summarizes_the_branch_left_behind_and_returns_the_promp
 
     // The context goes through the summary, and pi's projection agrees with the live one.
     let back = Session::open(&file, None, None, OpenMode::Inspect, &env).unwrap();
-    let ctx = build_session_context(back.tree(), back.tree().leaf());
-    let roles: Vec<String> = ctx
-        .messages
-        .iter()
-        .map(|m| {
-            serde_json::from_str::<serde_json::Value>(&m.to_json()).unwrap()["role"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let roles = context_roles(&back);
     assert_eq!(
         roles,
         ["user", "assistant", "branchSummary", "user", "assistant"]
@@ -1263,17 +1240,7 @@ async fn extensions_cancel_or_supply_compaction_and_branch_summaries() {
         ),
         requests: Default::default(),
     });
-    let config = RuntimeConfig {
-        env: env.clone(),
-        cwd: "/project".into(),
-        session_dir: None,
-        persist: true,
-        provider: provider.clone(),
-        model: ("faux".into(), "faux-1".into()),
-        thinking_level: "off".into(),
-        tools: Arc::new(NoTools),
-        extensions: vec![Arc::new(|| Box::new(Hooks))],
-    };
+    let config = project_config(&env, provider.clone(), vec![Arc::new(|| Box::new(Hooks))]);
     let rt = Runtime::start(config, Session::create("/project", None, &env).unwrap())
         .await
         .unwrap();
@@ -1420,22 +1387,16 @@ async fn a_session_resumed_over_the_threshold_is_compacted_before_the_next_promp
     seed.append_message(serde_json::from_str(&format!(r#"{{"role":"assistant","content":[{{"type":"text","text":"big"}}],"api":"faux","provider":"faux","model":"faux-1","usage":{},"stopReason":"stop","timestamp":2}}"#, USAGE_110K.replace("110000", "120000"))).unwrap()).unwrap();
     let file = seed.session_file().unwrap().to_owned();
     drop(seed);
-    let config = RuntimeConfig {
-        env: env.clone(),
-        cwd: "/project".into(),
-        session_dir: None,
-        persist: true,
-        provider: Arc::new(Faux::new(
+    let config = project_config(
+        &env,
+        Arc::new(Faux::new(
             script(
                 r#"[{"content":[{"type":"text","text":"SUMMARY"}]},{"content":[{"type":"text","text":"next answer"}]}]"#,
             ),
             env.clock.clone(),
         )),
-        model: ("faux".into(), "faux-1".into()),
-        thinking_level: "off".into(),
-        tools: Arc::new(NoTools),
-        extensions: Vec::new(),
-    };
+        Vec::new(),
+    );
     let rt = Runtime::start(
         config,
         Session::open(&file, None, None, OpenMode::Write, &env).unwrap(),

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::io::Write;
 
-use pith_events::{AgentMessage, ContentBlock, EntryType, SessionEntry, UserContent};
+use pith_events::{AgentMessage, EntryType, SessionEntry, UserContent};
 use pith_store::{Entry, Session};
 
 use crate::session_cmd::{one_line, printable};
@@ -83,22 +83,8 @@ fn describe(entry: &Entry) -> String {
                 format!("user: {}", one_line(&u.content.joined_text(" "), WIDTH))
             }
             AgentMessage::Assistant(a) => {
-                let text: Vec<&str> = a
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text(t) => Some(t.text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                let tools: Vec<&str> = a
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::ToolCall(t) => Some(t.name.as_str()),
-                        _ => None,
-                    })
-                    .collect();
+                let text: Vec<&str> = a.texts().collect();
+                let tools: Vec<&str> = a.tool_calls().map(|t| t.name.as_str()).collect();
                 let text = one_line(&text.join(" "), WIDTH);
                 let mut s = if text.is_empty() {
                     "assistant".to_owned()

@@ -16,6 +16,15 @@ fn pith(agent: &Path, cwd: &Path) -> Command {
     cmd
 }
 
+/// `agent/` and `work/` under `root`, and a faux script with `json` in it.
+fn scripted(root: &Path, json: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let (agent, cwd) = (root.join("agent"), root.join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    let script = root.join("script.json");
+    fs::write(&script, json).unwrap();
+    (agent, cwd, script)
+}
+
 fn session_files(agent: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = walk(&agent.join("sessions"));
     files.sort();
@@ -127,14 +136,10 @@ fn no_session_writes_nothing_and_fork_copies() {
 #[test]
 fn an_error_reply_exits_1_and_is_persisted() {
     let tmp = tempfile::tempdir().unwrap();
-    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
-    fs::create_dir_all(&cwd).unwrap();
-    let script = tmp.path().join("script.json");
-    fs::write(
-        &script,
+    let (agent, cwd, script) = scripted(
+        tmp.path(),
         r#"[{"content":[],"errorMessage":"400 invalid request"}]"#,
-    )
-    .unwrap();
+    );
     pith(&agent, &cwd)
         .args(["-p", "--faux-script"])
         .arg(&script)
@@ -204,14 +209,10 @@ fn the_trace_draws_the_message_flow_and_never_holds_keys() {
 #[test]
 fn every_prompt_runs_and_the_last_reply_decides_the_exit_status() {
     let tmp = tempfile::tempdir().unwrap();
-    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
-    fs::create_dir_all(&cwd).unwrap();
-    let script = tmp.path().join("s.json");
-    fs::write(
-        &script,
+    let (agent, cwd, script) = scripted(
+        tmp.path(),
         r#"[{"content":[],"errorMessage":"500 server error"},{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"a"},{"type":"text","text":"b"}]}]"#,
-    )
-    .unwrap();
+    );
     pith(&agent, &cwd)
         .args(["-p", "--faux-script"])
         .arg(&script)
@@ -316,14 +317,10 @@ fn a_second_writer_is_refused_and_read_only_works_on_a_copy() {
 #[test]
 fn slash_compact_summarizes_through_the_model_and_a_second_one_fails() {
     let tmp = tempfile::tempdir().unwrap();
-    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
-    fs::create_dir_all(&cwd).unwrap();
-    let script = tmp.path().join("s.json");
-    fs::write(
-        &script,
+    let (agent, cwd, script) = scripted(
+        tmp.path(),
         r#"[{"content":[{"type":"text","text":"r1"}]},{"content":[{"type":"text","text":"THE SUMMARY"}]},{"content":[{"type":"text","text":"r2"}]}]"#,
-    )
-    .unwrap();
+    );
     pith(&agent, &cwd)
         .args(["-p", "--faux-script"])
         .arg(&script)
@@ -380,15 +377,12 @@ fn slash_compact_summarizes_through_the_model_and_a_second_one_fails() {
 #[test]
 fn an_overflow_is_compacted_and_retried_before_the_next_prompt_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
-    fs::create_dir_all(&cwd).unwrap();
-    let script = tmp.path().join("s.json");
     let overflow =
         r#"{"content":[],"errorMessage":"prompt is too long: 213462 tokens > 200000 maximum"}"#;
     let text = |t: &str| format!(r#"{{"content":[{{"type":"text","text":"{t}"}}]}}"#);
-    fs::write(
-        &script,
-        format!(
+    let (agent, cwd, script) = scripted(
+        tmp.path(),
+        &format!(
             "[{},{overflow},{},{},{overflow},{},{overflow},{}]",
             text("reply one"),
             text("SUMMARY"),
@@ -396,8 +390,7 @@ fn an_overflow_is_compacted_and_retried_before_the_next_prompt_runs() {
             text("SUMMARY 2"),
             text("last reply")
         ),
-    )
-    .unwrap();
+    );
     // second: overflow → compaction → retry. third: overflow → compaction → the retry
     // overflows again → pi's give-up; fourth still runs.
     pith(&agent, &cwd)

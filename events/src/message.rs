@@ -470,6 +470,22 @@ impl<'de> Deserialize<'de> for AgentMessage {
 }
 
 impl AssistantMessage {
+    /// Its tool calls, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(|b| match b {
+            ContentBlock::ToolCall(c) => Some(c),
+            _ => None,
+        })
+    }
+
+    /// The text of its text blocks, in order (thinking excluded).
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        self.content.iter().filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+    }
+
     /// A reply with `content` that stopped normally: zero usage, no response id or error.
     /// Providers fill in the rest as the reply streams.
     pub fn new(

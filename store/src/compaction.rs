@@ -251,10 +251,7 @@ impl FileOps {
         let AgentMessage::Assistant(a) = message else {
             return;
         };
-        for block in &a.content {
-            let ContentBlock::ToolCall(c) = block else {
-                continue;
-            };
+        for c in a.tool_calls() {
             let Some(path) = c
                 .arguments
                 .get("path")

@@ -36,12 +36,8 @@ pub fn pair_tool_calls(messages: Vec<AgentMessage>) -> Vec<AgentMessage> {
                 }
                 open.timestamp = a.timestamp;
                 open.calls = a
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::ToolCall(c) => Some((c.id.clone(), c.name.clone())),
-                        _ => None,
-                    })
+                    .tool_calls()
+                    .map(|c| (c.id.clone(), c.name.clone()))
                     .collect();
                 out.push(AgentMessage::Assistant(a));
             }
@@ -132,14 +128,7 @@ mod tests {
             .map(|m| match m {
                 AgentMessage::User(_) => "U".to_owned(),
                 AgentMessage::Assistant(a) => {
-                    let ids: Vec<&str> = a
-                        .content
-                        .iter()
-                        .filter_map(|b| match b {
-                            ContentBlock::ToolCall(c) => Some(c.id.as_str()),
-                            _ => None,
-                        })
-                        .collect();
+                    let ids: Vec<&str> = a.tool_calls().map(|c| c.id.as_str()).collect();
                     let mark = if a.stop_reason == StopReason::Aborted {
                         "!"
                     } else {
@@ -275,14 +264,7 @@ mod tests {
                         a.stop_reason,
                         StopReason::Error | StopReason::Aborted
                     ));
-                    let mut calls: Vec<&str> = a
-                        .content
-                        .iter()
-                        .filter_map(|b| match b {
-                            ContentBlock::ToolCall(c) => Some(c.id.as_str()),
-                            _ => None,
-                        })
-                        .collect();
+                    let mut calls: Vec<&str> = a.tool_calls().map(|c| c.id.as_str()).collect();
                     let mut results = Vec::new();
                     while let Some(AgentMessage::ToolResult(r)) = out.get(i + 1) {
                         results.push(r.tool_call_id.as_str());
