@@ -116,8 +116,10 @@ pub enum AgentMsg {
     /// Answered once no run is active: after `agent_end`, the compaction check, an overflow
     /// retry and any prompt that waited for them.
     WhenIdle(RpcReplyPort<()>),
-    /// The run is about to emit `agent_end` (internal): prompts from now on wait for it.
-    Finishing,
+    /// The run compacts (before its prompt) or is about to emit `agent_end` (`true`), or
+    /// goes on with its turns (`false`) (internal): prompts sent meanwhile wait for the run
+    /// instead of being refused.
+    Deferring(bool),
     /// The run task finished (internal).
     RunFinished,
 }
@@ -168,9 +170,9 @@ pub struct AgentState {
     waiting_for_idle: Vec<RpcReplyPort<()>>,
     /// [`AgentMsg::WhenIdle`] callers: answered when no run is left, waiting prompts included.
     waiting_for_rest: Vec<RpcReplyPort<()>>,
-    /// The run emitted `agent_end` and is syncing or compacting: prompts wait here.
-    finishing: bool,
-    /// Prompts that arrived while finishing, oldest first.
+    /// The run is compacting or past `agent_end`: prompts wait in `deferred`.
+    deferring: bool,
+    /// Prompts that arrived while deferring, oldest first.
     deferred: VecDeque<(TraceIds, String)>,
 }
 
@@ -223,7 +225,7 @@ impl Actor for Agent {
             abort: None,
             waiting_for_idle: Vec::new(),
             waiting_for_rest: Vec::new(),
-            finishing: false,
+            deferring: false,
             deferred: VecDeque::new(),
         })
     }
@@ -236,9 +238,9 @@ impl Actor for Agent {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             AgentMsg::Prompt(ids, text, reply) => {
-                if state.finishing {
-                    // After agent_end (a compaction may be running): the prompt waits and
-                    // starts when the run is over (compaction.md §3, issue: prompts are not lost).
+                if state.deferring {
+                    // A compaction may be running: the prompt waits and starts when the run
+                    // is over (prompts sent during a compaction are not lost).
                     state.deferred.push_back((ids, text));
                     let _ = reply.send(Ok(()));
                     return Ok(());
@@ -250,7 +252,7 @@ impl Actor for Agent {
                 Self::start_run(&me, state, ids, text);
                 let _ = reply.send(Ok(()));
             }
-            AgentMsg::Finishing => state.finishing = true,
+            AgentMsg::Deferring(on) => state.deferring = on,
             AgentMsg::Steer(text) => {
                 if let Ok(mut q) = state.queues.lock() {
                     q.steering.push_back(text);
@@ -284,7 +286,7 @@ impl Actor for Agent {
             }
             AgentMsg::RunFinished => {
                 state.abort = None;
-                state.finishing = false;
+                state.deferring = false;
                 // The run an abort waited for is over, even if a waiting prompt starts now.
                 for waiter in state.waiting_for_idle.drain(..) {
                     let _ = waiter.send(());
@@ -530,11 +532,13 @@ impl Run {
             // pi checks the last reply before each prompt too, before agent_start: compaction
             // may have been off, or the session was resumed over the threshold.
             let ids = self.ids.sent_by("Agent");
+            let _ = self.me.cast(AgentMsg::Deferring(true));
             let _ = self
                 .args
                 .compactor
                 .call(|r| CompactorMsg::BeforePrompt(ids, r), None)
                 .await;
+            let _ = self.me.cast(AgentMsg::Deferring(false));
         }
         let mut new_messages = Vec::new();
         self.emit(AgentEvent::AgentStart).await;
@@ -636,7 +640,7 @@ impl Run {
     /// `agent_end`, then pi's compaction check on the run's last reply (compaction.md §3).
     /// Prompts sent from the moment `agent_end` can be seen wait until this returns.
     async fn finish(&self, new_messages: Vec<AgentMessage>) -> NextStep {
-        let _ = self.me.cast(AgentMsg::Finishing);
+        let _ = self.me.cast(AgentMsg::Deferring(true));
         let last_reply = new_messages.iter().rev().find_map(|m| match m {
             AgentMessage::Assistant(a) => Some(a.clone()),
             _ => None,

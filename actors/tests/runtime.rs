@@ -1391,7 +1391,7 @@ async fn a_session_resumed_over_the_threshold_is_compacted_before_the_next_promp
         &env,
         Arc::new(Faux::new(
             script(
-                r#"[{"content":[{"type":"text","text":"SUMMARY"}]},{"content":[{"type":"text","text":"next answer"}]}]"#,
+                r#"[{"content":[{"type":"text","text":"SUMMARY"}],"delayMs":300},{"content":[{"type":"text","text":"next answer"}]}]"#,
             ),
             env.clock.clone(),
         )),
@@ -1405,7 +1405,11 @@ async fn a_session_resumed_over_the_threshold_is_compacted_before_the_next_promp
     .unwrap();
     let mut events = rt.subscribe().await.unwrap();
     rt.prompt("next").await.unwrap();
-    let seen = agent_events(&mut events, 1).await;
+    // Sent while the summary (300 ms) is being written: it waits instead of being refused.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    rt.prompt("and then").await.unwrap();
+    rt.wait_idle().await.unwrap();
+    let seen = agent_events(&mut events, 2).await;
     rt.shutdown().await.unwrap();
     assert_eq!(
         types(&seen)[..3],
@@ -1419,6 +1423,8 @@ async fn a_session_resumed_over_the_threshold_is_compacted_before_the_next_promp
             "assistant",
             "thinking_level_change",
             "compaction",
+            "user",
+            "assistant",
             "user",
             "assistant"
         ]
