@@ -198,8 +198,12 @@ impl Agent {
             async move {
                 let mut run = run;
                 let mut text = Some(text);
-                // An overflowed reply is retried once, after the Compactor compacted.
-                while run.run(text.take()).await == NextStep::Retry && run.overflowed.is_none() {
+                // An overflowed reply is retried once, after the Compactor compacted, unless
+                // the user aborted meanwhile.
+                while run.run(text.take()).await == NextStep::Retry
+                    && run.overflowed.is_none()
+                    && !*run.abort.borrow()
+                {
                     run.overflowed = run.last_reply.lock().ok().and_then(|mut r| r.take());
                 }
                 let _ = me.cast(AgentMsg::RunFinished);
