@@ -79,7 +79,7 @@ impl Settings {
             enabled: self
                 .get("compaction.enabled")
                 .filter(|v| !v.is_null())
-                .map_or(d.enabled, js_truthy),
+                .map_or(d.enabled, pith_store::js::is_truthy),
             reserve_tokens: tokens("compaction.reserveTokens", d.reserve_tokens),
             keep_recent_tokens: tokens("compaction.keepRecentTokens", d.keep_recent_tokens),
         }
@@ -125,17 +125,6 @@ fn merge(into: &mut Map<String, Value>, from: Map<String, Value>) {
                 into.insert(k, v);
             }
         }
-    }
-}
-
-/// JavaScript truthiness of a settings value.
-fn js_truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(_) | Value::Object(_) => true,
     }
 }
 

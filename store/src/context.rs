@@ -6,8 +6,9 @@ use serde_json::{Map, Value};
 use pith_events::{AgentMessage, EntryType};
 
 use crate::entry::{Entry, Role, decode_json};
+use crate::js::is_truthy;
 use crate::js::js_date_value;
-use crate::tree::{Leaf, SessionTree, value_truthy};
+use crate::tree::{Leaf, SessionTree};
 
 /// One message of a context, borrowed from the entry it projects.
 #[derive(Debug, Clone, Copy)]
@@ -147,7 +148,7 @@ fn project_entry<'a>(e: &'a Entry, messages: &mut Vec<ContextMessage<'a>>) {
         }
         EntryType::CustomMessage => messages.push(ContextMessage::Custom(e)),
         EntryType::BranchSummary => {
-            if fields(e).get("summary").is_some_and(value_truthy) {
+            if fields(e).get("summary").is_some_and(is_truthy) {
                 messages.push(ContextMessage::BranchSummary(e));
             }
         }

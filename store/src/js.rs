@@ -17,6 +17,18 @@ pub fn is_js_whitespace(c: char) -> bool {
     )
 }
 
+/// JavaScript truthiness of a JSON value: `null`, `false`, `0` and `""` are falsy.
+pub fn is_truthy(v: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
 /// `s.trim()` as JavaScript does it.
 pub fn js_trim(s: &str) -> &str {
     s.trim_matches(is_js_whitespace)

@@ -134,7 +134,7 @@ impl SessionTree {
             return;
         };
         match fields.get("label") {
-            Some(label) if value_truthy(label) => {
+            Some(label) if crate::js::is_truthy(label) => {
                 let value = pith_events::js::to_js_json(label).unwrap_or_default();
                 let timestamp = fields
                     .get("timestamp")
@@ -381,17 +381,6 @@ impl SessionTree {
             tree.roots.insert(at, first);
             stack.push(first);
         }
-    }
-}
-
-/// JavaScript truthiness of a JSON value.
-pub(crate) fn value_truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(_) | Value::Object(_) => true,
     }
 }
 
