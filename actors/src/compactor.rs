@@ -527,16 +527,17 @@ impl Compactor {
     /// prompt is what comes next. Overflows are left to the run that hits them (pi keeps a
     /// "recovery attempted" flag across prompts for this; pith does not).
     async fn before_prompt(args: &CompactorArgs, ids: TraceIds) {
-        let Some(messages) = Self::context(args, ids).await else {
+        let last = args
+            .projection
+            .call(
+                |r| ProjectionMsg::LastReply(ids.sent_by("Compactor"), r),
+                Some(CALL_TIMEOUT),
+            )
+            .await;
+        let Ok(ractor::rpc::CallResult::Success(Some(reply))) = last else {
             return;
         };
-        let Some(AgentMessage::Assistant(reply)) = messages
-            .iter()
-            .rev()
-            .find(|m| matches!(m, AgentMessage::Assistant(_)))
-        else {
-            return;
-        };
+        let reply = &reply;
         // An overflowed reply was dealt with after its run (compacted and retried, or given
         // up on); if the next request overflows, that run deals with it.
         if let Some((Trigger::Threshold, snapshot)) = Self::trigger(args, ids, reply, true).await {

@@ -7,7 +7,7 @@
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use pith_events::{AgentMessage, EntryType};
+use pith_events::{AgentMessage, AssistantMessage, EntryType};
 use pith_store::{Entry, Leaf, SessionTree, build_session_context};
 
 use crate::trace::TraceIds;
@@ -26,7 +26,8 @@ pub struct Context {
 /// Messages of the projection.
 #[derive(Debug)]
 pub enum ProjectionMsg {
-    /// An entry was appended at the leaf; it becomes the leaf.
+    /// An entry was appended; it becomes the leaf. Usually its parent is the old leaf; a
+    /// branch summary's is not, and that refolds.
     Appended(TraceIds, Entry),
     /// The leaf moved.
     LeafMoved(TraceIds, Leaf),
@@ -34,6 +35,8 @@ pub enum ProjectionMsg {
     Load(Vec<Entry>, Leaf),
     /// Answered with the current context.
     GetContext(TraceIds, RpcReplyPort<Context>),
+    /// Answered with the last assistant reply in the context, without copying the rest.
+    LastReply(TraceIds, RpcReplyPort<Option<AssistantMessage>>),
 }
 
 /// The projection's state.
@@ -174,6 +177,20 @@ impl Actor for Projection {
                         .clone()
                         .unwrap_or_else(|| fold(&state.tree, state.tree.leaf())),
                 );
+            }
+            ProjectionMsg::LastReply(ids, reply) => {
+                let span = crate::message_span!("Projection", "last_reply", sid, ids);
+                let _g = span.enter();
+                if state.context.is_none() {
+                    state.refold();
+                }
+                let last = state.context.as_ref().and_then(|c| {
+                    c.messages.iter().rev().find_map(|m| match m {
+                        AgentMessage::Assistant(a) => Some(a.clone()),
+                        _ => None,
+                    })
+                });
+                let _ = reply.send(last);
             }
         }
         Ok(())
