@@ -134,6 +134,26 @@ fn default_reply(request: &ProviderRequest) -> ScriptedReply {
     }
 }
 
+/// Streams one step of a content block: its kind, position, text added, and the message so far.
+async fn send_update(
+    tx: &mpsc::Sender<ProviderEvent>,
+    kind: StreamKind,
+    content_index: usize,
+    delta: Option<String>,
+    partial: &AssistantMessage,
+) {
+    let _ = tx
+        .send(ProviderEvent::Update {
+            update: StreamUpdate {
+                kind,
+                content_index,
+                delta,
+            },
+            partial: partial.clone(),
+        })
+        .await;
+}
+
 fn chars_over_4(n: usize) -> u64 {
     n.div_ceil(4) as u64
 }
@@ -218,40 +238,13 @@ impl Provider for Faux {
                 output_chars += text.len();
                 // Blocks grow as they stream: empty at the start, whole at the end.
                 msg.content.push(empty_like(&block));
-                let _ = tx
-                    .send(ProviderEvent::Update {
-                        update: StreamUpdate {
-                            kind: start,
-                            content_index: index,
-                            delta: None,
-                        },
-                        partial: msg.clone(),
-                    })
-                    .await;
+                send_update(&tx, start, index, None, &msg).await;
                 for piece in split_words(&text) {
                     grow(&mut msg.content[index], &piece);
-                    let _ = tx
-                        .send(ProviderEvent::Update {
-                            update: StreamUpdate {
-                                kind: delta,
-                                content_index: index,
-                                delta: Some(piece),
-                            },
-                            partial: msg.clone(),
-                        })
-                        .await;
+                    send_update(&tx, delta, index, Some(piece), &msg).await;
                 }
                 msg.content[index] = block;
-                let _ = tx
-                    .send(ProviderEvent::Update {
-                        update: StreamUpdate {
-                            kind: end,
-                            content_index: index,
-                            delta: None,
-                        },
-                        partial: msg.clone(),
-                    })
-                    .await;
+                send_update(&tx, end, index, None, &msg).await;
             }
             msg.usage = reply.usage.unwrap_or_else(|| {
                 let (input, output) = (chars_over_4(input_chars), chars_over_4(output_chars));
