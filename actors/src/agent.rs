@@ -25,6 +25,7 @@ use crate::compactor::{CompactorMsg, NextStep};
 use crate::extension::ExtensionMsg;
 use crate::projection::ProjectionMsg;
 use crate::provider::{Provider, ProviderEvent, ProviderRequest};
+use crate::tool::{ToolContext, ToolOutput, Toolset};
 use crate::trace::TraceIds;
 use crate::writer::{Append, WriterMsg};
 
@@ -79,26 +80,6 @@ impl EventSink {
     }
 }
 
-/// The tools a run may call. Tool calls to names it does not know get pi's
-/// `Tool <name> not found` error result.
-pub trait Tools: Send + Sync + 'static {
-    /// Runs one call; `Ok` is the result content and details, `Err` an error text.
-    fn run(&self, name: &str, args: &Value) -> Option<Result<(Vec<ContentBlock>, Value), String>>;
-}
-
-/// No tools at all.
-pub struct NoTools;
-
-impl Tools for NoTools {
-    fn run(
-        &self,
-        _name: &str,
-        _args: &Value,
-    ) -> Option<Result<(Vec<ContentBlock>, Value), String>> {
-        None
-    }
-}
-
 /// Messages of the Agent.
 #[derive(Debug)]
 pub enum AgentMsg {
@@ -137,7 +118,11 @@ pub struct AgentArgs {
     /// Thinking level.
     pub thinking_level: String,
     /// Tools the model may call.
-    pub tools: Arc<dyn Tools>,
+    pub tools: Toolset,
+    /// The session's working directory: tools resolve paths against it.
+    pub cwd: std::path::PathBuf,
+    /// The system prompt sent with every request of a run; `None` sends none.
+    pub system_prompt: Option<String>,
     /// Where events go.
     pub events: EventSink,
     /// Timestamps of messages.
@@ -463,8 +448,9 @@ impl Run {
             provider: self.args.model.0.clone(),
             model: self.args.model.1.clone(),
             thinking_level: self.args.thinking_level.clone(),
-            system_prompt: None,
+            system_prompt: self.args.system_prompt.clone(),
             messages: self.context().await,
+            tools: self.args.tools.specs(),
         };
         let mut events = self.args.provider.stream(request, self.abort.clone());
         let mut started = false;
@@ -509,25 +495,124 @@ impl Run {
         }
     }
 
-    fn run_tool(&self, name: &str, id: &str, args: &Value) -> AgentMessage {
-        let (content, details, is_error) = match self.args.tools.run(name, args) {
-            // pi's error results carry `details: {}` (agent-and-events.md §1.3).
-            None => (
-                vec![ContentBlock::text(format!("Tool {name} not found"))],
-                Some(json!({})),
-                true,
-            ),
-            Some(Ok((content, details))) => (content, Some(details), false),
-            Some(Err(e)) => (vec![ContentBlock::text(e)], Some(json!({})), true),
-        };
-        AgentMessage::ToolResult(ToolResultMessage {
+    /// Runs a turn's tool calls (spec: agent-and-events.md §1.3, parallel mode):
+    /// `tool_execution_start` for each in call order, unknown tools answered at once, the
+    /// others run concurrently with `tool_execution_update`/`tool_execution_end` in completion
+    /// order. Returns the toolResult messages in call order.
+    async fn run_tools(&self, calls: &[(String, String, Value)]) -> Vec<AgentMessage> {
+        enum Report {
+            Progress(usize, ToolOutput),
+            Done(usize, Result<ToolOutput, String>),
+        }
+        let mut outcomes: Vec<Option<(Vec<ContentBlock>, Value, bool)>> = vec![None; calls.len()];
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut running = 0usize;
+        for (index, (id, name, args)) in calls.iter().enumerate() {
+            self.emit(AgentEvent::ToolExecutionStart {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                args: args.clone(),
+            })
+            .await;
+            let Some(tool) = self.args.tools.get(name) else {
+                // pi's error results carry `details: {}` (agent-and-events.md §1.3).
+                let outcome = (
+                    vec![ContentBlock::text(format!("Tool {name} not found"))],
+                    json!({}),
+                    true,
+                );
+                self.end_tool(id, name, &outcome).await;
+                outcomes[index] = Some(outcome);
+                continue;
+            };
+            let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+            let ctx = ToolContext {
+                cwd: self.args.cwd.clone(),
+                abort: self.abort.clone(),
+                tool_call_id: id.clone(),
+                progress: Some(progress_tx),
+            };
+            let call = tool.run(args.clone(), ctx);
+            let tx = tx.clone();
+            running += 1;
+            tokio::spawn(
+                async move {
+                    let forward = {
+                        let tx = tx.clone();
+                        tokio::spawn(async move {
+                            while let Some(p) = progress_rx.recv().await {
+                                let _ = tx.send(Report::Progress(index, p));
+                            }
+                        })
+                    };
+                    // A panicking tool is a failed call, not a dead agent.
+                    let result = match tokio::spawn(call).await {
+                        Ok(result) => result,
+                        Err(e) => Err(format!("the tool failed: {e}")),
+                    };
+                    let _ = forward.await;
+                    let _ = tx.send(Report::Done(index, result));
+                }
+                .in_current_span(),
+            );
+        }
+        drop(tx);
+        while running > 0 {
+            let Some(report) = rx.recv().await else { break };
+            match report {
+                Report::Progress(index, partial) => {
+                    let (id, name, args) = &calls[index];
+                    self.emit(AgentEvent::ToolExecutionUpdate {
+                        tool_call_id: id.clone(),
+                        tool_name: name.clone(),
+                        args: args.clone(),
+                        partial_result: json!({ "content": partial.content, "details": partial.details }),
+                    })
+                    .await;
+                }
+                Report::Done(index, result) => {
+                    running -= 1;
+                    let outcome = match result {
+                        Ok(out) => (out.content, out.details, false),
+                        Err(e) => (vec![ContentBlock::text(e)], json!({}), true),
+                    };
+                    let (id, name, _) = &calls[index];
+                    self.end_tool(id, name, &outcome).await;
+                    outcomes[index] = Some(outcome);
+                }
+            }
+        }
+        calls
+            .iter()
+            .zip(outcomes)
+            .map(|((id, name, _), outcome)| {
+                let (content, details, is_error) = outcome.unwrap_or_else(|| {
+                    (
+                        vec![ContentBlock::text("the tool call was lost")],
+                        json!({}),
+                        true,
+                    )
+                });
+                AgentMessage::ToolResult(ToolResultMessage {
+                    tool_call_id: id.clone(),
+                    tool_name: name.clone(),
+                    content,
+                    details: Some(details),
+                    is_error,
+                    timestamp: self.args.clock.now_ms(),
+                })
+            })
+            .collect()
+    }
+
+    async fn end_tool(&self, id: &str, name: &str, outcome: &(Vec<ContentBlock>, Value, bool)) {
+        self.emit(AgentEvent::ToolExecutionEnd {
             tool_call_id: id.to_owned(),
             tool_name: name.to_owned(),
-            content,
-            details,
-            is_error,
-            timestamp: self.args.clock.now_ms(),
+            result: json!({ "content": outcome.0, "details": outcome.1 }),
+            is_error: outcome.2,
         })
+        .await;
     }
 
     /// One run: `text` as the prompt, or none to send the context again (an overflow retry).
@@ -597,26 +682,7 @@ impl Run {
                     .tool_calls()
                     .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
                     .collect();
-                let mut results = Vec::new();
-                for (id, name, args) in &calls {
-                    self.emit(AgentEvent::ToolExecutionStart {
-                        tool_call_id: id.clone(),
-                        tool_name: name.clone(),
-                        args: args.clone(),
-                    })
-                    .await;
-                    let result = self.run_tool(name, id, args);
-                    if let AgentMessage::ToolResult(r) = &result {
-                        self.emit(AgentEvent::ToolExecutionEnd {
-                            tool_call_id: id.clone(),
-                            tool_name: name.clone(),
-                            result: json!({ "content": r.content, "details": r.details }),
-                            is_error: r.is_error,
-                        })
-                        .await;
-                    }
-                    results.push(result);
-                }
+                let results = self.run_tools(&calls).await;
                 for result in &results {
                     self.deliver(result.clone()).await;
                     new_messages.push(result.clone());

@@ -7,6 +7,8 @@
 //! - [`compactor`]: Compactor, which owns compaction decisions.
 //! - [`extension`]: the Extension trait, its actor, and two example extensions.
 //! - [`provider`] and [`faux`]: the model seam and the built-in offline model.
+//! - [`model`]: what pith knows about a model (API, limits, prices).
+//! - [`tool`]: the tool seam ([`tool::Tool`], [`tool::Toolset`]).
 //! - [`settings`]: `settings.json` of the agent dir and the project, read per session cwd.
 //! - [`summarize`]: summaries through the current model (conversation serialization, prompts).
 //! - [`trace`]: span fields that let a run be drawn as a message flow.
@@ -18,11 +20,13 @@ pub mod compactor;
 pub mod event;
 pub mod extension;
 pub mod faux;
+pub mod model;
 pub mod overflow;
 pub mod projection;
 pub mod provider;
 pub mod runtime;
 pub mod settings;
 pub mod summarize;
+pub mod tool;
 pub mod trace;
 pub mod writer;

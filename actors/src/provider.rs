@@ -17,6 +17,8 @@ pub struct ProviderRequest {
     pub system_prompt: Option<String>,
     /// The conversation, oldest first.
     pub messages: Vec<AgentMessage>,
+    /// The tools the model may call (none for summaries).
+    pub tools: Vec<crate::tool::ToolSpec>,
 }
 
 /// One step of a streamed reply.

@@ -172,6 +172,7 @@ pub async fn summarize(
         thinking_level: "off".into(),
         system_prompt: Some(SYSTEM_PROMPT.to_owned()),
         messages: vec![AgentMessage::user_text(text, 0)],
+        tools: Vec::new(),
     };
     let mut events = provider.stream(request, abort);
     while let Some(event) = events.recv().await {

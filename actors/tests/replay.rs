@@ -8,11 +8,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pith_actors::agent::NoTools;
 use pith_actors::extension::{NoForkWhileRunning, PromptCounter};
 use pith_actors::faux::Faux;
 use pith_actors::projection::fold;
 use pith_actors::runtime::{Runtime, RuntimeConfig, RuntimeEvent, RuntimeHandle};
+use pith_actors::tool::Toolset;
 use pith_events::{AgentEvent, SessionStart};
 use pith_store::env::{SequentialIds, SteppingClock};
 use pith_store::{Session, SessionEnv, SessionTree};
@@ -59,7 +59,8 @@ impl Replay {
             )),
             model: ("faux".into(), "faux-1".into()),
             thinking_level: "off".into(),
-            tools: Arc::new(NoTools),
+            tools: Toolset::none(),
+            system_prompt: None,
             extensions,
         };
         let session = Session::create("/replay", None, &env).unwrap();

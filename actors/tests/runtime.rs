@@ -7,10 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pith_actors::agent::NoTools;
 use pith_actors::extension::{NoForkWhileRunning, PromptCounter};
 use pith_actors::faux::{Faux, ScriptedReply};
 use pith_actors::runtime::{Runtime, RuntimeConfig, RuntimeEvent, RuntimeHandle};
+use pith_actors::tool::Toolset;
 use pith_events::{AgentEvent, AgentMessage, SessionStart};
 use pith_store::env::{RandomIds, SteppingClock};
 use pith_store::{OpenMode, Session, SessionEnv, build_session_context};
@@ -42,7 +42,8 @@ fn project_config(
         provider,
         model: ("faux".into(), "faux-1".into()),
         thinking_level: "off".into(),
-        tools: Arc::new(NoTools),
+        tools: Toolset::none(),
+        system_prompt: None,
         extensions,
     }
 }
@@ -464,7 +465,8 @@ async fn settings_are_read_for_each_sessions_cwd() {
         )),
         model: ("faux".into(), "faux-1".into()),
         thinking_level: "off".into(),
-        tools: Arc::new(NoTools),
+        tools: Toolset::none(),
+        system_prompt: None,
         extensions: Vec::new(),
     };
     let first = Session::create(

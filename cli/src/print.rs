@@ -9,9 +9,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use pith_actors::agent::NoTools;
 use pith_actors::faux::{FAUX_MODEL, Faux, read_script};
 use pith_actors::runtime::{Runtime, RuntimeConfig, RuntimeEvent};
+use pith_actors::tool::Toolset;
 use pith_events::{AgentEvent, AgentMessage, ContentBlock, StopReason};
 use pith_store::list::{Resolved, resolve_session_arg};
 use pith_store::{OpenMode, Session, SessionEnv, dirs};
@@ -260,7 +260,8 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
         provider: Arc::new(Faux::new(script, env.clock.clone())),
         model: (provider, model),
         thinking_level: thinking,
-        tools: Arc::new(NoTools),
+        tools: Toolset::none(),
+        system_prompt: None,
         // The example extensions (PromptCounter, NoForkWhileRunning) are for tests and the
         // README; a user's sessions get no entries pi would not write.
         extensions: Vec::new(),

@@ -92,6 +92,20 @@ pub enum AgentEvent {
         /// Its arguments.
         args: Value,
     },
+    /// A running tool call reported a partial result.
+    ToolExecutionUpdate {
+        /// The call's id.
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        /// The tool.
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        /// Its arguments.
+        args: Value,
+        /// `{content, details}` so far.
+        #[serde(rename = "partialResult")]
+        partial_result: Value,
+    },
     /// A tool call finished.
     ToolExecutionEnd {
         /// The call's id.
@@ -135,6 +149,34 @@ pub enum AgentEvent {
         /// The new name; absent when cleared.
         #[serde(skip_serializing_if = "Option::is_none", default)]
         name: Option<String>,
+    },
+    /// A failed reply is retried after a delay (spec: agent-and-events.md §4).
+    AutoRetryStart {
+        /// 1-based attempt number.
+        attempt: u32,
+        /// `retry.maxRetries`.
+        #[serde(rename = "maxAttempts")]
+        max_attempts: u32,
+        /// The wait before the attempt, in ms.
+        #[serde(rename = "delayMs")]
+        delay_ms: u64,
+        /// The error that is retried.
+        #[serde(rename = "errorMessage")]
+        error_message: String,
+    },
+    /// A retry chain ended: a reply succeeded, retries ran out, or the user cancelled.
+    AutoRetryEnd {
+        /// Whether a reply succeeded.
+        success: bool,
+        /// The last attempt made.
+        attempt: u32,
+        /// The error left, or `Retry cancelled`; absent on success.
+        #[serde(
+            rename = "finalError",
+            skip_serializing_if = "Option::is_none",
+            default
+        )]
+        final_error: Option<String>,
     },
     /// A compaction began (spec: compaction.md §8).
     CompactionStart {
@@ -188,11 +230,14 @@ impl AgentEvent {
             AgentEvent::MessageUpdate { .. } => "message_update",
             AgentEvent::MessageEnd { .. } => "message_end",
             AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
+            AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
             AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
             AgentEvent::TurnEnd { .. } => "turn_end",
             AgentEvent::AgentEnd { .. } => "agent_end",
             AgentEvent::QueueUpdate { .. } => "queue_update",
             AgentEvent::SessionInfoChanged { .. } => "session_info_changed",
+            AgentEvent::AutoRetryStart { .. } => "auto_retry_start",
+            AgentEvent::AutoRetryEnd { .. } => "auto_retry_end",
             AgentEvent::CompactionStart { .. } => "compaction_start",
             AgentEvent::CompactionEnd { .. } => "compaction_end",
         }

@@ -14,11 +14,12 @@ use tokio::sync::mpsc;
 use pith_events::{EntryType, ExtensionEvent, SessionStart, StartReason};
 use pith_store::{Leaf, Session, SessionEnv};
 
-use crate::agent::{Agent, AgentArgs, AgentMsg, EventSink, Tools};
+use crate::agent::{Agent, AgentArgs, AgentMsg, EventSink};
 use crate::compactor::{Compactor, CompactorMsg, Navigated, TreeOptions};
 use crate::extension::{Extension, ExtensionActor, ExtensionMsg, SlashCommand, Verdict};
 use crate::projection::{Projection, ProjectionMsg};
 use crate::provider::Provider;
+use crate::tool::Toolset;
 use crate::trace::TraceIds;
 use crate::writer::{SessionWriter, Snapshot, WriterArgs, WriterMsg};
 
@@ -26,6 +27,11 @@ const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Builds a fresh extension for every session subtree.
 pub type ExtensionFactory = Arc<dyn Fn() -> Box<dyn Extension> + Send + Sync>;
+
+/// Builds a session's system prompt from its cwd and the tools offered; called for every
+/// session the runtime starts, since a switch may change the cwd.
+pub type SystemPromptFn =
+    Arc<dyn Fn(&std::path::Path, &[crate::tool::ToolSpec]) -> String + Send + Sync>;
 
 /// Everything the runtime needs besides the first session.
 #[derive(Clone)]
@@ -45,7 +51,9 @@ pub struct RuntimeConfig {
     /// Thinking level for new sessions.
     pub thinking_level: String,
     /// Tools the model may call.
-    pub tools: Arc<dyn Tools>,
+    pub tools: Toolset,
+    /// Builds the system prompt of a session from its cwd and tools; `None` sends none.
+    pub system_prompt: Option<SystemPromptFn>,
     /// Extensions, in load order.
     pub extensions: Vec<ExtensionFactory>,
 }

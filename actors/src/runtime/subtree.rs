@@ -91,6 +91,12 @@ impl Runtime {
             model: state.config.model.clone(),
             thinking_level: state.config.thinking_level.clone(),
             tools: state.config.tools.clone(),
+            cwd: PathBuf::from(&cwd),
+            system_prompt: state
+                .config
+                .system_prompt
+                .as_ref()
+                .map(|build| build(Path::new(&cwd), &state.config.tools.specs())),
             events: events.clone(),
             clock: state.config.env.clock.clone(),
             session_id: session_id.clone(),
