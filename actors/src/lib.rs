@@ -9,6 +9,7 @@
 //! - [`provider`] and [`faux`]: the model seam and the built-in offline model.
 //! - [`model`]: what pith knows about a model (API, limits, prices).
 //! - [`tool`]: the tool seam ([`tool::Tool`], [`tool::Toolset`]).
+//! - [`tools`] and [`system_prompt`]: pi's built-in tools (read, bash, edit, write, user `!cmd`) and its default system prompt.
 //! - [`settings`]: `settings.json` of the agent dir and the project, read per session cwd.
 //! - [`summarize`]: summaries through the current model (conversation serialization, prompts).
 //! - [`trace`]: span fields that let a run be drawn as a message flow.
@@ -27,6 +28,8 @@ pub mod provider;
 pub mod runtime;
 pub mod settings;
 pub mod summarize;
+pub mod system_prompt;
 pub mod tool;
+pub mod tools;
 pub mod trace;
 pub mod writer;

@@ -28,7 +28,7 @@ pub struct ToolOutput {
     /// What the model sees: text and image blocks.
     pub content: Vec<ContentBlock>,
     /// Tool-specific data for frontends (pi's shapes, e.g. `{truncation, fullOutputPath}`);
-    /// `{}` when there is none.
+    /// `null` when there is none (pi's `undefined`: the key is left out of the entry).
     pub details: Value,
 }
 
