@@ -7,9 +7,11 @@
 //! - [`compactor`]: Compactor, which owns compaction decisions.
 //! - [`extension`]: the Extension trait, its actor, and two example extensions.
 //! - [`provider`] and [`faux`]: the model seam and the built-in offline model.
+//! - [`providers`]: streaming providers for the Anthropic Messages and OpenAI Chat Completions APIs.
 //! - [`model`]: what pith knows about a model (API, limits, prices).
 //! - [`tool`]: the tool seam ([`tool::Tool`], [`tool::Toolset`]).
 //! - [`tools`] and [`system_prompt`]: pi's built-in tools (read, bash, edit, write, user `!cmd`) and its default system prompt.
+//! - [`retry`]: which failed replies are retried, and when.
 //! - [`settings`]: `settings.json` of the agent dir and the project, read per session cwd.
 //! - [`summarize`]: summaries through the current model (conversation serialization, prompts).
 //! - [`trace`]: span fields that let a run be drawn as a message flow.
@@ -25,6 +27,8 @@ pub mod model;
 pub mod overflow;
 pub mod projection;
 pub mod provider;
+pub mod providers;
+pub mod retry;
 pub mod runtime;
 pub mod settings;
 pub mod summarize;
