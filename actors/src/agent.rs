@@ -15,7 +15,8 @@ use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 use pith_events::{
-    AgentEvent, AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage,
+    AgentEvent, AgentMessage, AssistantMessage, BashExecutionMessage, ContentBlock, StopReason,
+    ToolResultMessage,
 };
 use pith_store::env::Clock;
 use pith_store::llm::convert_to_llm;
@@ -80,6 +81,27 @@ impl EventSink {
     }
 }
 
+/// A tool result as pi's events carry it: `{content, details}`, without `details` when the
+/// tool gave none (JSON `undefined` disappears).
+fn result_json(content: &[ContentBlock], details: &Value) -> Value {
+    if details.is_null() {
+        json!({ "content": content })
+    } else {
+        json!({ "content": content, "details": details })
+    }
+}
+
+/// What a run leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// Nothing: the agent is idle.
+    Idle,
+    /// The reply failed transiently and the retry wait is over: send the context again.
+    ErrorRetry,
+    /// The reply overflowed and the session was compacted: send it again without the reply.
+    OverflowRetry,
+}
+
 /// Messages of the Agent.
 #[derive(Debug)]
 pub enum AgentMsg {
@@ -103,6 +125,22 @@ pub enum AgentMsg {
     Deferring(bool),
     /// The run task finished (internal).
     RunFinished,
+    /// Run a user shell command (`!cmd`; `true` for `!!cmd`, kept out of the context) in the
+    /// session cwd (spec: agent-and-events.md §5); answered with the recorded message when it
+    /// finished, or an error when another one is running. Recorded at once when idle, else
+    /// at the start of the next prompt, as pi does.
+    Bash(
+        String,
+        bool,
+        RpcReplyPort<Result<BashExecutionMessage, String>>,
+    ),
+    /// Cancel the running user command.
+    AbortBash,
+    /// A user command finished (internal).
+    BashDone(
+        Box<BashExecutionMessage>,
+        RpcReplyPort<Result<BashExecutionMessage, String>>,
+    ),
 }
 
 /// What the agent needs from its subtree.
@@ -150,6 +188,7 @@ struct Queues {
 pub struct AgentState {
     args: Arc<AgentArgs>,
     queues: Arc<Mutex<Queues>>,
+    retry_attempt: Arc<std::sync::atomic::AtomicU32>,
     abort: Option<watch::Sender<bool>>,
     /// Aborts waiting for the current run to end.
     waiting_for_idle: Vec<RpcReplyPort<()>>,
@@ -159,6 +198,10 @@ pub struct AgentState {
     deferring: bool,
     /// Prompts that arrived while deferring, oldest first.
     deferred: VecDeque<(TraceIds, String)>,
+    /// Cancels the running user command; `None` when none runs.
+    bash_abort: Option<watch::Sender<bool>>,
+    /// User commands that finished during a run: recorded before the next prompt.
+    pending_bash: Vec<AgentMessage>,
 }
 
 /// The Agent actor.
@@ -175,6 +218,8 @@ impl Agent {
             ids,
             me: me.clone(),
             last_reply: Mutex::new(None),
+            retry_attempt: state.retry_attempt.clone(),
+            pending_bash: std::mem::take(&mut state.pending_bash),
             overflowed: None,
         };
         let span = crate::message_span!("Agent", "prompt", state.args.session_id, ids);
@@ -183,13 +228,24 @@ impl Agent {
             async move {
                 let mut run = run;
                 let mut text = Some(text);
-                // An overflowed reply is retried once, after the Compactor compacted, unless
-                // the user aborted meanwhile.
-                while run.run(text.take()).await == NextStep::Retry
-                    && run.overflowed.is_none()
-                    && !*run.abort.borrow()
-                {
-                    run.overflowed = run.last_reply.lock().ok().and_then(|mut r| r.take());
+                loop {
+                    let after = run.run(text.take()).await;
+                    if *run.abort.borrow() {
+                        break;
+                    }
+                    match after {
+                        After::Idle => break,
+                        // A transient error: the same context again (the failed reply is
+                        // left out of every request, agent-and-events.md §4).
+                        After::ErrorRetry => {}
+                        // An overflowed reply is retried once, after the Compactor compacted.
+                        After::OverflowRetry => {
+                            if run.overflowed.is_some() {
+                                break;
+                            }
+                            run.overflowed = run.last_reply.lock().ok().and_then(|mut r| r.take());
+                        }
+                    }
                 }
                 let _ = me.cast(AgentMsg::RunFinished);
             }
@@ -211,11 +267,14 @@ impl Actor for Agent {
         Ok(AgentState {
             args: Arc::new(args),
             queues: Arc::default(),
+            retry_attempt: Arc::default(),
             abort: None,
             waiting_for_idle: Vec::new(),
             waiting_for_rest: Vec::new(),
             deferring: false,
             deferred: VecDeque::new(),
+            bash_abort: None,
+            pending_bash: Vec::new(),
         })
     }
 
@@ -242,6 +301,64 @@ impl Actor for Agent {
                 let _ = reply.send(Ok(()));
             }
             AgentMsg::Deferring(on) => state.deferring = on,
+            AgentMsg::Bash(command, exclude, reply) => {
+                if state.bash_abort.is_some() {
+                    let _ = reply.send(Err("A bash command is already running".into()));
+                    return Ok(());
+                }
+                let (tx, rx) = watch::channel(false);
+                state.bash_abort = Some(tx);
+                let args = state.args.clone();
+                let me = me.clone();
+                tokio::spawn(async move {
+                    let prefix = args.settings.shell_command_prefix();
+                    let result = crate::tools::bash::execute_bash(
+                        &command,
+                        &args.cwd,
+                        prefix.as_deref(),
+                        rx,
+                    )
+                    .await;
+                    let message = BashExecutionMessage {
+                        command,
+                        output: result.output,
+                        exit_code: result.exit_code,
+                        cancelled: result.cancelled,
+                        truncated: result.truncated,
+                        full_output_path: result.full_output_path,
+                        timestamp: args.clock.now_ms(),
+                        exclude_from_context: exclude.then_some(true),
+                    };
+                    let _ = me.cast(AgentMsg::BashDone(Box::new(message), reply));
+                });
+            }
+            AgentMsg::AbortBash => {
+                if let Some(tx) = &state.bash_abort {
+                    let _ = tx.send(true);
+                }
+            }
+            AgentMsg::BashDone(message, reply) => {
+                state.bash_abort = None;
+                let recorded = AgentMessage::BashExecution((*message).clone());
+                if state.abort.is_none() && !state.deferring {
+                    let append = Append::Message(Box::new(recorded));
+                    let written = state
+                        .args
+                        .writer
+                        .call(
+                            |r| WriterMsg::Append(TraceIds::root(0, "Agent"), append, r),
+                            Some(CALL_TIMEOUT),
+                        )
+                        .await;
+                    if !matches!(written, Ok(ractor::rpc::CallResult::Success(Ok(_)))) {
+                        tracing::error!("could not record a user command");
+                    }
+                } else {
+                    // Appended now it would split the run's chain of entries.
+                    state.pending_bash.push(recorded);
+                }
+                let _ = reply.send(Ok(*message));
+            }
             AgentMsg::Steer(text) => {
                 if let Ok(mut q) = state.queues.lock() {
                     q.steering.push_back(text);
@@ -316,6 +433,11 @@ struct Run {
     me: ActorRef<AgentMsg>,
     /// The last reply of the run, for the Compactor.
     last_reply: Mutex<Option<AssistantMessage>>,
+    /// User commands to record before the prompt.
+    pending_bash: Vec<AgentMessage>,
+    /// Retries made since the last reply that was not an error; shared by all runs of the
+    /// session because pi's counter outlives a prompt (agent-and-events.md §4).
+    retry_attempt: Arc<std::sync::atomic::AtomicU32>,
     /// In an overflow retry: the reply that overflowed. It stays in the log but is not sent
     /// again (pi drops it from the agent's messages).
     overflowed: Option<AssistantMessage>,
@@ -566,7 +688,7 @@ impl Run {
                         tool_call_id: id.clone(),
                         tool_name: name.clone(),
                         args: args.clone(),
-                        partial_result: json!({ "content": partial.content, "details": partial.details }),
+                        partial_result: result_json(&partial.content, &partial.details),
                     })
                     .await;
                 }
@@ -597,7 +719,8 @@ impl Run {
                     tool_call_id: id.clone(),
                     tool_name: name.clone(),
                     content,
-                    details: Some(details),
+                    // pi leaves `details` out when a tool gives none.
+                    details: (!details.is_null()).then_some(details),
                     is_error,
                     timestamp: self.args.clock.now_ms(),
                 })
@@ -609,15 +732,19 @@ impl Run {
         self.emit(AgentEvent::ToolExecutionEnd {
             tool_call_id: id.to_owned(),
             tool_name: name.to_owned(),
-            result: json!({ "content": outcome.0, "details": outcome.1 }),
+            result: result_json(&outcome.0, &outcome.1),
             is_error: outcome.2,
         })
         .await;
     }
 
     /// One run: `text` as the prompt, or none to send the context again (an overflow retry).
-    async fn run(&self, text: Option<String>) -> NextStep {
+    async fn run(&self, text: Option<String>) -> After {
         if text.is_some() {
+            // Retries (no text) must not record them twice.
+            for bash in &self.pending_bash {
+                self.persist(bash).await;
+            }
             // pi checks the last reply before each prompt too, before agent_start: compaction
             // may have been off, or the session was resumed over the threshold.
             let ids = self.ids.sent_by("Agent");
@@ -668,6 +795,19 @@ impl Run {
                 .await;
                 self.persist(&message).await;
                 new_messages.push(message.clone());
+                if reply.stop_reason != StopReason::Error {
+                    let attempt = self
+                        .retry_attempt
+                        .swap(0, std::sync::atomic::Ordering::SeqCst);
+                    if attempt > 0 {
+                        self.emit(AgentEvent::AutoRetryEnd {
+                            success: true,
+                            attempt,
+                            final_error: None,
+                        })
+                        .await;
+                    }
+                }
                 if matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted) {
                     self.emit(AgentEvent::TurnEnd {
                         turn_index,
@@ -709,7 +849,7 @@ impl Run {
 
     /// `agent_end`, then pi's compaction check on the run's last reply (compaction.md §3).
     /// Prompts sent from the moment `agent_end` can be seen wait until this returns.
-    async fn finish(&self, new_messages: Vec<AgentMessage>) -> NextStep {
+    async fn finish(&self, new_messages: Vec<AgentMessage>) -> After {
         let _ = self.me.cast(AgentMsg::Deferring(true));
         let last_reply = new_messages.iter().rev().find_map(|m| match m {
             AgentMessage::Assistant(a) => Some(a.clone()),
@@ -720,8 +860,11 @@ impl Run {
         })
         .await;
         let Some(reply) = last_reply else {
-            return NextStep::Idle;
+            return After::Idle;
         };
+        if self.retry_later(&reply).await {
+            return After::ErrorRetry;
+        }
         if let Ok(mut last) = self.last_reply.lock() {
             *last = Some(reply.clone());
         }
@@ -737,8 +880,63 @@ impl Run {
             )
             .await
         {
-            Ok(ractor::rpc::CallResult::Success(next)) => next,
-            _ => NextStep::Idle,
+            Ok(ractor::rpc::CallResult::Success(NextStep::Retry)) => After::OverflowRetry,
+            _ => After::Idle,
         }
+    }
+
+    /// pi's retry check at `agent_end` (agent-and-events.md §4): for a transient error,
+    /// `auto_retry_start`, then the wait (`true` when it ran out and the context should be
+    /// sent again); past `retry.maxRetries` or when the user aborts the wait,
+    /// `auto_retry_end` and `false`, and the compaction check follows as in pi.
+    async fn retry_later(&self, reply: &AssistantMessage) -> bool {
+        use std::sync::atomic::Ordering;
+        let settings = self.args.settings.retry();
+        let window = self
+            .args
+            .provider
+            .context_window(&self.args.model.1)
+            .unwrap_or(0);
+        if !settings.enabled || !crate::retry::is_retryable(reply, window) {
+            return false;
+        }
+        let attempt = self.retry_attempt.fetch_add(1, Ordering::SeqCst) + 1;
+        if attempt > settings.max_retries {
+            self.retry_attempt.store(0, Ordering::SeqCst);
+            self.emit(AgentEvent::AutoRetryEnd {
+                success: false,
+                attempt: attempt - 1,
+                final_error: reply.error_message.clone(),
+            })
+            .await;
+            return false;
+        }
+        let delay_ms = settings.delay_ms(attempt);
+        self.emit(AgentEvent::AutoRetryStart {
+            attempt,
+            max_attempts: settings.max_retries,
+            delay_ms,
+            error_message: reply
+                .error_message
+                .clone()
+                .unwrap_or_else(|| "Unknown error".into()),
+        })
+        .await;
+        let mut abort = self.abort.clone();
+        let aborted = tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(delay_ms)) => false,
+            _ = abort.wait_for(|a| *a) => true,
+        };
+        if aborted {
+            self.retry_attempt.store(0, Ordering::SeqCst);
+            self.emit(AgentEvent::AutoRetryEnd {
+                success: false,
+                attempt,
+                final_error: Some("Retry cancelled".into()),
+            })
+            .await;
+            return false;
+        }
+        true
     }
 }

@@ -8,7 +8,8 @@
 //! - [`extension`]: the Extension trait, its actor, and two example extensions.
 //! - [`provider`] and [`faux`]: the model seam and the built-in offline model.
 //! - [`providers`]: streaming providers for the Anthropic Messages and OpenAI Chat Completions APIs.
-//! - [`model`]: what pith knows about a model (API, limits, prices).
+//! - [`model`], [`model_registry`], [`auth`]: what pith knows about a model (API, limits,
+//!   prices), the built-in table merged with `models.json`, `--model` resolution, API keys.
 //! - [`tool`]: the tool seam ([`tool::Tool`], [`tool::Toolset`]).
 //! - [`tools`] and [`system_prompt`]: pi's built-in tools (read, bash, edit, write, user `!cmd`) and its default system prompt.
 //! - [`retry`]: which failed replies are retried, and when.
@@ -19,11 +20,13 @@
 //! The guarantees (who owns what, ordering, restarts, switches) are in `docs/actors.md`.
 
 pub mod agent;
+pub mod auth;
 pub mod compactor;
 pub mod event;
 pub mod extension;
 pub mod faux;
 pub mod model;
+pub mod model_registry;
 pub mod overflow;
 pub mod projection;
 pub mod provider;

@@ -99,6 +99,30 @@ impl Settings {
             .map(|n| n.max(0.0).ceil() as u64)
     }
 
+    /// `retry.*` with pi's defaults, numbers and `enabled` read as [`Settings::compaction`]
+    /// reads them (spec: agent-and-events.md §4).
+    pub fn retry(&self) -> crate::retry::RetrySettings {
+        let d = crate::retry::RetrySettings::default();
+        crate::retry::RetrySettings {
+            enabled: self
+                .get("retry.enabled")
+                .filter(|v| !v.is_null())
+                .map_or(d.enabled, pith_store::js::is_truthy),
+            max_retries: self
+                .tokens("retry.maxRetries")
+                .map_or(d.max_retries, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+            base_delay_ms: self.tokens("retry.baseDelayMs").unwrap_or(d.base_delay_ms),
+        }
+    }
+
+    /// `shellCommandPrefix`: put before every `!cmd` and bash tool command, on its own line.
+    pub fn shell_command_prefix(&self) -> Option<String> {
+        self.get("shellCommandPrefix")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    }
+
     /// `steeringMode`.
     pub fn steering_mode(&self) -> QueueMode {
         mode(self.get("steeringMode"))

@@ -1354,7 +1354,7 @@ async fn an_error_reply_compacts_when_the_estimate_crosses_the_threshold() {
         tmp.path(),
         &format!(
             r#"[{{"content":[{{"type":"text","text":"one"}}],"usage":{USAGE_110K}}},
-                {{"content":[],"errorMessage":"500 internal server error"}},
+                {{"content":[],"errorMessage":"400 invalid_request_error: unsupported parameter"}},
                 {{"content":[{{"type":"text","text":"SUMMARY"}}]}}]"#
         ),
     )
@@ -1431,4 +1431,168 @@ async fn a_session_resumed_over_the_threshold_is_compacted_before_the_next_promp
             "assistant"
         ]
     );
+}
+
+/// A runtime like [`start_recording`]'s with `settings` as the agent dir's settings.json.
+async fn start_with_settings(
+    tmp: &Path,
+    settings: &str,
+    replies: &str,
+) -> (
+    RuntimeHandle,
+    UnboundedReceiver<RuntimeEvent>,
+    SessionEnv,
+    Arc<Recording>,
+) {
+    std::fs::create_dir_all(tmp.join("agent")).unwrap();
+    std::fs::write(tmp.join("agent/settings.json"), settings).unwrap();
+    start_recording(tmp, replies).await
+}
+
+/// Every agent event received so far (the runtime is idle), without streaming updates.
+fn drain_agent_events(events: &mut UnboundedReceiver<RuntimeEvent>) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        if let RuntimeEvent::Agent(e) = e
+            && !matches!(*e, AgentEvent::MessageUpdate { .. })
+        {
+            out.push(serde_json::to_value(&e).unwrap());
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn transient_errors_are_retried_with_backoff_and_kept_in_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env, provider) = start_with_settings(
+        tmp.path(),
+        r#"{"retry":{"baseDelayMs":5}}"#,
+        r#"[{"content":[],"errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"},
+            {"content":[{"type":"text","text":"partial"}],"errorMessage":"503 service unavailable"},
+            {"content":[{"type":"text","text":"ok after retry"}]}]"#,
+    )
+    .await;
+    rt.prompt("q1").await.unwrap();
+    rt.wait_idle().await.unwrap();
+    let seen = drain_agent_events(&mut events);
+    let retries: Vec<&serde_json::Value> = seen
+        .iter()
+        .filter(|e| e["type"].as_str().unwrap().starts_with("auto_retry"))
+        .collect();
+    assert_eq!(
+        retries,
+        [
+            &serde_json::json!({"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":5,
+                "errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}),
+            &serde_json::json!({"type":"auto_retry_start","attempt":2,"maxAttempts":3,"delayMs":10,
+                "errorMessage":"503 service unavailable"}),
+            &serde_json::json!({"type":"auto_retry_end","success":true,"attempt":2}),
+        ]
+    );
+    // Each retry is a run of its own, without a new prompt (pi's agent.continue()).
+    assert_eq!(
+        types(&seen).iter().filter(|t| *t == "agent_start").count(),
+        3
+    );
+    let snapshot = rt.snapshot().await.unwrap();
+    rt.shutdown().await.unwrap();
+    let session = Session::open(
+        snapshot.session_file.as_ref().unwrap(),
+        None,
+        None,
+        pith_store::OpenMode::ReadOnly,
+        &SessionEnv::system(),
+    )
+    .unwrap();
+    // The file keeps both failures, each reply a child of the previous (spec §4).
+    assert_eq!(
+        context_roles(&session),
+        ["user", "assistant", "assistant", "assistant"]
+    );
+    // The failed replies are never sent back to the model.
+    let requests = provider.requests.lock().unwrap();
+    let sent: Vec<usize> = requests.iter().map(|r| r.messages.len()).collect();
+    assert_eq!(sent, [1, 1, 1]);
+}
+
+#[tokio::test]
+async fn retries_stop_at_max_retries_and_the_error_stays() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env, provider) = start_with_settings(
+        tmp.path(),
+        r#"{"retry":{"baseDelayMs":1,"maxRetries":"1"}}"#,
+        r#"[{"content":[],"errorMessage":"429 rate_limit_error"},
+            {"content":[],"errorMessage":"429 rate_limit_error again"},
+            {"content":[{"type":"text","text":"never asked"}]}]"#,
+    )
+    .await;
+    rt.prompt("q1").await.unwrap();
+    rt.wait_idle().await.unwrap();
+    let seen = drain_agent_events(&mut events);
+    rt.shutdown().await.unwrap();
+    let retries: Vec<&serde_json::Value> = seen
+        .iter()
+        .filter(|e| e["type"].as_str().unwrap().starts_with("auto_retry"))
+        .collect();
+    assert_eq!(
+        retries,
+        [
+            &serde_json::json!({"type":"auto_retry_start","attempt":1,"maxAttempts":1,"delayMs":1,
+                "errorMessage":"429 rate_limit_error"}),
+            &serde_json::json!({"type":"auto_retry_end","success":false,"attempt":1,
+                "finalError":"429 rate_limit_error again"}),
+        ]
+    );
+    assert_eq!(provider.requests.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn abort_cancels_the_retry_wait_and_disabled_retry_never_waits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env, provider) = start_with_settings(
+        tmp.path(),
+        r#"{"retry":{"baseDelayMs":600000}}"#,
+        r#"[{"content":[],"errorMessage":"fetch failed"}]"#,
+    )
+    .await;
+    rt.prompt("q1").await.unwrap();
+    // Wait for the retry to start, then abort: the ten-minute wait ends at once.
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if let RuntimeEvent::Agent(e) = e
+            && matches!(*e, AgentEvent::AutoRetryStart { .. })
+        {
+            break;
+        }
+    }
+    tokio::time::timeout(Duration::from_secs(10), rt.abort())
+        .await
+        .unwrap()
+        .unwrap();
+    rt.wait_idle().await.unwrap();
+    let seen = drain_agent_events(&mut events);
+    assert_eq!(
+        seen.iter().find(|e| e["type"] == "auto_retry_end").unwrap(),
+        &serde_json::json!({"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"})
+    );
+    assert_eq!(provider.requests.lock().unwrap().len(), 1);
+    rt.shutdown().await.unwrap();
+
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env, provider) = start_with_settings(
+        tmp.path(),
+        r#"{"retry":{"enabled":false}}"#,
+        r#"[{"content":[],"errorMessage":"500 internal"}]"#,
+    )
+    .await;
+    rt.prompt("q1").await.unwrap();
+    rt.wait_idle().await.unwrap();
+    let seen = drain_agent_events(&mut events);
+    assert!(!types(&seen).iter().any(|t| t.starts_with("auto_retry")));
+    assert_eq!(provider.requests.lock().unwrap().len(), 1);
+    rt.shutdown().await.unwrap();
 }

@@ -4,6 +4,7 @@
 //! `pith session …` inspects and lists session files; `pith trace mermaid` draws a `--trace`
 //! file as a sequence diagram. The interactive, json and rpc modes are not built yet.
 
+mod model_choice;
 mod print;
 mod session_cmd;
 mod trace_cmd;

@@ -9,12 +9,22 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use pith_actors::faux::{FAUX_MODEL, Faux, read_script};
+use pith_actors::faux::{Faux, read_script};
+use pith_actors::model::Api;
 use pith_actors::runtime::{Runtime, RuntimeConfig, RuntimeEvent};
-use pith_actors::tool::Toolset;
+use pith_actors::tool::{ToolSpec, Toolset};
 use pith_events::{AgentEvent, AgentMessage, ContentBlock, StopReason};
 use pith_store::list::{Resolved, resolve_session_arg};
 use pith_store::{OpenMode, Session, SessionEnv, dirs};
+
+/// `--mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// The last reply's text.
+    Text,
+    /// JSON lines: the header, then every event (spec: agent-and-events.md §8).
+    Json,
+}
 
 /// Flags of a run (pi's names).
 #[derive(Debug, Args)]
@@ -22,6 +32,10 @@ pub struct RunArgs {
     /// Print mode: run the prompt(s), print the reply, exit.
     #[arg(short = 'p', long = "print")]
     print: bool,
+    /// Output mode: `text` (the last reply, as -p), or `json` (the session header, then
+    /// every event as one JSON object per line, as pi's `--mode json`).
+    #[arg(long, value_enum, value_name = "MODE")]
+    mode: Option<Mode>,
     /// Continue the most recent session of this directory.
     #[arg(short = 'c', long = "continue")]
     continue_recent: bool,
@@ -41,9 +55,24 @@ pub struct RunArgs {
     /// Directory for session files instead of the per-project default.
     #[arg(long, value_name = "DIR")]
     session_dir: Option<PathBuf>,
-    /// Model as provider/id[:thinking]; only the offline `faux/faux-1` exists so far.
+    /// Provider of the model (`anthropic`, `openai`, a `models.json` provider, `faux`).
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// Model as provider/id[:thinking], a bare id, or part of one (`--list-models` shows them).
     #[arg(long, value_name = "PROVIDER/ID[:THINKING]")]
     model: Option<String>,
+    /// API key for the model's provider, instead of the environment or auth.json.
+    #[arg(long, value_name = "KEY")]
+    api_key: Option<String>,
+    /// List the models that have a key (and the offline one), optionally filtered, and exit.
+    #[arg(long, value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
+    list_models: Option<String>,
+    /// The tools the model may use, comma-separated (default: read,bash,edit,write).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    tools: Option<Vec<String>>,
+    /// No tools at all.
+    #[arg(long, conflicts_with = "tools")]
+    no_tools: bool,
     /// Thinking level: off, minimal, low, medium, high, xhigh.
     #[arg(long, value_name = "LEVEL")]
     thinking: Option<String>,
@@ -57,11 +86,14 @@ pub struct RunArgs {
     messages: Vec<String>,
 }
 
-const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high", "xhigh"];
-
 /// Runs print mode; exit status 1 when the last reply is an error or was aborted.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    if !args.print {
+    if let Some(search) = &args.list_models {
+        let env = SessionEnv::system();
+        crate::model_choice::list_models(&env.agent_dir, Some(search.as_str()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !args.print && args.mode.is_none() {
         bail!(
             "interactive mode is not built yet: run `pith -p \"your prompt\"`, or see `pith --help`"
         );
@@ -125,53 +157,47 @@ fn install_trace(path: &Path) -> Result<tracing_chrome::FlushGuard> {
     Ok(guard)
 }
 
-/// `(provider, model id, thinking)` from `--model` and `--thinking`.
-fn model_choice(args: &RunArgs) -> Result<(String, String, String)> {
-    let (spec, mut thinking) = match &args.model {
-        Some(m) => match m.split_once(':') {
-            Some((model, level)) => (model.to_owned(), Some(level.to_owned())),
-            None => (m.clone(), None),
-        },
-        None => {
-            // Real providers are not built yet; say so rather than pretend no key exists.
-            let keys: Vec<&str> = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]
-                .into_iter()
-                .filter(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()))
-                .collect();
-            if keys.is_empty() {
-                eprintln!(
-                    "pith: no model configured (no API key found); using the built-in offline model faux/{FAUX_MODEL}"
-                );
-            } else {
-                let (verb, what) = if keys.len() == 1 {
-                    ("is", "that provider")
-                } else {
-                    ("are", "those providers")
-                };
-                eprintln!(
-                    "pith: {} {verb} set, but pith cannot talk to {what} yet; using the built-in offline model faux/{FAUX_MODEL}",
-                    keys.join(" and ")
-                );
-            }
-            (format!("faux/{FAUX_MODEL}"), None)
-        }
+/// `!cmd` → `(cmd, false)`, `!!cmd` → `(cmd, true)` (kept out of the context); `None` for
+/// other text and for a bare `!`/`!!`, which pi sends as an ordinary prompt (spec §5).
+fn user_command(text: &str) -> Option<(&str, bool)> {
+    let text = text.trim();
+    let (rest, exclude) = match text.strip_prefix("!!") {
+        Some(rest) => (rest, true),
+        None => (text.strip_prefix('!')?, false),
     };
-    if let Some(t) = &args.thinking {
-        thinking = Some(t.clone());
+    let command = rest.trim();
+    (!command.is_empty()).then_some((command, exclude))
+}
+
+/// `--tools a,b` / `--no-tools` / pi's default set.
+fn toolset(args: &RunArgs) -> Result<Toolset> {
+    if args.no_tools {
+        return Ok(Toolset::none());
     }
-    let (provider, id) = spec.split_once('/').unwrap_or(("faux", spec.as_str()));
-    if provider != "faux" || id != FAUX_MODEL {
-        bail!("unknown model {spec}: pith knows only the offline model faux/{FAUX_MODEL} so far");
+    let Some(names) = &args.tools else {
+        return Ok(Toolset::new(pith_actors::tools::builtin_tools()));
+    };
+    let mut tools = Vec::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        match pith_actors::tools::tool_by_name(name) {
+            Some(t) => tools.push(t),
+            None => bail!(
+                "unknown tool {name}: pith has {}",
+                pith_actors::tools::builtin_tools()
+                    .iter()
+                    .map(|t| t.spec().name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
     }
-    let level = thinking.unwrap_or_else(|| "off".to_owned());
-    if !THINKING_LEVELS.contains(&level.as_str()) {
-        bail!(
-            "unknown thinking level {level}: use one of {}",
-            THINKING_LEVELS.join(", ")
-        );
-    }
-    // faux does not reason; pi clamps the level of such models to off.
-    Ok((provider.to_owned(), id.to_owned(), "off".to_owned()))
+    Ok(Toolset::new(tools))
+}
+
+/// Today's date for the system prompt, `YYYY-MM-DD` in UTC.
+fn today() -> String {
+    let iso = SessionEnv::system().now_iso();
+    iso.get(..10).unwrap_or(&iso).to_owned()
 }
 
 fn open_mode(args: &RunArgs) -> OpenMode {
@@ -234,7 +260,18 @@ fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<Session
 async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
     let env = SessionEnv::system();
     let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
-    let (provider, model, thinking) = model_choice(&args)?;
+    let choice = crate::model_choice::choose(
+        &crate::model_choice::Request {
+            provider: args.provider.as_deref(),
+            model: args.model.as_deref(),
+            thinking: args.thinking.as_deref(),
+            api_key: args.api_key.as_deref(),
+            faux_script: args.faux_script.is_some(),
+        },
+        &env.agent_dir,
+        Path::new(&cwd),
+    )?;
+    let tools = toolset(&args)?;
     let session = choose_session(&args, &cwd, &env)?;
     if let Some(file) = session.session_file() {
         for w in session.warnings() {
@@ -252,26 +289,49 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
         Some(p) => read_script(p)?,
         None => Vec::new(),
     };
+    let provider: Arc<dyn pith_actors::provider::Provider> = match choice.model.api {
+        Api::Faux => Arc::new(Faux::new(script, env.clock.clone())),
+        _ => {
+            if args.faux_script.is_some() {
+                bail!(
+                    "--faux-script plays replies of the offline model: use it with --model faux/faux-1"
+                );
+            }
+            pith_actors::providers::provider_for(choice.model.clone(), choice.api_key.clone())?
+        }
+    };
+    let agent_dir = env.agent_dir.clone();
     let config = RuntimeConfig {
         env: env.clone(),
         cwd: cwd.clone(),
         session_dir: args.session_dir.clone(),
         persist: !args.no_session,
-        provider: Arc::new(Faux::new(script, env.clock.clone())),
-        model: (provider, model),
-        thinking_level: thinking,
-        tools: Toolset::none(),
-        system_prompt: None,
+        provider,
+        model: (choice.model.provider.clone(), choice.model.id.clone()),
+        thinking_level: choice.thinking_level.clone(),
+        tools,
+        system_prompt: Some(Arc::new(move |cwd: &Path, specs: &[ToolSpec]| {
+            pith_actors::system_prompt::build(cwd, &agent_dir, specs, &today())
+        })),
         // The example extensions (PromptCounter, NoForkWhileRunning) are for tests and the
         // README; a user's sessions get no entries pi would not write.
         extensions: Vec::new(),
     };
+    let json = args.mode == Some(Mode::Json);
+    if json {
+        // pi prints the in-memory header first, even before the file exists.
+        println!("{}", session.header().raw());
+    }
     let rt = Runtime::start(config, session).await?;
     let mut events = rt.subscribe().await?;
     let commands = rt.commands().await?;
-    let mut seen = Seen::default();
+    let mut seen = Seen {
+        json,
+        ..Seen::default()
+    };
     let mut compaction_failed = false;
     let mut interrupted = false;
+    let mut bash_failed = false;
     for prompt in prompts {
         // `/name args` runs an extension command instead of prompting (agent-and-events §3.1).
         if let Some(rest) = prompt.strip_prefix('/') {
@@ -302,6 +362,36 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
                 }
                 continue;
             }
+        }
+        // pi's `!cmd` / `!!cmd` (its interactive mode's; print mode would send the text).
+        if let Some((command, exclude)) = user_command(&prompt) {
+            let outcome = tokio::select! {
+                outcome = rt.bash(command, exclude) => outcome,
+                _ = shutdown_signal() => {
+                    rt.abort_bash();
+                    interrupted = true;
+                    break;
+                }
+            };
+            match outcome {
+                // JSON mode's stdout holds only pi's events; pi emits none for `!cmd`.
+                Ok(run) if json => bash_failed |= run.cancelled || run.exit_code != Some(0),
+                Ok(run) => {
+                    print!("{}", run.output);
+                    if !run.output.is_empty() && !run.output.ends_with('\n') {
+                        println!();
+                    }
+                    if let Some(path) = &run.full_output_path {
+                        eprintln!("pith: output truncated; the full output is in {path}");
+                    }
+                    bash_failed |= run.cancelled || run.exit_code != Some(0);
+                }
+                Err(e) => {
+                    bash_failed = true;
+                    eprintln!("pith: {e}");
+                }
+            }
+            continue;
         }
         rt.prompt(&prompt).await?;
         // A prompt is done when the agent is idle, not at the first agent_end: a compaction
@@ -344,6 +434,8 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
     let write_failed = seen.write_failed;
     // Like pi's print mode: every prompt runs; the exit status is the last reply's.
     let failed = match seen.last {
+        // JSON mode has shown everything already; like pi's, its status ignores the reply.
+        Some(_) if json => false,
         Some(AgentMessage::Assistant(a)) => {
             if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
                 let fallback = if a.stop_reason == StopReason::Aborted {
@@ -365,7 +457,10 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
         _ => false,
     };
     Ok(
-        match (interrupted, failed || write_failed || compaction_failed) {
+        match (
+            interrupted,
+            failed || write_failed || compaction_failed || bash_failed,
+        ) {
             (true, _) => ExitCode::from(130),
             (false, true) => ExitCode::FAILURE,
             (false, false) => ExitCode::SUCCESS,
@@ -376,6 +471,8 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
 /// What print mode keeps from the runtime's events.
 #[derive(Default)]
 struct Seen {
+    /// `--mode json`: every agent event goes to stdout as it comes.
+    json: bool,
     /// The last assistant reply: printed, and its stop reason is the exit status.
     last: Option<AgentMessage>,
     /// Some write failed (the user was told on stderr).
@@ -386,6 +483,12 @@ impl Seen {
     fn take(&mut self, event: RuntimeEvent) {
         match event {
             RuntimeEvent::Agent(event) => {
+                if self.json {
+                    match serde_json::to_string(&event) {
+                        Ok(line) => println!("{line}"),
+                        Err(e) => eprintln!("pith: an event could not be written: {e}"),
+                    }
+                }
                 if let AgentEvent::MessageEnd {
                     message: m @ AgentMessage::Assistant(_),
                 } = *event

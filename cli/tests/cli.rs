@@ -14,6 +14,10 @@ use predicates::prelude::*;
 
 fn pith(agent_dir: &Path) -> Command {
     let mut cmd = Command::cargo_bin("pith").expect("binary");
+    // The offline default must not turn into a real provider on a machine with keys.
+    for var in pith_actors::auth::KEY_VARS {
+        cmd.env_remove(var);
+    }
     cmd.env("PITH_AGENT_DIR", agent_dir).env("TZ", "UTC");
     cmd
 }

@@ -10,6 +10,10 @@ use predicates::prelude::*;
 
 fn pith(agent: &Path, cwd: &Path) -> Command {
     let mut cmd = Command::cargo_bin("pith").expect("binary");
+    // The offline default must not turn into a real provider on a machine with keys.
+    for var in pith_actors::auth::KEY_VARS {
+        cmd.env_remove(var);
+    }
     cmd.env("PITH_AGENT_DIR", agent)
         .current_dir(cwd)
         .env("TZ", "UTC");
@@ -162,10 +166,20 @@ fn an_error_reply_exits_1_and_is_persisted() {
         .failure()
         .stderr(predicate::str::contains("script.json: line 1, column 2"));
     pith(&agent, &cwd)
+        .args(["-p", "--model", "nope/gpt-9", "hi"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "Model \"nope/gpt-9\" not found. Use --list-models to see available models.",
+        ));
+    pith(&agent, &cwd)
         .args(["-p", "--model", "openai/gpt-9", "hi"])
         .assert()
         .failure()
-        .stderr(predicate::str::contains("unknown model openai/gpt-9"));
+        .stderr(predicate::str::contains(
+            "Model \"gpt-9\" not found for provider \"openai\". Using custom model id.",
+        ))
+        .stderr(predicate::str::contains("No API key found for openai"));
 }
 
 #[test]
@@ -178,7 +192,7 @@ fn the_trace_draws_the_message_flow_and_never_holds_keys() {
     pith(&agent, &cwd)
         .env("ANTHROPIC_API_KEY", secret)
         .env("OPENAI_API_KEY", secret)
-        .args(["-p", "--trace"])
+        .args(["-p", "--model", "faux/faux-1", "--trace"])
         .arg(&trace)
         .arg("trace me")
         .assert()
@@ -211,7 +225,7 @@ fn every_prompt_runs_and_the_last_reply_decides_the_exit_status() {
     let tmp = tempfile::tempdir().unwrap();
     let (agent, cwd, script) = scripted(
         tmp.path(),
-        r#"[{"content":[],"errorMessage":"500 server error"},{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"a"},{"type":"text","text":"b"}]}]"#,
+        r#"[{"content":[],"errorMessage":"400 bad request"},{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"a"},{"type":"text","text":"b"}]}]"#,
     );
     pith(&agent, &cwd)
         .args(["-p", "--faux-script"])
@@ -328,7 +342,7 @@ fn slash_compact_summarizes_through_the_model_and_a_second_one_fails() {
         .assert()
         .success()
         .stdout("r2\n")
-        .stderr(predicate::str::ends_with("\npith: compacted\n"));
+        .stderr("pith: compacted\n");
     let file = session_files(&agent).pop().unwrap();
     assert_eq!(
         kinds(&file),
@@ -423,4 +437,61 @@ fn an_overflow_is_compacted_and_retried_before_the_next_prompt_runs() {
     let text = fs::read_to_string(&file).unwrap();
     assert!(!text.contains("Request was aborted"), "{text}");
     assert!(text.contains("retried reply"));
+}
+
+#[test]
+fn json_mode_prints_the_header_then_every_event() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd, script) = scripted(
+        tmp.path(),
+        r#"[{"content":[{"type":"text","text":"hello"}]},{"content":[],"errorMessage":"400 bad request"}]"#,
+    );
+    let out = pith(&agent, &cwd)
+        .args(["--mode", "json", "--faux-script"])
+        .arg(&script)
+        .args(["one", "two"])
+        .assert()
+        // Like pi's JSON mode: an error reply is an event, not a failed run.
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let lines: Vec<serde_json::Value> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let file = session_files(&agent).remove(0);
+    let header: serde_json::Value =
+        serde_json::from_str(fs::read_to_string(&file).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(lines[0], header);
+    let types: Vec<&str> = lines[1..]
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .filter(|t| *t != "message_update")
+        .collect();
+    let run = [
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+    ];
+    assert_eq!(types, [run, run].concat());
+    let updates: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|e| e["type"] == "message_update")
+        .collect();
+    assert_eq!(
+        updates
+            .iter()
+            .map(|u| u["assistantMessageEvent"]["type"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["text_start", "text_delta", "text_end"]
+    );
+    let last = lines.last().unwrap();
+    assert_eq!(last["messages"][1]["errorMessage"], "400 bad request");
 }

@@ -94,6 +94,33 @@ impl RuntimeHandle {
         }
     }
 
+    /// Runs `command` as the user's `!command` (`exclude_from_context` for `!!command`) in the
+    /// session cwd and returns what was recorded (spec: agent-and-events.md §5). The entry is
+    /// written at once when the agent is idle, else before the next prompt.
+    ///
+    /// Errors: [`RuntimeError::Failed`] when another command is running.
+    pub async fn bash(
+        &self,
+        command: &str,
+        exclude_from_context: bool,
+    ) -> Result<pith_events::BashExecutionMessage, RuntimeError> {
+        let command = command.to_owned();
+        match self
+            .actor
+            .call(|r| RuntimeMsg::Bash(command, exclude_from_context, r), None)
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(r)) => r.map_err(RuntimeError::Failed),
+            Ok(_) => Err(RuntimeError::Unanswered("the runtime stopped".into())),
+            Err(e) => Err(RuntimeError::Unanswered(e.to_string())),
+        }
+    }
+
+    /// Cancels the running user command, if any.
+    pub fn abort_bash(&self) {
+        let _ = self.actor.cast(RuntimeMsg::AbortBash);
+    }
+
     /// Aborts the run and waits until the agent is idle.
     ///
     /// Errors: [`RuntimeError::Unanswered`].

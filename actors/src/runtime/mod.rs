@@ -108,6 +108,15 @@ pub enum RuntimeMsg {
     NavigateTree(String, TreeOptions, RpcReplyPort<Result<Navigated, String>>),
     /// `/compact [focus]`: summarized by the model; answered with the entry id.
     CompactNow(Option<String>, RpcReplyPort<Result<String, String>>),
+    /// `!cmd` / `!!cmd` (`true`): run a user command in the session cwd; answered with the
+    /// recorded bashExecution message (spec: agent-and-events.md §5).
+    Bash(
+        String,
+        bool,
+        RpcReplyPort<Result<pith_events::BashExecutionMessage, String>>,
+    ),
+    /// Cancel the running user command.
+    AbortBash,
     /// Run an extension's slash command; `None` when no extension has it.
     Command(String, String, RpcReplyPort<Option<String>>),
     /// Answered with every extension command.
@@ -385,6 +394,22 @@ impl Actor for Runtime {
                     let _ = reply.send(Err("no session".into()));
                 }
             },
+            RuntimeMsg::Bash(command, exclude, reply) => match &state.subtree {
+                // Forwarded with the reply port: the command may run for minutes.
+                Some(sub) => {
+                    if let Err(e) = sub.agent.cast(AgentMsg::Bash(command, exclude, reply)) {
+                        tracing::warn!("the agent is gone: {e}");
+                    }
+                }
+                None => {
+                    let _ = reply.send(Err("no session".into()));
+                }
+            },
+            RuntimeMsg::AbortBash => {
+                if let Some(sub) = &state.subtree {
+                    let _ = sub.agent.cast(AgentMsg::AbortBash);
+                }
+            }
             RuntimeMsg::Command(name, args, reply) => {
                 let mut answer = None;
                 if let Some(sub) = &state.subtree {

@@ -1,0 +1,184 @@
+//! API keys, looked up as pi looks them up (`auth-storage.js` `getApiKey`): the `--api-key`
+//! override, then `auth.json` in the agent directory, then the provider's environment
+//! variable, then the `apiKey` a `models.json` provider names.
+//!
+//! Keys are secrets: they are never logged, traced or written to a session; errors name the
+//! source of a key, never its value.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// One stored credential of `auth.json`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type")]
+enum Credential {
+    /// `{"type": "api_key", "key": "…"}`; `key` is resolved like a models.json value.
+    #[serde(rename = "api_key")]
+    ApiKey { key: String },
+    /// OAuth logins pith cannot refresh; kept so the file still reads.
+    #[serde(other)]
+    Other,
+}
+
+/// Where the keys come from.
+#[derive(Debug, Default, Clone)]
+pub struct Credentials {
+    /// `--api-key`, for one provider.
+    runtime: Option<(String, String)>,
+    /// `auth.json`.
+    stored: BTreeMap<String, Credential>,
+    /// Problems found reading `auth.json`, worded for the user.
+    problems: Vec<String>,
+}
+
+/// Every environment variable [`env_vars`] reads, for tests that must run offline.
+pub const KEY_VARS: [&str; 15] = [
+    "ANTHROPIC_OAUTH_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "GROQ_API_KEY",
+    "CEREBRAS_API_KEY",
+    "XAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "ZAI_API_KEY",
+    "MINIMAX_API_KEY",
+    "MINIMAX_CN_API_KEY",
+    "MOONSHOT_API_KEY",
+    "HF_TOKEN",
+    "FIREWORKS_API_KEY",
+    "KIMI_API_KEY",
+];
+
+/// The environment variables pi reads a provider's key from, in order
+/// (pi-ai `env-api-keys.js`).
+pub fn env_vars(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+        "openai" => &["OPENAI_API_KEY"],
+        "deepseek" => &["DEEPSEEK_API_KEY"],
+        "groq" => &["GROQ_API_KEY"],
+        "cerebras" => &["CEREBRAS_API_KEY"],
+        "xai" => &["XAI_API_KEY"],
+        "openrouter" => &["OPENROUTER_API_KEY"],
+        "zai" => &["ZAI_API_KEY"],
+        "minimax" => &["MINIMAX_API_KEY"],
+        "minimax-cn" => &["MINIMAX_CN_API_KEY"],
+        "moonshotai" | "moonshotai-cn" => &["MOONSHOT_API_KEY"],
+        "huggingface" => &["HF_TOKEN"],
+        "fireworks" => &["FIREWORKS_API_KEY"],
+        "kimi-coding" => &["KIMI_API_KEY"],
+        _ => &[],
+    }
+}
+
+impl Credentials {
+    /// Reads `<agent_dir>/auth.json` when it exists. A file others can read is used but
+    /// reported (it should be mode 0600, as pi writes it); a file that is not pi's shape is
+    /// reported and ignored.
+    pub fn load(agent_dir: &Path) -> Self {
+        let path = agent_dir.join("auth.json");
+        let mut creds = Self::default();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return creds,
+            Err(e) => {
+                creds.problems.push(format!("{}: {e}", path.display()));
+                return creds;
+            }
+        };
+        {
+            use std::os::unix::fs::PermissionsExt;
+            if let Ok(meta) = std::fs::metadata(&path)
+                && meta.permissions().mode() & 0o077 != 0
+            {
+                creds.problems.push(format!(
+                    "{}: readable by other users (mode {:o}); run chmod 600 on it",
+                    path.display(),
+                    meta.permissions().mode() & 0o777
+                ));
+            }
+        }
+        match serde_json::from_str::<BTreeMap<String, Credential>>(&text) {
+            Ok(stored) => creds.stored = stored,
+            Err(e) => creds.problems.push(format!(
+                "{}: line {}, column {}: {e}; its keys are not used",
+                path.display(),
+                e.line(),
+                e.column()
+            )),
+        }
+        creds
+    }
+
+    /// The same credentials with `--api-key` set for `provider`.
+    pub fn with_runtime_key(mut self, provider: &str, key: String) -> Self {
+        self.runtime = Some((provider.to_owned(), key));
+        self
+    }
+
+    /// Problems found while loading, for the user.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
+    /// The key for `provider`, or `None`. `configured` is the provider's `apiKey` from
+    /// `models.json`, used last.
+    pub fn api_key(&self, provider: &str, configured: Option<&str>) -> Option<String> {
+        if let Some((p, key)) = &self.runtime
+            && p == provider
+        {
+            return Some(key.clone());
+        }
+        if let Some(Credential::ApiKey { key }) = self.stored.get(provider) {
+            return resolve_config_value(key);
+        }
+        for var in env_vars(provider) {
+            if let Some(v) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
+                return Some(v);
+            }
+        }
+        configured.and_then(resolve_config_value)
+    }
+
+    /// Whether any key source exists for `provider` (without running `!command` values).
+    pub fn has_key(&self, provider: &str, configured: Option<&str>) -> bool {
+        self.runtime.as_ref().is_some_and(|(p, _)| p == provider)
+            || matches!(self.stored.get(provider), Some(Credential::ApiKey { .. }))
+            || env_vars(provider)
+                .iter()
+                .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
+            || configured.is_some()
+    }
+}
+
+/// pi's `resolveConfigValue`: `!command` runs the command in a shell and uses its trimmed
+/// stdout; otherwise the value names an environment variable when one is set, else it is the
+/// literal value. A failing or silent command gives `None`.
+pub fn resolve_config_value(value: &str) -> Option<String> {
+    if let Some(command) = value.strip_prefix('!') {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        return Some(text).filter(|t| !t.is_empty());
+    }
+    match std::env::var(value) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ => Some(value.to_owned()),
+    }
+}
+
+/// The auth file of an agent directory.
+pub fn auth_file(agent_dir: &Path) -> PathBuf {
+    agent_dir.join("auth.json")
+}
