@@ -182,3 +182,90 @@ pub fn resolve_config_value(value: &str) -> Option<String> {
 pub fn auth_file(agent_dir: &Path) -> PathBuf {
     agent_dir.join("auth.json")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn keys_come_from_the_flag_then_auth_json_then_models_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("auth.json");
+        std::fs::write(
+            &file,
+            r#"{"local": {"type": "api_key", "key": "from-auth-json"},
+                "cmd": {"type": "api_key", "key": "!printf ' from-a-command \n'"},
+                "sub": {"type": "oauth", "access": "a", "refresh": "r", "expires": 1}}"#,
+        )
+        .unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let creds = Credentials::load(dir.path());
+        assert!(creds.problems().is_empty(), "{:?}", creds.problems());
+        assert_eq!(
+            creds.api_key("local", Some("configured")).as_deref(),
+            Some("from-auth-json")
+        );
+        assert_eq!(
+            creds.api_key("cmd", None).as_deref(),
+            Some("from-a-command")
+        );
+        // OAuth logins cannot be refreshed by pith: the next source is used.
+        assert_eq!(
+            creds.api_key("sub", Some("literal-key")).as_deref(),
+            Some("literal-key")
+        );
+        assert_eq!(creds.api_key("nobody", None), None);
+        assert!(!creds.has_key("nobody", None));
+        let creds = creds.with_runtime_key("local", "from-the-flag".into());
+        assert_eq!(
+            creds.api_key("local", None).as_deref(),
+            Some("from-the-flag")
+        );
+    }
+
+    #[test]
+    fn a_readable_or_broken_auth_file_is_reported_without_its_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("auth.json");
+        std::fs::write(&file, r#"{"local": {"type": "api_key", "key": "k"}}"#).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let creds = Credentials::load(dir.path());
+        assert_eq!(
+            creds.problems(),
+            [format!(
+                "{}: readable by other users (mode 644); run chmod 600 on it",
+                file.display()
+            )]
+        );
+        // Still used, as pi uses it.
+        assert_eq!(creds.api_key("local", None).as_deref(), Some("k"));
+
+        std::fs::write(&file, "{\"local\": ").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let creds = Credentials::load(dir.path());
+        assert_eq!(creds.problems().len(), 1);
+        assert!(
+            creds.problems()[0].contains("auth.json: line 1, column 10"),
+            "{:?}",
+            creds.problems()
+        );
+        assert_eq!(creds.api_key("local", None), None);
+    }
+
+    #[test]
+    fn config_values_run_commands_read_variables_or_stand_for_themselves() {
+        assert_eq!(resolve_config_value("!echo hi").as_deref(), Some("hi"));
+        assert_eq!(resolve_config_value("!exit 3"), None);
+        assert_eq!(resolve_config_value("!true"), None);
+        assert_eq!(
+            resolve_config_value("PITH_SURELY_UNSET_VARIABLE_1234").as_deref(),
+            Some("PITH_SURELY_UNSET_VARIABLE_1234")
+        );
+        // PATH is always set: a name of a set variable gives its value.
+        assert_eq!(
+            resolve_config_value("PATH"),
+            std::env::var("PATH").ok()
+        );
+    }
+}

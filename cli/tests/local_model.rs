@@ -368,3 +368,48 @@ fn the_key_reaches_the_server_and_nothing_else() {
         }
     }
 }
+
+#[test]
+fn tools_flags_choose_what_the_model_is_offered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let answer = [
+        chunk(json!({"role":"assistant","content":"ok"}), None),
+        chunk(json!({}), Some("stop")),
+        usage(5, 1),
+    ]
+    .concat();
+    let server = serve(vec![answer.clone(), answer]);
+    let (agent, cwd) = setup(tmp.path(), &server.url);
+    pith(&agent, &cwd)
+        .args(["-p", "--model", "local/qwen", "--tools", "read,bash", "one"])
+        .assert()
+        .success();
+    pith(&agent, &cwd)
+        .args(["-p", "--model", "local/qwen", "--no-tools", "two"])
+        .assert()
+        .success();
+    pith(&agent, &cwd)
+        .args(["-p", "--model", "local/qwen", "--tools", "read,grep", "three"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "unknown tool grep: pith has read, bash, edit, write",
+        ));
+    let requests = server.requests.lock().unwrap();
+    let names = |r: &Value| -> Vec<String> {
+        r["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(names(&requests[0]), ["read", "bash"]);
+    assert_eq!(names(&requests[1]), Vec::<String>::new());
+    // The system prompt lists only the tools offered.
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("- read:") && system.contains("- bash:"), "{system}");
+    assert!(!system.contains("- edit:"), "{system}");
+}

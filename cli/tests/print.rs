@@ -495,3 +495,59 @@ fn json_mode_prints_the_header_then_every_event() {
     let last = lines.last().unwrap();
     assert_eq!(last["messages"][1]["errorMessage"], "400 bad request");
 }
+
+#[test]
+fn user_commands_are_recorded_and_double_bang_stays_out_of_the_context() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd, script) = scripted(
+        tmp.path(),
+        r#"[{"content":[{"type":"text","text":"answer"}]}]"#,
+    );
+    pith(&agent, &cwd)
+        .args(["-p", "--faux-script"])
+        .arg(&script)
+        .args(["!echo visible", "  !! echo hidden ", "question"])
+        .assert()
+        .success()
+        .stdout("visible\nhidden\nanswer\n");
+    let file = session_files(&agent).remove(0);
+    let lines: Vec<serde_json::Value> = fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let messages: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "message")
+        .map(|l| &l["message"])
+        .collect();
+    let mut bash: Vec<serde_json::Value> = messages[..2].iter().map(|m| (*m).clone()).collect();
+    for b in &mut bash {
+        b.as_object_mut().unwrap().remove("timestamp");
+    }
+    assert_eq!(
+        bash,
+        [
+            serde_json::json!({"role":"bashExecution","command":"echo visible","output":"visible\n",
+                "exitCode":0,"cancelled":false,"truncated":false}),
+            serde_json::json!({"role":"bashExecution","command":"echo hidden","output":"hidden\n",
+                "exitCode":0,"cancelled":false,"truncated":false,"excludeFromContext":true}),
+        ]
+    );
+    assert_eq!(messages[2]["role"], "user");
+    assert_eq!(messages[3]["role"], "assistant");
+    // A failing command makes the exit status 1, and `!` alone is an ordinary prompt.
+    pith(&agent, &cwd)
+        .args(["-p", "-c", "--faux-script"])
+        .arg(&script)
+        .args(["!exit 3"])
+        .assert()
+        .code(1);
+    pith(&agent, &cwd)
+        .args(["-p", "-c", "--faux-script"])
+        .arg(&script)
+        .args(["!"])
+        .assert()
+        .success()
+        .stdout("answer\n");
+}
