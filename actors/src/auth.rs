@@ -263,9 +263,6 @@ mod tests {
             Some("PITH_SURELY_UNSET_VARIABLE_1234")
         );
         // PATH is always set: a name of a set variable gives its value.
-        assert_eq!(
-            resolve_config_value("PATH"),
-            std::env::var("PATH").ok()
-        );
+        assert_eq!(resolve_config_value("PATH"), std::env::var("PATH").ok());
     }
 }

@@ -389,7 +389,14 @@ fn tools_flags_choose_what_the_model_is_offered() {
         .assert()
         .success();
     pith(&agent, &cwd)
-        .args(["-p", "--model", "local/qwen", "--tools", "read,grep", "three"])
+        .args([
+            "-p",
+            "--model",
+            "local/qwen",
+            "--tools",
+            "read,grep",
+            "three",
+        ])
         .assert()
         .code(1)
         .stderr(predicates::str::contains(
@@ -410,6 +417,9 @@ fn tools_flags_choose_what_the_model_is_offered() {
     assert_eq!(names(&requests[1]), Vec::<String>::new());
     // The system prompt lists only the tools offered.
     let system = requests[0]["messages"][0]["content"].as_str().unwrap();
-    assert!(system.contains("- read:") && system.contains("- bash:"), "{system}");
+    assert!(
+        system.contains("- read:") && system.contains("- bash:"),
+        "{system}"
+    );
     assert!(!system.contains("- edit:"), "{system}");
 }
