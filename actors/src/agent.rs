@@ -136,6 +136,10 @@ pub enum AgentMsg {
     ),
     /// Cancel the running user command.
     AbortBash,
+    /// Use this model from the next request on (a running request finishes on the old one).
+    SetModel(Arc<dyn Provider>, (String, String)),
+    /// Use this thinking level from the next request on.
+    SetThinkingLevel(String),
     /// A user command finished (internal).
     BashDone(
         Box<BashExecutionMessage>,
@@ -144,6 +148,7 @@ pub enum AgentMsg {
 }
 
 /// What the agent needs from its subtree.
+#[derive(Clone)]
 pub struct AgentArgs {
     /// Persists messages.
     pub writer: ActorRef<WriterMsg>,
@@ -331,6 +336,17 @@ impl Actor for Agent {
                     };
                     let _ = me.cast(AgentMsg::BashDone(Box::new(message), reply));
                 });
+            }
+            AgentMsg::SetModel(provider, model) => {
+                let mut args = (*state.args).clone();
+                args.provider = provider;
+                args.model = model;
+                state.args = Arc::new(args);
+            }
+            AgentMsg::SetThinkingLevel(level) => {
+                let mut args = (*state.args).clone();
+                args.thinking_level = level;
+                state.args = Arc::new(args);
             }
             AgentMsg::AbortBash => {
                 if let Some(tx) = &state.bash_abort {

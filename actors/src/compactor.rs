@@ -71,6 +71,8 @@ pub enum CompactorMsg {
     /// A prompt is about to start: compact first if the last reply in the context calls for
     /// it (compaction.md §3 (b)); answered when done.
     BeforePrompt(TraceIds, RpcReplyPort<()>),
+    /// Summarize with this model from now on (it follows the session's model, as in pi).
+    SetModel(Arc<dyn Provider>, (String, String)),
     /// `/tree`: move the leaf to an entry, summarizing the branch left behind when asked
     /// (tree-and-context.md §9); answered with what changed, or pi's error.
     NavigateTree(
@@ -828,6 +830,10 @@ impl Actor for Compactor {
                     Err(e) => Err(e),
                 };
                 let _ = reply.send(answer.map(|(id, _)| id));
+            }
+            CompactorMsg::SetModel(provider, model) => {
+                state.provider = provider;
+                state.model = model;
             }
             CompactorMsg::BeforePrompt(ids, reply) => {
                 Self::before_prompt(state, ids).await;

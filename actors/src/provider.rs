@@ -58,3 +58,10 @@ pub trait Provider: Send + Sync + 'static {
         abort: watch::Receiver<bool>,
     ) -> mpsc::Receiver<ProviderEvent>;
 }
+
+impl std::fmt::Debug for dyn Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The name only: providers hold keys.
+        write!(f, "Provider({})", self.name())
+    }
+}

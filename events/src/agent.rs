@@ -150,6 +150,11 @@ pub enum AgentEvent {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         name: Option<String>,
     },
+    /// The thinking level changed (pi's `thinking_level_changed`).
+    ThinkingLevelChanged {
+        /// The new level.
+        level: String,
+    },
     /// A failed reply is retried after a delay (spec: agent-and-events.md §4).
     AutoRetryStart {
         /// 1-based attempt number.
@@ -236,6 +241,7 @@ impl AgentEvent {
             AgentEvent::AgentEnd { .. } => "agent_end",
             AgentEvent::QueueUpdate { .. } => "queue_update",
             AgentEvent::SessionInfoChanged { .. } => "session_info_changed",
+            AgentEvent::ThinkingLevelChanged { .. } => "thinking_level_changed",
             AgentEvent::AutoRetryStart { .. } => "auto_retry_start",
             AgentEvent::AutoRetryEnd { .. } => "auto_retry_end",
             AgentEvent::CompactionStart { .. } => "compaction_start",

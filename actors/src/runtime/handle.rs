@@ -116,6 +116,50 @@ impl RuntimeHandle {
         }
     }
 
+    /// `/model`: `provider` serves `model` (`(provider name, model id)`) from the next
+    /// request on, for this and later sessions; the session records a `model_change`.
+    ///
+    /// Errors: [`RuntimeError::Failed`] when the entry cannot be written.
+    pub async fn set_model(
+        &self,
+        provider: std::sync::Arc<dyn crate::provider::Provider>,
+        model: (String, String),
+    ) -> Result<(), RuntimeError> {
+        self.ask(|r| RuntimeMsg::SetModel(provider, model, r))
+            .await?
+            .map_err(RuntimeError::Failed)
+    }
+
+    /// `/thinking`: the level (already clamped to the model) from the next request on.
+    ///
+    /// Errors: [`RuntimeError::Failed`] when the entry cannot be written.
+    pub async fn set_thinking_level(&self, level: &str) -> Result<(), RuntimeError> {
+        let level = level.to_owned();
+        self.ask(|r| RuntimeMsg::SetThinkingLevel(level, r))
+            .await?
+            .map_err(RuntimeError::Failed)
+    }
+
+    /// `/name`: names the session (`session_info`), trimmed.
+    ///
+    /// Errors: [`RuntimeError::Failed`] with `Session name cannot be empty`.
+    pub async fn set_session_name(&self, name: &str) -> Result<(), RuntimeError> {
+        let name = name.to_owned();
+        self.ask(|r| RuntimeMsg::SetSessionName(name, r))
+            .await?
+            .map_err(RuntimeError::Failed)
+    }
+
+    /// `/label`: sets the label of `entry_id`, or clears it with `None` or a blank label.
+    ///
+    /// Errors: [`RuntimeError::Failed`] for an unknown entry.
+    pub async fn set_label(&self, entry_id: &str, label: Option<&str>) -> Result<(), RuntimeError> {
+        let (id, label) = (entry_id.to_owned(), label.map(str::to_owned));
+        self.ask(|r| RuntimeMsg::SetLabel(id, label, r))
+            .await?
+            .map_err(RuntimeError::Failed)
+    }
+
     /// Cancels the running user command, if any.
     pub fn abort_bash(&self) {
         let _ = self.actor.cast(RuntimeMsg::AbortBash);

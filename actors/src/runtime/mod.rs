@@ -21,7 +21,7 @@ use crate::projection::{Projection, ProjectionMsg};
 use crate::provider::Provider;
 use crate::tool::Toolset;
 use crate::trace::TraceIds;
-use crate::writer::{SessionWriter, Snapshot, WriterArgs, WriterMsg};
+use crate::writer::{Append, SessionWriter, Snapshot, WriterArgs, WriterMsg};
 
 const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
@@ -117,6 +117,19 @@ pub enum RuntimeMsg {
     ),
     /// Cancel the running user command.
     AbortBash,
+    /// `/model`: use another model from the next request on; appends `model_change`.
+    SetModel(
+        Arc<dyn Provider>,
+        (String, String),
+        RpcReplyPort<Result<(), String>>,
+    ),
+    /// `/thinking`: use another thinking level; appends `thinking_level_change` when it
+    /// differs and emits `thinking_level_changed`.
+    SetThinkingLevel(String, RpcReplyPort<Result<(), String>>),
+    /// `/name`: appends `session_info` and emits `session_info_changed`.
+    SetSessionName(String, RpcReplyPort<Result<(), String>>),
+    /// `/label`: sets (`Some`) or clears (`None`) the label of an entry.
+    SetLabel(String, Option<String>, RpcReplyPort<Result<(), String>>),
     /// Run an extension's slash command; `None` when no extension has it.
     Command(String, String, RpcReplyPort<Option<String>>),
     /// Answered with every extension command.
@@ -214,6 +227,7 @@ impl RuntimeState {
 /// The Runtime actor. Spawn it with [`Runtime::start`].
 pub struct Runtime;
 
+mod controls;
 mod handle;
 mod subtree;
 mod switch;
@@ -405,6 +419,30 @@ impl Actor for Runtime {
                     let _ = reply.send(Err("no session".into()));
                 }
             },
+            RuntimeMsg::SetModel(provider, model, reply) => {
+                let r = Self::set_model(state, provider, model).await;
+                let _ = reply.send(r);
+            }
+            RuntimeMsg::SetThinkingLevel(level, reply) => {
+                let r = Self::set_thinking_level(state, level).await;
+                let _ = reply.send(r);
+            }
+            RuntimeMsg::SetSessionName(name, reply) => {
+                let r = Self::set_session_name(state, name).await;
+                let _ = reply.send(r);
+            }
+            RuntimeMsg::SetLabel(target_id, label, reply) => {
+                let r = Self::append(
+                    state,
+                    Append::Label {
+                        target_id,
+                        label: label.filter(|l| !l.trim().is_empty()),
+                    },
+                )
+                .await
+                .map(|_| ());
+                let _ = reply.send(r);
+            }
             RuntimeMsg::AbortBash => {
                 if let Some(sub) = &state.subtree {
                     let _ = sub.agent.cast(AgentMsg::AbortBash);
