@@ -1660,7 +1660,7 @@ async fn model_thinking_name_and_label_changes_are_recorded_and_take_effect() {
     let tail: Vec<serde_json::Value> = snapshot
         .entries
         .iter()
-        .map(|e| serde_json::from_str::<serde_json::Value>(&e.raw()).unwrap())
+        .map(|e| serde_json::from_str::<serde_json::Value>(e.raw()).unwrap())
         .filter(|e| e["type"] != "message")
         .skip(2)
         .map(|mut e| {
