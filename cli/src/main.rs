@@ -7,6 +7,7 @@
 mod model_choice;
 mod print;
 mod session_cmd;
+mod startup;
 mod trace_cmd;
 mod tree_view;
 
@@ -21,7 +22,7 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     #[command(flatten)]
-    run: print::RunArgs,
+    run: startup::RunArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -34,12 +35,27 @@ enum Command {
     Trace(trace_cmd::TraceCommand),
 }
 
+/// A run without a subcommand: the mode the flags ask for.
+fn run(args: startup::RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(search) = &args.list_models {
+        let env = pith_store::SessionEnv::system();
+        model_choice::list_models(&env.agent_dir, Some(search.as_str()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    match (args.print, args.mode) {
+        (true, _) | (false, Some(startup::Mode::Text | startup::Mode::Json)) => print::run(args),
+        (false, None) => anyhow::bail!(
+            "interactive mode is not built yet: run `pith -p \"your prompt\"`, or see `pith --help`"
+        ),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Session(cmd)) => session_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
         Some(Command::Trace(cmd)) => trace_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
-        None => print::run(cli.run),
+        None => run(cli.run),
     };
     match result {
         Ok(code) => code,

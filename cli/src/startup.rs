@@ -1,0 +1,313 @@
+//! What every mode does before its first prompt: the flags (pi's names), the model and its
+//! key, the tools, the session the flags ask for, and the actor runtime on top of them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use pith_actors::faux::{Faux, read_script};
+use pith_actors::model::Api;
+use pith_actors::provider::Provider;
+use pith_actors::runtime::{Runtime, RuntimeConfig, RuntimeHandle};
+use pith_actors::tool::{ToolSpec, Toolset};
+use pith_store::list::{Resolved, resolve_session_arg};
+use pith_store::{OpenMode, Session, SessionEnv, dirs};
+
+/// `--mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// The last reply's text.
+    Text,
+    /// JSON lines: the header, then every event (spec: agent-and-events.md §8).
+    Json,
+}
+
+/// Flags of a run (pi's names).
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Print mode: run the prompt(s), print the reply, exit.
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+    /// Output mode: `text` (the last reply, as -p), or `json` (the session header, then
+    /// every event as one JSON object per line, as pi's `--mode json`).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<Mode>,
+    /// Continue the most recent session of this directory.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_recent: bool,
+    /// Open a session: a path, or a prefix of a session id.
+    #[arg(long, value_name = "PATH|ID")]
+    pub session: Option<String>,
+    /// Copy a session (path or id prefix) into a new session of this directory.
+    #[arg(long, value_name = "PATH|ID")]
+    pub fork: Option<String>,
+    /// Keep everything in memory; write no session file.
+    #[arg(long)]
+    pub no_session: bool,
+    /// Open the session without writing to it (and without its writer lock): the prompt runs
+    /// on a copy in memory. For a session another pith is writing.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Directory for session files instead of the per-project default.
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<PathBuf>,
+    /// Provider of the model (`anthropic`, `openai`, a `models.json` provider, `faux`).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model as provider/id[:thinking], a bare id, or part of one (`--list-models` shows them).
+    #[arg(long, value_name = "PROVIDER/ID[:THINKING]")]
+    pub model: Option<String>,
+    /// API key for the model's provider, instead of the environment or auth.json.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// List the models that have a key (and the offline one), optionally filtered, and exit.
+    #[arg(long, value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
+    pub list_models: Option<String>,
+    /// The tools the model may use, comma-separated (default: read,bash,edit,write).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// No tools at all.
+    #[arg(long, conflicts_with = "tools")]
+    pub no_tools: bool,
+    /// Thinking level: off, minimal, low, medium, high, xhigh.
+    #[arg(long, value_name = "LEVEL")]
+    pub thinking: Option<String>,
+    /// Replies for the faux model, in order (a JSON array; see the spec's faux-model.md).
+    #[arg(long, value_name = "FILE")]
+    pub faux_script: Option<PathBuf>,
+    /// Write a Chrome trace (open in Perfetto) of every actor message to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// The prompt(s). Text piped on stdin is put before the first one.
+    pub messages: Vec<String>,
+}
+
+/// A runtime ready for prompts.
+pub struct Started {
+    /// The runtime.
+    pub rt: RuntimeHandle,
+    /// The session header line as it is in memory (pi's JSON mode prints it first).
+    pub header_line: String,
+    /// The model, its key and thinking level.
+    #[expect(
+        dead_code,
+        reason = "the rpc and interactive modes report and switch models"
+    )]
+    pub choice: crate::model_choice::Choice,
+}
+
+/// Checks flag combinations every mode shares.
+pub fn check_flags(args: &RunArgs) -> Result<()> {
+    let combined: Vec<&str> = [
+        args.session.as_ref().map(|_| "--session"),
+        args.continue_recent.then_some("--continue"),
+        args.no_session.then_some("--no-session"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if args.fork.is_some() && !combined.is_empty() {
+        bail!("--fork cannot be combined with {}", combined.join(", "));
+    }
+    Ok(())
+}
+
+/// The model, tools and session the flags ask for, and the runtime running them.
+///
+/// Errors: unknown models or tools, missing keys, sessions that cannot be opened or are
+/// locked by another pith, a stored cwd that no longer exists.
+pub async fn start(args: &RunArgs) -> Result<Started> {
+    let env = SessionEnv::system();
+    let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
+    let choice = crate::model_choice::choose(
+        &crate::model_choice::Request {
+            provider: args.provider.as_deref(),
+            model: args.model.as_deref(),
+            thinking: args.thinking.as_deref(),
+            api_key: args.api_key.as_deref(),
+            faux_script: args.faux_script.is_some(),
+        },
+        &env.agent_dir,
+        Path::new(&cwd),
+    )?;
+    let tools = toolset(args)?;
+    let session = choose_session(args, &cwd, &env)?;
+    if let Some(file) = session.session_file() {
+        for w in session.warnings() {
+            eprintln!("pith: {}: {w}", file.display());
+        }
+        if !Path::new(session.cwd()).is_dir() {
+            bail!(
+                "Stored session working directory does not exist: {}\nSession: {}\nCurrent directory: {cwd}",
+                session.cwd(),
+                file.display()
+            );
+        }
+    }
+    let provider = provider_for(&choice, args.faux_script.as_deref(), &env)?;
+    let agent_dir = env.agent_dir.clone();
+    let config = RuntimeConfig {
+        env: env.clone(),
+        cwd: cwd.clone(),
+        session_dir: args.session_dir.clone(),
+        persist: !args.no_session,
+        provider,
+        model: (choice.model.provider.clone(), choice.model.id.clone()),
+        thinking_level: choice.thinking_level.clone(),
+        tools,
+        system_prompt: Some(Arc::new(move |cwd: &Path, specs: &[ToolSpec]| {
+            pith_actors::system_prompt::build(cwd, &agent_dir, specs, &today())
+        })),
+        // The example extensions (PromptCounter, NoForkWhileRunning) are for tests and the
+        // README; a user's sessions get no entries pi would not write.
+        extensions: Vec::new(),
+    };
+    let header_line = session.header().raw().to_owned();
+    let rt = Runtime::start(config, session).await?;
+    Ok(Started {
+        rt,
+        header_line,
+        choice,
+    })
+}
+
+/// The provider serving `choice` (faux plays `faux_script`, if any).
+///
+/// Errors: a `--faux-script` with a real model; a provider that cannot be built.
+pub fn provider_for(
+    choice: &crate::model_choice::Choice,
+    faux_script: Option<&Path>,
+    env: &SessionEnv,
+) -> Result<Arc<dyn Provider>> {
+    Ok(match choice.model.api {
+        Api::Faux => {
+            let script = match faux_script {
+                Some(p) => read_script(p)?,
+                None => Vec::new(),
+            };
+            Arc::new(Faux::new(script, env.clock.clone()))
+        }
+        _ => {
+            if faux_script.is_some() {
+                bail!(
+                    "--faux-script plays replies of the offline model: use it with --model faux/faux-1"
+                );
+            }
+            pith_actors::providers::provider_for(choice.model.clone(), choice.api_key.clone())?
+        }
+    })
+}
+
+/// Installs the `--trace` writer; keep the guard until the run ends.
+pub fn install_trace(path: &Path) -> Result<tracing_chrome::FlushGuard> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use tracing_subscriber::prelude::*;
+    // Created here (not by the trace layer, which panics on errors), private like sessions.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot write the trace file {}", path.display()))?;
+    let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
+        .writer(file)
+        .include_args(true)
+        .trace_style(tracing_chrome::TraceStyle::Async)
+        .build();
+    tracing_subscriber::registry()
+        .with(layer)
+        .try_init()
+        .context("installing the trace writer")?;
+    Ok(guard)
+}
+
+/// `--tools a,b` / `--no-tools` / pi's default set.
+pub fn toolset(args: &RunArgs) -> Result<Toolset> {
+    if args.no_tools {
+        return Ok(Toolset::none());
+    }
+    let Some(names) = &args.tools else {
+        return Ok(Toolset::new(pith_actors::tools::builtin_tools()));
+    };
+    let mut tools = Vec::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        match pith_actors::tools::tool_by_name(name) {
+            Some(t) => tools.push(t),
+            None => bail!(
+                "unknown tool {name}: pith has {}",
+                pith_actors::tools::builtin_tools()
+                    .iter()
+                    .map(|t| t.spec().name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+    Ok(Toolset::new(tools))
+}
+
+/// Today's date for the system prompt, `YYYY-MM-DD` in UTC.
+pub fn today() -> String {
+    let iso = SessionEnv::system().now_iso();
+    iso.get(..10).unwrap_or(&iso).to_owned()
+}
+
+fn open_mode(args: &RunArgs) -> OpenMode {
+    if args.read_only {
+        OpenMode::ReadOnly
+    } else {
+        OpenMode::Write
+    }
+}
+
+/// A locked session gets the way out in its message.
+fn locked_hint(e: pith_store::Error) -> anyhow::Error {
+    match e {
+        pith_store::Error::Locked { .. } => {
+            anyhow::anyhow!("{e}, or add --read-only to work on a copy in memory")
+        }
+        other => other.into(),
+    }
+}
+
+/// The session the flags ask for (spec: lifecycle.md §5.1, §5.3).
+pub fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<Session> {
+    let dir = args.session_dir.as_deref();
+    let local_dir = match dir {
+        Some(d) => d.to_owned(),
+        None => dirs::default_session_dir(&env.agent_dir, cwd)?,
+    };
+    let root = dirs::sessions_root(&env.agent_dir);
+    if args.no_session {
+        return Ok(Session::in_memory(cwd, env));
+    }
+    if let Some(arg) = &args.fork {
+        let source = match resolve_session_arg(arg, &local_dir, &root)? {
+            Resolved::Path(p) | Resolved::Local(p) | Resolved::Global { path: p, .. } => p,
+        };
+        return Ok(Session::fork_from(&source, cwd, dir, env)?);
+    }
+    if let Some(arg) = &args.session {
+        return match resolve_session_arg(arg, &local_dir, &root)? {
+            Resolved::Path(p) | Resolved::Local(p) => {
+                Ok(Session::open(&p, dir, None, open_mode(args), env).map_err(locked_hint)?)
+            }
+            Resolved::Global { cwd: other, .. } => bail!(
+                "Session found in different project: {other}\nuse --fork {arg} to copy it into this directory"
+            ),
+        };
+    }
+    if args.continue_recent {
+        if args.read_only {
+            return match pith_store::session::most_recent_session(&local_dir) {
+                Some(p) => Ok(Session::open(&p, dir, Some(cwd), OpenMode::ReadOnly, env)?),
+                None => Ok(Session::in_memory(cwd, env)),
+            };
+        }
+        return Session::continue_recent(cwd, dir, env).map_err(locked_hint);
+    }
+    Ok(Session::create(cwd, dir, env)?)
+}
