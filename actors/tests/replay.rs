@@ -43,6 +43,23 @@ impl Replay {
         script: &str,
         extensions: Vec<pith_actors::runtime::ExtensionFactory>,
     ) -> Replay {
+        Replay::start(tmp, script, extensions, Toolset::none(), "/replay").await
+    }
+
+    /// pi's built-in tools working in `cwd` (a real directory under `tmp`).
+    async fn with_tools(tmp: &Path, script: &str, cwd: &Path) -> Replay {
+        let cwd = cwd.to_string_lossy().into_owned();
+        let tools = Toolset::new(pith_actors::tools::builtin_tools());
+        Replay::start(tmp, script, Vec::new(), tools, &cwd).await
+    }
+
+    async fn start(
+        tmp: &Path,
+        script: &str,
+        extensions: Vec<pith_actors::runtime::ExtensionFactory>,
+        tools: Toolset,
+        cwd: &str,
+    ) -> Replay {
         let env = SessionEnv {
             agent_dir: tmp.join("agent"),
             clock: Arc::new(SteppingClock::new(1_764_000_000_000, 1000)),
@@ -50,7 +67,7 @@ impl Replay {
         };
         let config = RuntimeConfig {
             env: env.clone(),
-            cwd: "/replay".into(),
+            cwd: cwd.into(),
             session_dir: None,
             persist: true,
             provider: Arc::new(Faux::new(
@@ -59,11 +76,11 @@ impl Replay {
             )),
             model: ("faux".into(), "faux-1".into()),
             thinking_level: "off".into(),
-            tools: Toolset::none(),
+            tools,
             system_prompt: None,
             extensions,
         };
-        let session = Session::create("/replay", None, &env).unwrap();
+        let session = Session::create(cwd, None, &env).unwrap();
         let rt = Runtime::start(config, session).await.unwrap();
         let events = rt.subscribe().await.unwrap();
         Replay {
@@ -98,6 +115,15 @@ impl Replay {
                 _ => v["type"].as_str().unwrap().to_owned(),
             };
             let done = line == stop;
+            // How a command's output is split into progress updates depends on the pipe.
+            if line == "tool_execution_update"
+                && self
+                    .log
+                    .last()
+                    .is_some_and(|l| l == "tool_execution_update")
+            {
+                continue;
+            }
             self.log.push(line);
             if done {
                 return;
@@ -143,7 +169,9 @@ impl Replay {
             .unwrap()
             .to_string_lossy()
             .into_owned();
-        out.replace(&tmp, "[TMP]")
+        // …and, encoded, in the session directory of a cwd under it.
+        let encoded = tmp.trim_start_matches('/').replace('/', "-");
+        out.replace(&tmp, "[TMP]").replace(&encoded, "[TMP]")
     }
 }
 
@@ -481,4 +509,41 @@ async fn replay_extension_supplied_summaries() {
         &r.log.join("\n"),
     );
     snapshot("replay_extension_supplied_summaries__files", &r.files());
+}
+
+#[tokio::test]
+async fn replay_the_built_in_tools_on_a_real_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    // One call per reply: calls of one reply run concurrently and would end in any order.
+    let mut r = Replay::with_tools(
+        tmp.path(),
+        r#"[{"content":[{"type":"toolCall","id":"w","name":"write","arguments":{"path":"notes/todo.txt","content":"alpha\nbeta\n"}}]},
+            {"content":[{"type":"toolCall","id":"e","name":"edit","arguments":{"path":"notes/todo.txt","edits":[{"oldText":"beta","newText":"gamma"}]}}]},
+            {"content":[{"type":"toolCall","id":"e2","name":"edit","arguments":{"path":"notes/todo.txt","edits":[{"oldText":"delta","newText":"x"}]}}]},
+            {"content":[{"type":"toolCall","id":"r","name":"read","arguments":{"path":"notes/todo.txt","offset":2}}]},
+            {"content":[{"type":"toolCall","id":"b","name":"bash","arguments":{"command":"cat notes/todo.txt; exit 3"}}]},
+            {"content":[{"type":"text","text":"done"}]}]"#,
+        &project,
+    )
+    .await;
+    r.rt.prompt("tidy the notes").await.unwrap();
+    r.until_idle().await;
+    r.check_projection().await;
+    let bash = r.rt.bash("printf 'from the user'", false).await.unwrap();
+    assert_eq!(bash.output, "from the user");
+    r.rt.shutdown().await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(project.join("notes/todo.txt")).unwrap(),
+        "alpha\ngamma\n"
+    );
+    snapshot(
+        "replay_the_built_in_tools_on_a_real_directory__events",
+        &r.log.join("\n"),
+    );
+    snapshot(
+        "replay_the_built_in_tools_on_a_real_directory__files",
+        &r.files(),
+    );
 }
