@@ -1,7 +1,8 @@
 //! Agent events: what the agent loop emits, in pi's JSON shape (spec: agent-and-events.md §1, §7).
 //!
-//! Serialized with `type` first and pi's member names, so `--mode json` can print them as
-//! they are.
+//! Serialized with `type` first and pi's member names. `turn_start`/`turn_end` carry the
+//! `turnIndex` (and `timestamp`) of pi's extension events; what `--mode json` and `--mode rpc`
+//! print is the listener shape of [`crate::listener`].
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -8,6 +8,8 @@
 //! - [`message`]: the `AgentMessage` roles that live inside `message` entries and the
 //!   content blocks they hold (spec: format.md §3).
 //! - [`agent`]: the agent loop's events (`agent_start` … `agent_end`), pi's JSON shape.
+//! - [`listener`]: those events as pi's session listeners get them, the lines `--mode json`
+//!   and `--mode rpc` print (`AgentEvent::to_listener_json`).
 //! - [`lifecycle`]: how a session subtree starts (`SessionStart`) and the events extensions
 //!   receive around switches.
 //! - [`js`]: how JavaScript's `JSON.stringify` spells values, so lines pith creates are
@@ -21,6 +23,7 @@ pub mod entry;
 pub mod header;
 pub mod js;
 pub mod lifecycle;
+pub mod listener;
 pub mod message;
 
 pub use agent::{AgentEvent, CompactionResult, StreamKind, StreamUpdate};

@@ -240,10 +240,12 @@ pub struct UserMessage {
     pub timestamp: i64,
 }
 
-/// `role: "assistant"`:
-/// `role, content, api, provider, model, responseModel?, responseId?, diagnostics?, usage,
-/// stopReason, errorMessage?, timestamp`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `role: "assistant"`. Its members come in one of two orders, depending on which pi-ai code
+/// builds such a message (see the `Serialize` impl):
+/// real providers `role, content, api, provider, model, usage, stopReason, timestamp,
+/// responseId?, responseModel?, diagnostics?, errorMessage?`; the faux provider
+/// `role, content, api, provider, model, usage, stopReason, errorMessage?, responseId?, timestamp`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct AssistantMessage {
     /// Text, thinking and tool-call blocks (may be empty).
     pub content: Vec<ContentBlock>,
@@ -284,6 +286,103 @@ pub struct AssistantMessage {
     pub error_message: Option<String>,
     /// Milliseconds since the Unix epoch.
     pub timestamp: i64,
+}
+
+/// An assistant message in the member order of pi-ai's real providers (anthropic.js,
+/// openai-completions.js, …): they create `output` with `usage, stopReason, timestamp` and
+/// assign `responseId` (first chunk), `responseModel` (openai-completions, right after it),
+/// `diagnostics` and `errorMessage` (the catch) later, and JavaScript keeps insertion order.
+#[derive(Serialize)]
+struct ProviderOrder<'a> {
+    content: &'a [ContentBlock],
+    api: &'a str,
+    provider: &'a str,
+    model: &'a str,
+    usage: &'a Usage,
+    #[serde(rename = "stopReason")]
+    stop_reason: StopReason,
+    timestamp: i64,
+    #[serde(rename = "responseId", skip_serializing_if = "Option::is_none")]
+    response_id: Option<&'a str>,
+    #[serde(rename = "responseModel", skip_serializing_if = "Option::is_none")]
+    response_model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diagnostics: Option<&'a Value>,
+    #[serde(rename = "errorMessage", skip_serializing_if = "Option::is_none")]
+    error_message: Option<&'a str>,
+}
+
+/// An assistant message in the member order of pi-ai's faux provider (faux.js
+/// `fauxAssistantMessage`): its literal lists `errorMessage` and `responseId` (often
+/// `undefined`, hence absent) before `timestamp`, and every later copy spreads it, keeping
+/// that order. It never sets `responseModel` or `diagnostics`; a message that has them got
+/// them afterwards, so they come last.
+#[derive(Serialize)]
+struct FauxOrder<'a> {
+    content: &'a [ContentBlock],
+    api: &'a str,
+    provider: &'a str,
+    model: &'a str,
+    usage: &'a Usage,
+    #[serde(rename = "stopReason")]
+    stop_reason: StopReason,
+    #[serde(rename = "errorMessage", skip_serializing_if = "Option::is_none")]
+    error_message: Option<&'a str>,
+    #[serde(rename = "responseId", skip_serializing_if = "Option::is_none")]
+    response_id: Option<&'a str>,
+    timestamp: i64,
+    #[serde(rename = "responseModel", skip_serializing_if = "Option::is_none")]
+    response_model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diagnostics: Option<&'a Value>,
+}
+
+impl AssistantMessage {
+    /// Whether pi-ai's faux provider built this message. pi-ai picks a message's stream
+    /// function by `api`, so the api names the code that chose the member order; the faux
+    /// provider registers `faux` (pith) or `faux:<time>:<random>` (pi's default).
+    fn built_by_faux(&self) -> bool {
+        self.api == "faux" || self.api.starts_with("faux:")
+    }
+}
+
+impl Serialize for AssistantMessage {
+    /// The member order of the pi-ai code that would have built this message, so the line
+    /// pith writes is the line pi writes: it depends on the provider (see `ProviderOrder`
+    /// and `FauxOrder`).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.built_by_faux() {
+            FauxOrder {
+                content: &self.content,
+                api: &self.api,
+                provider: &self.provider,
+                model: &self.model,
+                usage: &self.usage,
+                stop_reason: self.stop_reason,
+                error_message: self.error_message.as_deref(),
+                response_id: self.response_id.as_deref(),
+                timestamp: self.timestamp,
+                response_model: self.response_model.as_deref(),
+                diagnostics: self.diagnostics.as_ref(),
+            }
+            .serialize(s)
+        } else {
+            ProviderOrder {
+                content: &self.content,
+                api: &self.api,
+                provider: &self.provider,
+                model: &self.model,
+                usage: &self.usage,
+                stop_reason: self.stop_reason,
+                timestamp: self.timestamp,
+                response_id: self.response_id.as_deref(),
+                response_model: self.response_model.as_deref(),
+                diagnostics: self.diagnostics.as_ref(),
+                error_message: self.error_message.as_deref(),
+            }
+            .serialize(s)
+        }
+    }
 }
 
 /// `role: "toolResult"`: `role, toolCallId, toolName, content, details?, isError, timestamp`.
@@ -551,6 +650,45 @@ mod tests {
         assert_eq!(a.usage.cost.input, 0.00007500000000000001);
         assert_eq!(a.stop_reason, StopReason::ToolUse);
         assert_eq!(to_js_json(&m).expect("serializes"), line);
+    }
+
+    #[test]
+    fn assistant_member_order_follows_the_provider_that_built_it() {
+        let mut m = AssistantMessage::new(
+            "anthropic-messages",
+            "anthropic",
+            "m",
+            vec![ContentBlock::text("x")],
+            5,
+        );
+        m.stop_reason = StopReason::Error;
+        m.response_id = Some("msg_1".into());
+        m.error_message = Some("overloaded".into());
+        let usage = r#""usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}"#;
+        // anthropic.js: `output` is built with `timestamp`; `responseId` and `errorMessage`
+        // are assigned later.
+        assert_eq!(
+            to_js_json(&AgentMessage::Assistant(m.clone())).expect("serializes"),
+            format!(
+                r#"{{"role":"assistant","content":[{{"type":"text","text":"x"}}],"api":"anthropic-messages","provider":"anthropic","model":"m",{usage},"stopReason":"error","timestamp":5,"responseId":"msg_1","errorMessage":"overloaded"}}"#
+            )
+        );
+        // faux.js `fauxAssistantMessage`: `errorMessage, responseId, timestamp`.
+        m.api = "faux".into();
+        m.provider = "faux".into();
+        assert_eq!(
+            to_js_json(&AgentMessage::Assistant(m.clone())).expect("serializes"),
+            format!(
+                r#"{{"role":"assistant","content":[{{"type":"text","text":"x"}}],"api":"faux","provider":"faux","model":"m",{usage},"stopReason":"error","errorMessage":"overloaded","responseId":"msg_1","timestamp":5}}"#
+            )
+        );
+        // pi's default faux api is `faux:<time>:<random>`.
+        m.api = "faux:1:abc".into();
+        let line = to_js_json(&m).expect("serializes");
+        assert!(
+            line.ends_with(r#""errorMessage":"overloaded","responseId":"msg_1","timestamp":5}"#),
+            "{line}"
+        );
     }
 
     #[test]
