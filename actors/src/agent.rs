@@ -589,6 +589,7 @@ impl Run {
             system_prompt: self.args.system_prompt.clone(),
             messages: self.context().await,
             tools: self.args.tools.specs(),
+            max_tokens: None,
         };
         let mut events = self.args.provider.stream(request, self.abort.clone());
         let mut started = false;

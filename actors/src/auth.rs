@@ -17,7 +17,15 @@ enum Credential {
     /// `{"type": "api_key", "key": "…"}`; `key` is resolved like a models.json value.
     #[serde(rename = "api_key")]
     ApiKey { key: String },
-    /// OAuth logins pith cannot refresh; kept so the file still reads.
+    /// `{"type": "oauth", "access": "…", "refresh": "…", "expires": <ms>}`: a login made with
+    /// pi's `/login`. pith uses the access token until it expires but cannot refresh it.
+    #[serde(rename = "oauth")]
+    OAuth {
+        access: String,
+        #[serde(default)]
+        expires: f64,
+    },
+    /// Anything else; kept so the file still reads.
     #[serde(other)]
     Other,
 }
@@ -132,8 +140,16 @@ impl Credentials {
         {
             return Some(key.clone());
         }
-        if let Some(Credential::ApiKey { key }) = self.stored.get(provider) {
-            return resolve_config_value(key);
+        match self.stored.get(provider) {
+            Some(Credential::ApiKey { key }) => return resolve_config_value(key),
+            // Only Anthropic's login token works as a key (pi-ai's anthropic OAuth
+            // `getApiKey` returns `access`); other logins need pi's provider-specific flows.
+            Some(Credential::OAuth { access, expires })
+                if provider == "anthropic" && now_ms() < *expires =>
+            {
+                return Some(access.clone());
+            }
+            _ => {}
         }
         for var in env_vars(provider) {
             if let Some(v) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
@@ -143,10 +159,28 @@ impl Credentials {
         configured.and_then(resolve_config_value)
     }
 
+    /// Why the stored login of `provider` cannot be used, if it has one pith skips: expired
+    /// (pith cannot refresh it) or for a provider whose login pith cannot use.
+    pub fn unusable_login(&self, provider: &str) -> Option<String> {
+        match self.stored.get(provider) {
+            Some(Credential::OAuth { expires, .. }) if provider == "anthropic" => (now_ms()
+                >= *expires)
+                .then(|| {
+                    "its login in auth.json has expired and pith cannot refresh logins: run pi once to refresh it".to_owned()
+                }),
+            Some(Credential::OAuth { .. }) => {
+                Some("pith cannot use its login in auth.json (only Anthropic logins work)".into())
+            }
+            _ => None,
+        }
+    }
+
     /// Whether any key source exists for `provider` (without running `!command` values).
     pub fn has_key(&self, provider: &str, configured: Option<&str>) -> bool {
         self.runtime.as_ref().is_some_and(|(p, _)| p == provider)
             || matches!(self.stored.get(provider), Some(Credential::ApiKey { .. }))
+            || (provider == "anthropic"
+                && matches!(self.stored.get(provider), Some(Credential::OAuth { expires, .. }) if now_ms() < *expires))
             || env_vars(provider)
                 .iter()
                 .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
@@ -178,6 +212,12 @@ pub fn resolve_config_value(value: &str) -> Option<String> {
     }
 }
 
+fn now_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_millis() as f64)
+}
+
 /// The auth file of an agent directory.
 pub fn auth_file(agent_dir: &Path) -> PathBuf {
     agent_dir.join("auth.json")
@@ -196,7 +236,8 @@ mod tests {
             &file,
             r#"{"local": {"type": "api_key", "key": "from-auth-json"},
                 "cmd": {"type": "api_key", "key": "!printf ' from-a-command \n'"},
-                "sub": {"type": "oauth", "access": "a", "refresh": "r", "expires": 1}}"#,
+                "sub": {"type": "oauth", "access": "a", "refresh": "r", "expires": 1},
+                "anthropic": {"type": "oauth", "access": "sk-ant-oat-live", "refresh": "r", "expires": 4102444800000}}"#,
         )
         .unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -210,17 +251,50 @@ mod tests {
             creds.api_key("cmd", None).as_deref(),
             Some("from-a-command")
         );
-        // OAuth logins cannot be refreshed by pith: the next source is used.
+        // Other providers' logins are not usable by pith: the next source is used.
         assert_eq!(
             creds.api_key("sub", Some("literal-key")).as_deref(),
             Some("literal-key")
         );
+        assert_eq!(
+            creds.unusable_login("sub").as_deref(),
+            Some("pith cannot use its login in auth.json (only Anthropic logins work)")
+        );
+        // An Anthropic login that has not expired is a key.
+        assert_eq!(
+            creds.api_key("anthropic", None).as_deref(),
+            Some("sk-ant-oat-live")
+        );
+        assert_eq!(creds.unusable_login("anthropic"), None);
         assert_eq!(creds.api_key("nobody", None), None);
         assert!(!creds.has_key("nobody", None));
         let creds = creds.with_runtime_key("local", "from-the-flag".into());
         assert_eq!(
             creds.api_key("local", None).as_deref(),
             Some("from-the-flag")
+        );
+    }
+
+    #[test]
+    fn an_expired_anthropic_login_is_skipped_and_explained() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("auth.json");
+        std::fs::write(
+            &file,
+            r#"{"anthropic": {"type": "oauth", "access": "old", "refresh": "r", "expires": 1000}}"#,
+        )
+        .unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let creds = Credentials::load(dir.path());
+        assert_eq!(
+            creds.api_key("anthropic", Some("fallback")).as_deref(),
+            Some("fallback")
+        );
+        assert_eq!(
+            creds.unusable_login("anthropic").as_deref(),
+            Some(
+                "its login in auth.json has expired and pith cannot refresh logins: run pi once to refresh it"
+            )
         );
     }
 

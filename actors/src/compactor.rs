@@ -37,8 +37,8 @@ use crate::overflow::is_context_overflow;
 use crate::projection::ProjectionMsg;
 use crate::provider::Provider;
 use crate::summarize::{
-    BRANCH_INSTRUCTIONS, HISTORY_INSTRUCTIONS, TURN_PREFIX_INSTRUCTIONS, UPDATE_INSTRUCTIONS,
-    request_text, serialize_conversation, summarize_trimming,
+    BRANCH_INSTRUCTIONS, HISTORY_INSTRUCTIONS, SummaryOptions, TURN_PREFIX_INSTRUCTIONS,
+    UPDATE_INSTRUCTIONS, request_text, serialize_conversation, summarize_trimming,
 };
 use crate::trace::TraceIds;
 use crate::writer::{Append, Snapshot, WriterMsg};
@@ -73,6 +73,9 @@ pub enum CompactorMsg {
     BeforePrompt(TraceIds, RpcReplyPort<()>),
     /// Summarize with this model from now on (it follows the session's model, as in pi).
     SetModel(Arc<dyn Provider>, (String, String)),
+    /// Compaction summaries use this thinking level from now on (it follows the session's
+    /// level, as in pi: compaction.md §7).
+    SetThinkingLevel(String),
     /// `/tree`: move the leaf to an entry, summarizing the branch left behind when asked
     /// (tree-and-context.md §9); answered with what changed, or pi's error.
     NavigateTree(
@@ -144,6 +147,9 @@ pub struct CompactorArgs {
     pub provider: Arc<dyn Provider>,
     /// `(provider, model id)`.
     pub model: (String, String),
+    /// The session's thinking level, which compaction summaries (not branch summaries) are
+    /// asked with.
+    pub thinking_level: String,
     /// `compaction.*` settings of the session's cwd.
     pub settings: CompactionSettings,
     /// `branchSummary.reserveTokens` of the session's cwd.
@@ -302,7 +308,8 @@ impl Compactor {
     }
 
     /// The model's summary of `prep`: history (and a split turn's prefix), then the file lists
-    /// (compaction.md §7).
+    /// (compaction.md §7), each asked with the session's thinking level and its share of
+    /// `reserveTokens`.
     async fn model_summary(
         args: &CompactorArgs,
         prep: &CompactionPreparation,
@@ -324,10 +331,13 @@ impl Compactor {
             )
         };
         let model = &args.model;
+        let reserve = args.settings.reserve_tokens;
+        let history_options = SummaryOptions::history(reserve, &args.thinking_level);
         let summarize_history = || {
             summarize_trimming(
                 provider,
                 model,
+                &history_options,
                 &prep.messages_to_summarize,
                 history,
                 abort.clone(),
@@ -354,6 +364,7 @@ impl Compactor {
             let prefix = summarize_trimming(
                 provider,
                 model,
+                &SummaryOptions::turn_prefix(reserve, &args.thinking_level),
                 &prep.turn_prefix_messages,
                 prefix_request,
                 abort.clone(),
@@ -493,16 +504,31 @@ impl Compactor {
             return None;
         };
         let (tree, _) = SessionTree::new(snapshot.entries.clone());
-        let newest_compaction = tree
+        let path: Vec<&pith_store::Entry> = tree
             .path_to(leaf)
             .into_iter()
-            .rev()
             .map(|i| &tree.entries()[i])
-            .find(|e| e.kind() == &EntryType::Compaction)
-            .map(|e| e.timestamp_ms());
+            .collect();
+        let Some(newest) = path
+            .iter()
+            .rposition(|e| e.kind() == &EntryType::Compaction)
+        else {
+            return Some((trigger, snapshot));
+        };
+        // pi asks whether a message is older than the newest compaction by comparing
+        // millisecond timestamps (`<=`); pith answers it by position on the branch, which
+        // says the same without the same-millisecond collisions a fast run produces. A
+        // message is fresh when an entry after the compaction carries it.
+        let after_compaction = |t: i64| {
+            path[newest + 1..].iter().any(|e| {
+                e.is_assistant_message()
+                    && matches!(e.decode_message(), Some(Ok(AgentMessage::Assistant(a))) if a.timestamp == t)
+            })
+        };
         // Usage from before the newest compaction describes a context that is gone.
-        let stale = |t: i64| newest_compaction.is_some_and(|c| t as f64 <= c);
-        if stale(reply.timestamp) || usage_timestamp.is_some_and(stale) {
+        if !after_compaction(reply.timestamp)
+            || usage_timestamp.is_some_and(|t| !after_compaction(t))
+        {
             return None;
         }
         Some((trigger, snapshot))
@@ -748,6 +774,7 @@ impl Compactor {
         let text = summarize_trimming(
             args.provider.as_ref(),
             &args.model,
+            &SummaryOptions::branch(),
             &messages,
             request,
             abort,
@@ -835,6 +862,7 @@ impl Actor for Compactor {
                 state.provider = provider;
                 state.model = model;
             }
+            CompactorMsg::SetThinkingLevel(level) => state.thinking_level = level,
             CompactorMsg::BeforePrompt(ids, reply) => {
                 Self::before_prompt(state, ids).await;
                 let _ = reply.send(());

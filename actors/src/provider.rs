@@ -19,6 +19,12 @@ pub struct ProviderRequest {
     pub messages: Vec<AgentMessage>,
     /// The tools the model may call (none for summaries).
     pub tools: Vec<crate::tool::ToolSpec>,
+    /// Output limit in tokens, pi-ai's `options.maxTokens`: `None` leaves it to the model
+    /// (`min(model.maxTokens, 32000)`), as the agent's turns do; summaries set their own
+    /// (compaction.md §7, §9.3). Providers treat it exactly as pi-ai does: Anthropic models
+    /// with budget-based thinking add the budget on top of it, and `Some(0)` is JavaScript's falsy `0` (on OpenAI: no
+    /// limit member at all).
+    pub max_tokens: Option<u64>,
 }
 
 /// One step of a streamed reply.

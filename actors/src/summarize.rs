@@ -147,6 +147,48 @@ pub fn request_text(
     text
 }
 
+/// How a summary is asked for: pi's `completeSimple` options (compaction.md §7, §9.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryOptions {
+    /// `off` … `xhigh`. pi sends the session's level only when the model can reason; pith
+    /// sends it always, because the providers clamp a level the model cannot use to `off`,
+    /// which yields the same request.
+    pub thinking_level: String,
+    /// The reply's token limit ([`ProviderRequest::max_tokens`]).
+    pub max_tokens: u64,
+}
+
+impl SummaryOptions {
+    /// A history summary: the session's thinking level, `floor(0.8 × reserveTokens)` tokens
+    /// (13107 for the default 16384). Integer arithmetic gives the same floor as pi's
+    /// floating-point product, which never rounds below an exact integer.
+    pub fn history(reserve_tokens: u64, thinking_level: &str) -> SummaryOptions {
+        SummaryOptions {
+            thinking_level: thinking_level.to_owned(),
+            // 4/5 of each whole 5, then of the rest: no overflow for any setting.
+            max_tokens: reserve_tokens / 5 * 4 + reserve_tokens % 5 * 4 / 5,
+        }
+    }
+
+    /// The prefix of a split turn: the session's thinking level, `floor(0.5 ×
+    /// reserveTokens)` tokens.
+    pub fn turn_prefix(reserve_tokens: u64, thinking_level: &str) -> SummaryOptions {
+        SummaryOptions {
+            thinking_level: thinking_level.to_owned(),
+            max_tokens: reserve_tokens / 2,
+        }
+    }
+
+    /// A branch summary: no reasoning and 2048 tokens, whatever the settings (pi's
+    /// `generateBranchSummary`).
+    pub fn branch() -> SummaryOptions {
+        SummaryOptions {
+            thinking_level: "off".to_owned(),
+            max_tokens: 2048,
+        }
+    }
+}
+
 /// Why a summary request failed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SummaryFailure {
@@ -156,23 +198,25 @@ pub struct SummaryFailure {
     pub overflow: bool,
 }
 
-/// Asks `provider` for a summary; the reply's text blocks joined by `\n`.
+/// Asks `provider` for a summary with `options`; the reply's text blocks joined by `\n`.
 ///
 /// Errors: the provider's error message (`Unknown error` without one) when the reply is an
 /// error.
 pub async fn summarize(
     provider: &dyn Provider,
     model: &(String, String),
+    options: &SummaryOptions,
     text: String,
     abort: watch::Receiver<bool>,
 ) -> Result<String, SummaryFailure> {
     let request = ProviderRequest {
         provider: model.0.clone(),
         model: model.1.clone(),
-        thinking_level: "off".into(),
+        thinking_level: options.thinking_level.clone(),
         system_prompt: Some(SYSTEM_PROMPT.to_owned()),
         messages: vec![AgentMessage::user_text(text, 0)],
         tools: Vec::new(),
+        max_tokens: Some(options.max_tokens),
     };
     let mut events = provider.stream(request, abort);
     while let Some(event) = events.recv().await {
@@ -204,6 +248,7 @@ pub async fn summarize(
 pub async fn summarize_trimming(
     provider: &dyn Provider,
     model: &(String, String),
+    options: &SummaryOptions,
     messages: &[AgentMessage],
     request: impl Fn(&[AgentMessage]) -> String,
     abort: watch::Receiver<bool>,
@@ -211,7 +256,7 @@ pub async fn summarize_trimming(
     let mut start = 0;
     loop {
         let rest = &messages[start..];
-        match summarize(provider, model, request(rest), abort.clone()).await {
+        match summarize(provider, model, options, request(rest), abort.clone()).await {
             Ok(summary) => return Ok(summary),
             Err(failure) if failure.overflow && rest.len() > 1 => {
                 start += oldest_half(rest);
@@ -324,9 +369,17 @@ mod tests {
         let (_tx, abort) = watch::channel(false);
         let request =
             |m: &[AgentMessage]| request_text(&serialize_conversation(m), None, "I", None);
-        let summary = summarize_trimming(&provider, &model, &users(8), request, abort.clone())
-            .await
-            .expect("summary");
+        let options = SummaryOptions::branch();
+        let summary = summarize_trimming(
+            &provider,
+            &model,
+            &options,
+            &users(8),
+            request,
+            abort.clone(),
+        )
+        .await
+        .expect("summary");
         // 8 messages overflow, then 4, the newest 2 fit: the summary starts at message 6.
         assert_eq!(
             summary,
@@ -339,12 +392,36 @@ mod tests {
             max: 10,
             asked: Default::default(),
         };
-        let err = summarize_trimming(&tiny, &model, &users(3), request, abort)
+        let err = summarize_trimming(&tiny, &model, &options, &users(3), request, abort)
             .await
             .unwrap_err();
         assert_eq!(err, "prompt is too long: 9 tokens > 8 maximum");
         // All three, then the newest one alone.
         assert_eq!(tiny.asked.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn limits_follow_the_reserve_as_in_pi() {
+        assert_eq!(SummaryOptions::history(16384, "high").max_tokens, 13107);
+        assert_eq!(SummaryOptions::turn_prefix(16384, "high").max_tokens, 8192);
+        // Math.floor(0.8 * r) for reserves whose product is near an integer.
+        for (r, floor) in [
+            (5, 4),
+            (15, 12),
+            (16385, 13108),
+            (12345, 9876),
+            (1, 0),
+            (0, 0),
+        ] {
+            assert_eq!(SummaryOptions::history(r, "off").max_tokens, floor, "{r}");
+        }
+        assert_eq!(
+            SummaryOptions::branch(),
+            SummaryOptions {
+                thinking_level: "off".into(),
+                max_tokens: 2048
+            }
+        );
     }
 
     #[test]
@@ -388,15 +465,24 @@ mod tests {
             a
         };
         let (_tx, abort) = watch::channel(false);
+        let options = SummaryOptions::branch();
         let aborted = summarize(
             &Fixed(reply(StopReason::Aborted)),
             &model,
+            &options,
             "t".into(),
             abort.clone(),
         )
         .await;
         assert_eq!(aborted, Ok("partial".to_owned()));
-        let failed = summarize(&Fixed(reply(StopReason::Error)), &model, "t".into(), abort).await;
+        let failed = summarize(
+            &Fixed(reply(StopReason::Error)),
+            &model,
+            &options,
+            "t".into(),
+            abort,
+        )
+        .await;
         assert_eq!(
             failed,
             Err(SummaryFailure {

@@ -85,6 +85,7 @@ fn ask(text: &str) -> ProviderRequest {
         system_prompt: None,
         messages: vec![AgentMessage::user_text(text, 1)],
         tools: Vec::new(),
+        max_tokens: None,
     }
 }
 
@@ -1156,6 +1157,7 @@ fn conversation(level: &str) -> ProviderRequest {
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}},
                 "required": ["path"]}),
         }],
+        max_tokens: None,
     }
 }
 
@@ -1273,4 +1275,151 @@ async fn openai_compat_flags_shape_the_request() {
             "stream": true, "max_tokens": 4096})
         .to_string()
     );
+}
+
+// --- Summary requests ------------------------------------------------------------------------
+
+/// The limit and reasoning members of the bodies `summarize` sends with `options`, one request
+/// per options, through the provider `make` builds for the server.
+async fn summary_bodies(
+    reply: String,
+    make: impl Fn(&SseServer) -> Arc<dyn Provider>,
+    options: &[pith_actors::summarize::SummaryOptions],
+) -> Vec<Value> {
+    use pith_actors::summarize::{SYSTEM_PROMPT, summarize};
+    let server = SseServer::start(
+        options
+            .iter()
+            .map(|_| Scripted::sse(reply.clone()))
+            .collect(),
+    )
+    .await;
+    let provider = make(&server);
+    let model = ("test".to_owned(), "test".to_owned());
+    let (_abort_tx, abort) = watch::channel(false);
+    for o in options {
+        let summary = summarize(provider.as_ref(), &model, o, "CONV".into(), abort.clone()).await;
+        assert_eq!(summary, Ok("S".to_owned()));
+    }
+    server
+        .requests()
+        .into_iter()
+        .map(|r| {
+            let mut body = r.body;
+            let object = body.as_object_mut().unwrap();
+            // The conversation and pith's own prompt wording are the same in every request.
+            let messages = object.remove("messages").unwrap().to_string();
+            assert!(messages.contains("CONV"), "{messages}");
+            if let Some(system) = object.remove("system") {
+                assert_eq!(system[0]["text"], SYSTEM_PROMPT);
+            } else {
+                assert!(messages.contains(SYSTEM_PROMPT), "{messages}");
+            }
+            body
+        })
+        .collect()
+}
+
+fn anthropic_reply() -> String {
+    anthropic_sse(&[
+        message_start("msg_s", json!({"input_tokens": 1})),
+        block_start(0, json!({"type": "text", "text": ""})),
+        text_delta(0, "S"),
+        block_stop(0),
+        message_delta("end_turn", json!({"output_tokens": 1})),
+        message_stop(),
+    ])
+}
+
+fn openai_reply() -> String {
+    openai_sse(&[chunk("chatcmpl-s", json!({"content": "S"}), json!("stop"))])
+}
+
+/// History (reserve 16384, level medium), turn prefix (same), branch: the members pi 0.73.1's
+/// `compact` and `generateBranchSummary` send for the same models and levels (recorded from
+/// node against a local server). A budget-thinking model gets its budget on top of the limit.
+#[tokio::test]
+async fn summary_requests_think_at_the_session_level_within_the_reserve() {
+    use pith_actors::summarize::SummaryOptions;
+    let asks = [
+        SummaryOptions::history(16384, "medium"),
+        SummaryOptions::turn_prefix(16384, "medium"),
+        SummaryOptions::branch(),
+    ];
+    let enabled =
+        |budget: u64| json!({"type": "enabled", "budget_tokens": budget, "display": "summarized"});
+    let sonnet_4_5 = summary_bodies(anthropic_reply(), anthropic, &asks).await;
+    assert_eq!(
+        sonnet_4_5,
+        [
+            json!({"model": "claude-sonnet-4-5", "max_tokens": 21299, "stream": true,
+                "thinking": enabled(8192)}),
+            json!({"model": "claude-sonnet-4-5", "max_tokens": 16384, "stream": true,
+                "thinking": enabled(8192)}),
+            json!({"model": "claude-sonnet-4-5", "max_tokens": 2048, "stream": true,
+                "thinking": {"type": "disabled"}}),
+        ]
+    );
+
+    let adaptive = |server: &SseServer| {
+        let mut model = anthropic_model(&server.base);
+        model.id = "claude-sonnet-4-6".into();
+        provider_with(model, Some("k".into()), options()).unwrap()
+    };
+    let adaptive_thinking = json!({"type": "adaptive", "display": "summarized"});
+    assert_eq!(
+        summary_bodies(anthropic_reply(), adaptive, &asks).await,
+        [
+            json!({"model": "claude-sonnet-4-6", "max_tokens": 13107, "stream": true,
+                "thinking": adaptive_thinking, "output_config": {"effort": "medium"}}),
+            json!({"model": "claude-sonnet-4-6", "max_tokens": 8192, "stream": true,
+                "thinking": adaptive_thinking, "output_config": {"effort": "medium"}}),
+            json!({"model": "claude-sonnet-4-6", "max_tokens": 2048, "stream": true,
+                "thinking": {"type": "disabled"}}),
+        ]
+    );
+
+    let reasoning = |server: &SseServer| {
+        let mut model = openai_model(&server.base);
+        model.id = "gpt-5-mini".into();
+        model.reasoning = true;
+        model.max_tokens = 128_000;
+        provider_with(model, Some("k".into()), options()).unwrap()
+    };
+    let openai_body = |id: &str, max: u64, effort: Option<&str>| {
+        let mut body = json!({"model": id, "stream": true,
+            "stream_options": {"include_usage": true}, "store": false,
+            "max_completion_tokens": max});
+        if let Some(e) = effort {
+            body["reasoning_effort"] = json!(e);
+        }
+        body
+    };
+    assert_eq!(
+        summary_bodies(openai_reply(), reasoning, &asks).await,
+        [
+            openai_body("gpt-5-mini", 13107, Some("medium")),
+            openai_body("gpt-5-mini", 8192, Some("medium")),
+            openai_body("gpt-5-mini", 2048, None),
+        ]
+    );
+    // A model that cannot reason gets the limits and no reasoning member, as in pi.
+    assert_eq!(
+        summary_bodies(openai_reply(), openai, &asks).await,
+        [
+            openai_body("gpt-4o-mini", 13107, None),
+            openai_body("gpt-4o-mini", 8192, None),
+            openai_body("gpt-4o-mini", 2048, None),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_byte_order_mark_before_the_first_event_keeps_it() {
+    let body = format!("\u{feff}{}", anthropic_reply());
+    let server = SseServer::start(vec![Scripted::sse(body)]).await;
+    let (_, last) = run(&anthropic(&server), ask("hi")).await;
+    assert_eq!(last.stop_reason, StopReason::Stop);
+    assert_eq!(last.texts().collect::<String>(), "S");
+    assert_eq!(last.response_id.as_deref(), Some("msg_s"));
 }

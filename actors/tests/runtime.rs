@@ -599,6 +599,8 @@ async fn compact_asks_the_model_for_history_and_turn_prefix_and_keeps_the_tail()
     let session = Session::create("/project", None, &env).unwrap();
     let rt = Runtime::start(config, session).await.unwrap();
     let mut events = rt.subscribe().await.unwrap();
+    // Summaries think at the session's level, which follows `/thinking` (compaction.md §7).
+    rt.set_thinking_level("high").await.unwrap();
     for prompt in ["one", "two"] {
         rt.prompt(prompt).await.unwrap();
         run_names(&mut events).await;
@@ -637,6 +639,22 @@ async fn compact_asks_the_model_for_history_and_turn_prefix_and_keeps_the_tail()
 
     let requests = provider.requests.lock().unwrap().clone();
     assert_eq!(requests.len(), 5);
+    // Turns use the model's own limit; the history summary gets floor(0.8 × reserveTokens),
+    // the turn prefix floor(0.5 × reserveTokens), both at the session's level.
+    let limits: Vec<(&str, Option<u64>)> = requests
+        .iter()
+        .map(|r| (r.thinking_level.as_str(), r.max_tokens))
+        .collect();
+    assert_eq!(
+        limits,
+        [
+            ("high", None),
+            ("high", None),
+            ("high", None),
+            ("high", Some(13107)),
+            ("high", Some(8192))
+        ]
+    );
     let asked = |r: &pith_actors::provider::ProviderRequest| {
         serde_json::to_value(&r.messages[0]).unwrap()["content"][0]["text"]
             .as_str()
@@ -1011,6 +1029,8 @@ async fn tree_navigation_summarizes_the_branch_left_behind_and_returns_the_promp
             {"content":[{"type":"text","text":"r3"}]}]"#,
     )
     .await;
+    // Branch summaries never think, whatever the session's level (compaction.md §9.3).
+    rt.set_thinking_level("high").await.unwrap();
     for prompt in ["one", "two"] {
         rt.prompt(prompt).await.unwrap();
         run_names(&mut events).await;
@@ -1068,7 +1088,15 @@ async fn tree_navigation_summarizes_the_branch_left_behind_and_returns_the_promp
     let file = rt.summary().await.unwrap().session_file.unwrap();
     rt.shutdown().await.unwrap();
 
-    let asked = serde_json::to_value(&provider.requests.lock().unwrap()[3].messages[0]).unwrap();
+    let branch_request = provider.requests.lock().unwrap()[3].clone();
+    assert_eq!(
+        (
+            branch_request.thinking_level.as_str(),
+            branch_request.max_tokens
+        ),
+        ("off", Some(2048))
+    );
+    let asked = serde_json::to_value(&branch_request.messages[0]).unwrap();
     let asked = asked["content"][0]["text"].as_str().unwrap().to_owned();
     // The common ancestor is the selected prompt itself: what follows it is left behind,
     // tool results excepted (compaction.md §9.1–9.2).
@@ -1680,4 +1708,56 @@ async fn model_thinking_name_and_label_changes_are_recorded_and_take_effect() {
             serde_json::json!({"type":"label","targetId":first_reply,"label":"checkpoint"}),
         ]
     );
+}
+
+#[tokio::test]
+async fn a_reply_in_the_same_millisecond_as_a_compaction_still_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Every timestamp is the same millisecond: pi's `<=` would call the second reply stale.
+    let env = SessionEnv {
+        agent_dir: tmp.path().join("agent"),
+        clock: Arc::new(SteppingClock::new(1_764_000_000_000, 0)),
+        ids: Arc::new(RandomIds),
+    };
+    std::fs::create_dir_all(&env.agent_dir).unwrap();
+    std::fs::write(
+        env.agent_dir.join("settings.json"),
+        r#"{"compaction":{"keepRecentTokens":1}}"#,
+    )
+    .unwrap();
+    let big = r#"{"input":120000,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":120000,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}"#;
+    let provider = Arc::new(Recording {
+        inner: Faux::new(
+            script(&format!(
+                r#"[{{"content":[{{"type":"text","text":"r1"}}],"usage":{big}}},
+                    {{"content":[{{"type":"text","text":"S1"}}]}},
+                    {{"content":[{{"type":"text","text":"r2"}}],"usage":{big}}},
+                    {{"content":[{{"type":"text","text":"S2"}}]}}]"#
+            )),
+            env.clock.clone(),
+        ),
+        requests: Default::default(),
+    });
+    let config = project_config(&env, provider.clone(), Vec::new());
+    let session = Session::create("/project", None, &env).unwrap();
+    let rt = Runtime::start(config, session).await.unwrap();
+    for prompt in ["one", "two"] {
+        rt.prompt(prompt).await.unwrap();
+        rt.wait_idle().await.unwrap();
+    }
+    let snapshot = rt.snapshot().await.unwrap();
+    rt.shutdown().await.unwrap();
+    let compactions: Vec<String> = snapshot
+        .entries
+        .iter()
+        .filter(|e| e.kind() == &pith_events::EntryType::Compaction)
+        .map(|e| {
+            serde_json::from_str::<serde_json::Value>(e.raw()).unwrap()["summary"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(compactions.len(), 2, "{compactions:?}");
+    assert!(compactions[1].starts_with("S2"), "{compactions:?}");
 }

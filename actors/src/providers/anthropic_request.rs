@@ -93,13 +93,19 @@ struct Thinking {
     effort: Option<String>,
 }
 
-/// pi's `streamSimpleAnthropic` + `buildParams`: the reply budget is `min(maxTokens, 32000)`;
-/// adaptive models get `{type: adaptive}` and an effort, others a token budget added to
-/// the reply budget (`adjustMaxTokensForThinking`); `off` is `{type: disabled}`. Models that
-/// cannot think get no `thinking` member.
-fn thinking(model: &Model, level: &str, options: &ProviderOptions) -> Thinking {
+/// pi's `streamSimpleAnthropic` + `buildParams`: the reply budget is `max_tokens` when the
+/// request sets one, else `min(maxTokens, 32000)` (`buildBaseOptions`); adaptive models get
+/// `{type: adaptive}` and an effort, others a token budget added to the reply budget
+/// (`adjustMaxTokensForThinking`, capped by the model's limit); `off` is `{type: disabled}`.
+/// Models that cannot think get no `thinking` member.
+fn thinking(
+    model: &Model,
+    level: &str,
+    max_tokens: Option<u64>,
+    options: &ProviderOptions,
+) -> Thinking {
     let level = clamp_thinking_level(model, level);
-    let base = (model.max_tokens > 0).then(|| model.max_tokens.min(32_000));
+    let base = max_tokens.or_else(|| (model.max_tokens > 0).then(|| model.max_tokens.min(32_000)));
     let or_third = |n: Option<u64>| n.filter(|n| *n > 0).unwrap_or(model.max_tokens / 3);
     if level == "off" {
         return Thinking {
@@ -167,7 +173,7 @@ pub(crate) fn request_body(
     oauth: bool,
 ) -> Value {
     let cache = cache_control(model, options.cache_retention);
-    let think = thinking(model, &request.thinking_level, options);
+    let think = thinking(model, &request.thinking_level, request.max_tokens, options);
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
     body.insert(
@@ -453,7 +459,7 @@ mod tests {
     }
 
     fn budget(m: &Model, level: &str) -> (u64, Option<Value>, Option<String>) {
-        let t = thinking(m, level, &ProviderOptions::default());
+        let t = thinking(m, level, None, &ProviderOptions::default());
         (t.max_tokens, t.thinking, t.effort)
     }
 
@@ -498,6 +504,43 @@ mod tests {
         assert_eq!(budget(&model("claude-3-haiku", 0, false), "off").0, 0);
     }
 
+    /// The bodies pi 0.73.1's compaction sends (`completeSimple` with `maxTokens` and
+    /// `reasoning`, recorded from node): the budget goes on top of the given limit.
+    #[test]
+    fn a_given_limit_is_the_base_the_thinking_budget_is_added_to() {
+        let with = |m: &Model, level: &str, max: u64| {
+            let t = thinking(m, level, Some(max), &ProviderOptions::default());
+            (t.max_tokens, t.thinking, t.effort)
+        };
+        let m = model("claude-sonnet-4-5", 64000, true);
+        let enabled = |budget: u64| {
+            Some(json!({"type": "enabled", "budget_tokens": budget, "display": "summarized"}))
+        };
+        assert_eq!(with(&m, "medium", 13107), (21299, enabled(8192), None));
+        assert_eq!(with(&m, "high", 8192), (24576, enabled(16384), None));
+        assert_eq!(with(&m, "minimal", 8192), (9216, enabled(1024), None));
+        assert_eq!(
+            with(&m, "off", 2048),
+            (2048, Some(json!({"type": "disabled"})), None)
+        );
+        // Capped by the model's own limit, the budget shrinking to leave 1024 for the reply.
+        assert_eq!(
+            with(&model("claude-x", 16000, true), "high", 13107),
+            (16000, enabled(14976), None)
+        );
+        let adaptive = model("claude-sonnet-4-6", 64000, true);
+        assert_eq!(
+            with(&adaptive, "medium", 13107),
+            (
+                13107,
+                Some(json!({"type": "adaptive", "display": "summarized"})),
+                Some("medium".into())
+            )
+        );
+        // JavaScript's falsy 0: the third of the model's limit.
+        assert_eq!(with(&m, "off", 0).0, 64000 / 3);
+    }
+
     #[test]
     fn claude_code_names() {
         assert_eq!(to_claude_code_name("read"), "Read");
@@ -518,6 +561,7 @@ mod tests {
                 description: "d".into(),
                 parameters: json!({}),
             }],
+            max_tokens: None,
         };
         let options = ProviderOptions {
             cache_retention: CacheRetention::None,

@@ -72,11 +72,12 @@ pub(crate) fn request_body(
     if compat.supports_store {
         body.insert("store".into(), json!(false));
     }
-    if model.max_tokens > 0 {
-        body.insert(
-            compat.max_tokens_field.clone(),
-            json!(model.max_tokens.min(32_000)),
-        );
+    // The request's limit, else `buildBaseOptions`'s; a zero means none (JavaScript's falsy 0).
+    let max_tokens = request
+        .max_tokens
+        .or_else(|| (model.max_tokens > 0).then(|| model.max_tokens.min(32_000)));
+    if let Some(n) = max_tokens.filter(|n| *n > 0) {
+        body.insert(compat.max_tokens_field.clone(), json!(n));
     }
     let mut tools = if !request.tools.is_empty() {
         Some(convert_tools(&request.tools, compat))

@@ -5,7 +5,11 @@
 //! `:` is a comment; `field:value` loses one space after the colon; `event` and `data` are
 //! kept (several `data` lines join with `\n`), other fields are ignored; an empty line ends
 //! an event. Chunks may split anywhere, even inside a UTF-8 character, because a line is only
-//! decoded once its end has arrived.
+//! decoded once its end has arrived. One UTF-8 byte order mark at the very start of the body
+//! is dropped, as the SSE standard and JavaScript's `TextDecoder` do; kept, it would make the
+//! first line's field `\u{feff}data` and lose the first event. (The OpenAI SDK decodes every
+//! line on its own and so drops a mark at the start of any line; pith drops only the first,
+//! as pi's Anthropic reader does.)
 
 /// One event: its `event:` name, its joined `data:` lines, and every raw line it was made of
 /// (comments included), which pi quotes in parse errors.
@@ -19,10 +23,18 @@ pub struct SseEvent {
     pub raw: Vec<String>,
 }
 
+/// U+FEFF in UTF-8.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Incremental SSE decoder. Feed it with [`SseParser::push`]; call [`SseParser::finish`] when
 /// the body ends.
 #[derive(Debug, Default)]
 pub struct SseParser {
+    /// The body's first bytes, held while they may still be a byte order mark split across
+    /// chunks.
+    head: Vec<u8>,
+    /// The body's start has been checked for a byte order mark.
+    started: bool,
     /// Bytes of the line not yet ended.
     line: Vec<u8>,
     /// The previous chunk ended with `\r`: a `\n` starting the next one belongs to it.
@@ -41,6 +53,19 @@ impl SseParser {
     /// Decodes `bytes` (any slice of the body) and returns the events they complete, in
     /// order. Invalid UTF-8 becomes U+FFFD, as JavaScript's `TextDecoder` does.
     pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        if self.started {
+            return self.decode(bytes);
+        }
+        self.head.extend_from_slice(bytes);
+        if self.head.len() < BOM.len() && BOM.starts_with(&self.head) {
+            return Vec::new();
+        }
+        self.started = true;
+        let head = std::mem::take(&mut self.head);
+        self.decode(head.strip_prefix(BOM).unwrap_or(&head))
+    }
+
+    fn decode(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         let mut out = Vec::new();
         for &b in bytes {
             if std::mem::take(&mut self.skip_lf) && b == b'\n' {
@@ -66,6 +91,11 @@ impl SseParser {
     pub fn finish(&mut self, dispatch_trailing: bool) -> Option<SseEvent> {
         if !dispatch_trailing {
             return None;
+        }
+        // A body of only a partial byte order mark: those bytes are a line's start after all.
+        if !self.started {
+            self.started = true;
+            self.line = std::mem::take(&mut self.head);
         }
         if !self.line.is_empty() {
             let line = String::from_utf8_lossy(&self.line).into_owned();
@@ -174,6 +204,41 @@ mod tests {
         let mut p = SseParser::new();
         assert!(p.push(b"data: {}\n").is_empty());
         assert_eq!(p.finish(false), None);
+    }
+
+    #[test]
+    fn one_leading_byte_order_mark_is_dropped_even_split_across_chunks() {
+        let body = "\u{feff}data: first\n\ndata: \u{feff}second\n\n";
+        let expected = vec![
+            SseEvent {
+                event: None,
+                data: "first".into(),
+                raw: vec!["data: first".into()],
+            },
+            SseEvent {
+                event: None,
+                data: "\u{feff}second".into(),
+                raw: vec!["data: \u{feff}second".into()],
+            },
+        ];
+        assert_eq!(all_at_once(body.as_bytes()), expected);
+        assert_eq!(byte_by_byte(body.as_bytes()), expected);
+        let mut p = SseParser::new();
+        let mut split = p.push(&body.as_bytes()[..2]);
+        split.extend(p.push(&body.as_bytes()[2..9]));
+        split.extend(p.push(&body.as_bytes()[9..]));
+        assert_eq!(split, expected);
+        // Only one: a second mark is part of the first line's field name.
+        let twice = format!("\u{feff}{body}");
+        assert_eq!(all_at_once(twice.as_bytes())[0].data, "\u{feff}second");
+        // A body that only starts like a mark is decoded as it is.
+        let mut p = SseParser::new();
+        assert!(p.push(b"\xEF\xBB").is_empty());
+        assert_eq!(p.finish(true), None);
+        assert_eq!(
+            byte_by_byte(b"\xEF\n\ndata: x\n\n")[0].raw,
+            vec!["\u{fffd}".to_owned(), "data: x".to_owned()]
+        );
     }
 
     #[test]

@@ -49,7 +49,9 @@ impl Runtime {
         Ok(())
     }
 
-    /// pi's `setThinkingLevel`: recorded only when it changes; `thinking_level_changed`.
+    /// pi's `setThinkingLevel`: recorded only when it changes; `thinking_level_changed`. The
+    /// agent and the Compactor (whose summaries think at the session's level) use it from
+    /// now on.
     pub(super) async fn set_thinking_level(
         state: &mut RuntimeState,
         level: String,
@@ -61,6 +63,9 @@ impl Runtime {
         state.config.thinking_level = level.clone();
         if let Some(sub) = &state.subtree {
             let _ = sub.agent.cast(AgentMsg::SetThinkingLevel(level.clone()));
+            let _ = sub
+                .compactor
+                .cast(CompactorMsg::SetThinkingLevel(level.clone()));
             sub.events.emit(AgentEvent::ThinkingLevelChanged { level });
         }
         Ok(())

@@ -94,6 +94,15 @@ impl RuntimeHandle {
         }
     }
 
+    /// Whether no run is active (a run includes its compaction check and retry waits). The
+    /// agent answers after handling everything sent to it before, so steering and follow-ups
+    /// queued earlier have been queued, and their `queue_update` emitted, when this returns.
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn is_idle(&self) -> Result<bool, RuntimeError> {
+        self.ask(RuntimeMsg::IsIdle).await
+    }
+
     /// Runs `command` as the user's `!command` (`exclude_from_context` for `!!command`) in the
     /// session cwd and returns what was recorded (spec: agent-and-events.md §5). The entry is
     /// written at once when the agent is idle, else before the next prompt.

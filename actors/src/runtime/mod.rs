@@ -102,6 +102,9 @@ pub enum RuntimeMsg {
     Switch(SessionStart, RpcReplyPort<Result<SwitchOutcome, String>>),
     /// Answered when the agent has nothing left to do for the prompts sent so far.
     WhenIdle(RpcReplyPort<()>),
+    /// Answered with whether no run is active, by the agent after everything sent to it
+    /// before (so steering queued earlier has had its `queue_update`).
+    IsIdle(RpcReplyPort<bool>),
     /// Manual compaction with a summary; answered with the entry id.
     Compact(String, RpcReplyPort<Result<String, String>>),
     /// `/tree`: move the leaf to an entry (optionally summarizing the branch left behind).
@@ -340,6 +343,17 @@ impl Actor for Runtime {
                 }
                 None => {
                     let _ = reply.send(());
+                }
+            },
+            RuntimeMsg::IsIdle(reply) => match &state.subtree {
+                // Forwarded with the port: the agent's mailbox orders it after earlier casts.
+                Some(sub) => {
+                    if let Err(e) = sub.agent.cast(AgentMsg::IsIdle(reply)) {
+                        tracing::warn!("the agent is gone: {e}");
+                    }
+                }
+                None => {
+                    let _ = reply.send(true);
                 }
             },
             RuntimeMsg::Abort(reply) => {

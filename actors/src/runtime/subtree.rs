@@ -76,6 +76,7 @@ impl Runtime {
             projection: projection.clone(),
             provider: state.config.provider.clone(),
             model: state.config.model.clone(),
+            thinking_level: state.config.thinking_level.clone(),
             settings: settings.compaction(),
             branch_reserve_tokens: settings.branch_summary_reserve_tokens(),
             extensions: extensions.clone(),

@@ -22,7 +22,7 @@ mod args;
 pub mod bash;
 pub mod edit;
 pub mod edit_diff;
-mod image;
+pub mod image;
 pub mod line_diff;
 mod mutation_queue;
 mod node_error;
