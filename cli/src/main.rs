@@ -1,15 +1,22 @@
 //! The `pith` binary.
 //!
-//! `pith -p "prompt"` runs prompts on the actor runtime and prints the reply (print mode);
-//! `pith session …` inspects and lists session files; `pith trace mermaid` draws a `--trace`
-//! file as a sequence diagram. The interactive, json and rpc modes are not built yet.
+//! `pith` alone is the interactive mode (`interactive`, with the full-screen `/resume` and
+//! `/tree` views in `tui`); `pith -p "prompt"` runs prompts and prints the reply (`print`),
+//! `--mode json` prints every event and `--mode rpc` speaks pi's JSONL protocol (`rpc`);
+//! `--export` writes a session as HTML (`export`). All of them start the same way
+//! (`startup`, `model_choice`). `pith session …` inspects and lists session files;
+//! `pith trace mermaid` draws a `--trace` file as a sequence diagram.
 
+mod export;
+mod interactive;
 mod model_choice;
 mod print;
+mod rpc;
 mod session_cmd;
 mod startup;
 mod trace_cmd;
 mod tree_view;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -42,11 +49,16 @@ fn run(args: startup::RunArgs) -> anyhow::Result<ExitCode> {
         model_choice::list_models(&env.agent_dir, Some(search.as_str()))?;
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(paths) = &args.export {
+        let (file, out) = (&paths[0], paths.get(1));
+        let written = export::export_html(file, out.map(|p| p.as_path()))?;
+        println!("Exported to: {}", written.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     match (args.print, args.mode) {
+        (_, Some(startup::Mode::Rpc)) => rpc::run(args),
         (true, _) | (false, Some(startup::Mode::Text | startup::Mode::Json)) => print::run(args),
-        (false, None) => anyhow::bail!(
-            "interactive mode is not built yet: run `pith -p \"your prompt\"`, or see `pith --help`"
-        ),
+        (false, None) => interactive::run(args),
     }
 }
 

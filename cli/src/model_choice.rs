@@ -55,7 +55,9 @@ pub fn choose(req: &Request<'_>, agent_dir: &Path, cwd: &Path) -> Result<Choice>
             THINKING_LEVELS.join(", ")
         );
     }
-    let (model, suffix_level) = match (req.model, req.provider) {
+    // pi treats an empty --model as none given.
+    let requested_model = req.model.filter(|m| !m.trim().is_empty());
+    let (model, suffix_level) = match (requested_model, req.provider) {
         (Some(pattern), provider) => {
             let resolved = registry
                 .resolve(provider, pattern)
@@ -108,8 +110,12 @@ pub fn choose(req: &Request<'_>, agent_dir: &Path, cwd: &Path) -> Result<Choice>
                     Some(v) => format!("set {v}, "),
                     None => String::new(),
                 };
+                let login = creds
+                    .unusable_login(&model.provider)
+                    .map(|why| format!(" ({why})"))
+                    .unwrap_or_default();
                 bail!(
-                    "No API key found for {}: {hint}add it to {} or pass --api-key",
+                    "No API key found for {}{login}: {hint}add it to {} or pass --api-key",
                     model.provider,
                     pith_actors::auth::auth_file(agent_dir).display()
                 );

@@ -14,20 +14,35 @@ use crate::startup::{Mode, RunArgs, Started, check_flags, install_trace, start};
 /// Runs print mode; exit status 1 when the last reply is an error or was aborted.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     check_flags(&args)?;
-    let mut prompts = args.messages.clone();
+    // `@file` arguments are files for the first prompt, not prompts (pi's fileArgs).
+    let (files, mut prompts): (Vec<String>, Vec<String>) = args
+        .messages
+        .iter()
+        .cloned()
+        .partition(|m| m.starts_with('@'));
     let stdin = std::io::stdin();
+    let mut piped = None;
     if !stdin.is_terminal() {
-        let mut piped = String::new();
+        let mut text = String::new();
         stdin
             .lock()
-            .read_to_string(&mut piped)
+            .read_to_string(&mut text)
             .context("reading the prompt from stdin")?;
-        if !piped.is_empty() {
-            match prompts.first_mut() {
-                Some(first) => *first = format!("{piped}{first}"),
-                None => prompts.push(piped),
-            }
-        }
+        // pi trims what is piped in and ignores it when nothing is left.
+        piped = Some(pith_store::js::js_trim(&text).to_owned()).filter(|t| !t.is_empty());
+    }
+    let file_text = file_arguments(&files)?;
+    // pi's buildInitialMessage: stdin, then the files, then the first message, no separator.
+    if piped.is_some() || !file_text.is_empty() {
+        let first = if prompts.is_empty() {
+            String::new()
+        } else {
+            prompts.remove(0)
+        };
+        prompts.insert(
+            0,
+            format!("{}{file_text}{first}", piped.unwrap_or_default()),
+        );
     }
     if prompts.is_empty() {
         bail!("no prompt: give one as an argument (pith -p \"…\") or on stdin");
@@ -37,6 +52,41 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(run_prompts(args, prompts))
+}
+
+/// pi's `processFileArguments` for text files: each non-empty file as
+/// `<file name="ABSOLUTE PATH">\nCONTENT\n</file>\n`, in order.
+///
+/// Errors: a missing file (`File not found: PATH`), an unreadable one, or an image (pith's
+/// prompts carry no images yet).
+fn file_arguments(files: &[String]) -> Result<String> {
+    let cwd = std::env::current_dir()?;
+    let mut text = String::new();
+    for arg in files {
+        let path = pith_actors::tools::paths::resolve_read_path(arg, &cwd);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                bail!("File not found: {}", path.display())
+            }
+            Err(e) => bail!("Could not read file {}: {e}", path.display()),
+        };
+        if bytes.is_empty() {
+            continue;
+        }
+        if pith_actors::tools::image::detect_mime(&bytes).is_some() {
+            bail!(
+                "{} is an image: pith cannot attach images to prompts yet",
+                path.display()
+            );
+        }
+        text.push_str(&format!(
+            "<file name=\"{}\">\n{}\n</file>\n",
+            path.display(),
+            String::from_utf8_lossy(&bytes)
+        ));
+    }
+    Ok(text)
 }
 
 /// `!cmd` → `(cmd, false)`, `!!cmd` → `(cmd, true)` (kept out of the context); `None` for
@@ -102,12 +152,15 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
         }
         // pi's `!cmd` / `!!cmd` (its interactive mode's; print mode would send the text).
         if let Some((command, exclude)) = user_command(&prompt) {
+            let running = rt.bash(command, exclude);
+            tokio::pin!(running);
             let outcome = tokio::select! {
-                outcome = rt.bash(command, exclude) => outcome,
+                outcome = &mut running => outcome,
                 _ = shutdown_signal() => {
+                    // Cancelled, the command is still recorded (`cancelled: true`, spec §5).
                     rt.abort_bash();
                     interrupted = true;
-                    break;
+                    running.await
                 }
             };
             match outcome {
@@ -127,6 +180,9 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
                     bash_failed = true;
                     eprintln!("pith: {e}");
                 }
+            }
+            if interrupted {
+                break;
             }
             continue;
         }
@@ -221,7 +277,8 @@ impl Seen {
         match event {
             RuntimeEvent::Agent(event) => {
                 if self.json {
-                    match serde_json::to_string(&event) {
+                    // pi prints what its session listeners get, as `JSON.stringify` spells it.
+                    match event.to_listener_json() {
                         Ok(line) => println!("{line}"),
                         Err(e) => eprintln!("pith: an event could not be written: {e}"),
                     }

@@ -22,6 +22,8 @@ pub enum Mode {
     Text,
     /// JSON lines: the header, then every event (spec: agent-and-events.md §8).
     Json,
+    /// JSONL commands on stdin, responses and events on stdout (spec §9).
+    Rpc,
 }
 
 /// Flags of a run (pi's names).
@@ -34,6 +36,12 @@ pub struct RunArgs {
     /// every event as one JSON object per line, as pi's `--mode json`).
     #[arg(long, value_enum, value_name = "MODE")]
     pub mode: Option<Mode>,
+    /// Pick a session to resume (interactive).
+    #[arg(short = 'r', long = "resume")]
+    pub resume: bool,
+    /// Export a session file to HTML (OUT defaults to pi's name) and exit.
+    #[arg(long, num_args = 1..=2, value_names = ["FILE", "OUT"])]
+    pub export: Option<Vec<PathBuf>>,
     /// Continue the most recent session of this directory.
     #[arg(short = 'c', long = "continue")]
     pub continue_recent: bool,
@@ -91,11 +99,10 @@ pub struct Started {
     /// The session header line as it is in memory (pi's JSON mode prints it first).
     pub header_line: String,
     /// The model, its key and thinking level.
-    #[expect(
-        dead_code,
-        reason = "the rpc and interactive modes report and switch models"
-    )]
     pub choice: crate::model_choice::Choice,
+    /// The provider serving `choice` (the runtime holds it too): a mode that switches models
+    /// and back reuses it, so the offline model's script goes on where it was.
+    pub provider: Arc<dyn Provider>,
 }
 
 /// Checks flag combinations every mode shares.
@@ -146,14 +153,14 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
             );
         }
     }
-    let provider = provider_for(&choice, args.faux_script.as_deref(), &env)?;
+    let config_provider = provider_for(&choice, args.faux_script.as_deref(), &env)?;
     let agent_dir = env.agent_dir.clone();
     let config = RuntimeConfig {
         env: env.clone(),
         cwd: cwd.clone(),
         session_dir: args.session_dir.clone(),
         persist: !args.no_session,
-        provider,
+        provider: config_provider.clone(),
         model: (choice.model.provider.clone(), choice.model.id.clone()),
         thinking_level: choice.thinking_level.clone(),
         tools,
@@ -170,6 +177,7 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         rt,
         header_line,
         choice,
+        provider: config_provider,
     })
 }
 

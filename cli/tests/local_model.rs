@@ -231,6 +231,22 @@ fn a_local_server_runs_a_tool_and_answers() {
         )
     );
     assert_eq!(call["responseId"], "chatcmpl-7");
+    // As pi writes it: openai-completions.js builds the message through `timestamp` and
+    // assigns `responseId` from the first chunk, after.
+    assert_eq!(
+        call.as_object().unwrap().keys().collect::<Vec<_>>(),
+        [
+            "role",
+            "content",
+            "api",
+            "provider",
+            "model",
+            "usage",
+            "stopReason",
+            "timestamp",
+            "responseId"
+        ]
+    );
     assert_eq!(
         call["content"][0],
         json!({"type":"toolCall","id":"call_1","name":"bash","arguments":{"command":"echo from-the-tool"}})

@@ -444,7 +444,9 @@ fn json_mode_prints_the_header_then_every_event() {
     let tmp = tempfile::tempdir().unwrap();
     let (agent, cwd, script) = scripted(
         tmp.path(),
-        r#"[{"content":[{"type":"text","text":"hello"}]},{"content":[],"errorMessage":"400 bad request"}]"#,
+        r#"[{"content":[{"type":"thinking","thinking":"hmm"},{"type":"toolCall","id":"c1","name":"nope","arguments":{"n":1.5}}]},
+            {"content":[{"type":"text","text":"hello"}]},
+            {"content":[],"errorMessage":"400 bad request"}]"#,
     );
     let out = pith(&agent, &cwd)
         .args(["--mode", "json", "--faux-script"])
@@ -456,9 +458,10 @@ fn json_mode_prints_the_header_then_every_event() {
         .get_output()
         .stdout
         .clone();
-    let lines: Vec<serde_json::Value> = String::from_utf8(out)
-        .unwrap()
-        .lines()
+    let out = String::from_utf8(out).unwrap();
+    let raw: Vec<&str> = out.lines().collect();
+    let lines: Vec<serde_json::Value> = raw
+        .iter()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let file = session_files(&agent).remove(0);
@@ -470,7 +473,25 @@ fn json_mode_prints_the_header_then_every_event() {
         .map(|e| e["type"].as_str().unwrap())
         .filter(|t| *t != "message_update")
         .collect();
-    let run = [
+    let tool_turn = [
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "tool_execution_start",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+    ];
+    let error_turn = [
         "agent_start",
         "turn_start",
         "message_start",
@@ -480,20 +501,112 @@ fn json_mode_prints_the_header_then_every_event() {
         "turn_end",
         "agent_end",
     ];
-    assert_eq!(types, [run, run].concat());
-    let updates: Vec<&serde_json::Value> = lines
+    assert_eq!(types, [&tool_turn[..], &error_turn[..]].concat());
+
+    // Whole lines, as pi's listeners get them and `JSON.stringify` spells them: the agent
+    // loop's bare `turn_start`, `turn_end` without `turnIndex`, and pi-ai's stream events.
+    let assistant = |content: &str, ts: &serde_json::Value| {
+        format!(
+            r#"{{"role":"assistant","content":[{content}],"api":"faux","provider":"faux","model":"faux-1","usage":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"stop","timestamp":{ts}}}"#
+        )
+    };
+    let thinking = r#"{"type":"thinking","thinking":"hmm"}"#;
+    let call = r#"{"type":"toolCall","id":"c1","name":"nope","arguments":{"n":1.5}}"#;
+    let open_call = r#"{"type":"toolCall","id":"c1","name":"nope","arguments":{}}"#;
+    let expected_updates = [
+        (
+            r#""type":"thinking_start","contentIndex":0"#.to_owned(),
+            r#"{"type":"thinking","thinking":""}"#.to_owned(),
+        ),
+        (
+            r#""type":"thinking_delta","contentIndex":0,"delta":"hmm""#.to_owned(),
+            thinking.to_owned(),
+        ),
+        (
+            r#""type":"thinking_end","contentIndex":0,"content":"hmm""#.to_owned(),
+            thinking.to_owned(),
+        ),
+        (
+            r#""type":"toolcall_start","contentIndex":1"#.to_owned(),
+            format!("{thinking},{open_call}"),
+        ),
+        (
+            r#""type":"toolcall_delta","contentIndex":1,"delta":"{\"n\":1.5}""#.to_owned(),
+            format!("{thinking},{open_call}"),
+        ),
+        (
+            format!(r#""type":"toolcall_end","contentIndex":1,"toolCall":{call}"#),
+            format!("{thinking},{call}"),
+        ),
+        (
+            r#""type":"text_start","contentIndex":0"#.to_owned(),
+            r#"{"type":"text","text":""}"#.to_owned(),
+        ),
+        (
+            r#""type":"text_delta","contentIndex":0,"delta":"hello""#.to_owned(),
+            r#"{"type":"text","text":"hello"}"#.to_owned(),
+        ),
+        (
+            r#""type":"text_end","contentIndex":0,"content":"hello""#.to_owned(),
+            r#"{"type":"text","text":"hello"}"#.to_owned(),
+        ),
+    ];
+    let updates: Vec<(&str, &serde_json::Value)> = raw
         .iter()
-        .filter(|e| e["type"] == "message_update")
+        .zip(&lines)
+        .filter(|(_, e)| e["type"] == "message_update")
+        .map(|(l, e)| (*l, &e["message"]["timestamp"]))
         .collect();
-    assert_eq!(
-        updates
-            .iter()
-            .map(|u| u["assistantMessageEvent"]["type"].as_str().unwrap())
-            .collect::<Vec<_>>(),
-        ["text_start", "text_delta", "text_end"]
-    );
+    assert_eq!(updates.len(), expected_updates.len());
+    for ((line, ts), (event, content)) in updates.into_iter().zip(expected_updates) {
+        let message = assistant(&content, ts);
+        assert_eq!(
+            line,
+            format!(
+                r#"{{"type":"message_update","assistantMessageEvent":{{{event},"partial":{message}}},"message":{message}}}"#
+            )
+        );
+    }
+    // A turn ends with its assistant message and tool results, as their message_end had them.
+    let mut ended: Vec<&str> = Vec::new();
+    let mut turn_ends = 0;
+    for (line, event) in raw.iter().zip(&lines) {
+        match event["type"].as_str().unwrap() {
+            "turn_start" => {
+                assert_eq!(*line, r#"{"type":"turn_start"}"#);
+                ended.clear();
+            }
+            "message_end" if event["message"]["role"] != "user" => ended.push(
+                line.strip_prefix(r#"{"type":"message_end","message":"#)
+                    .and_then(|m| m.strip_suffix('}'))
+                    .unwrap(),
+            ),
+            "turn_end" => {
+                turn_ends += 1;
+                assert_eq!(
+                    *line,
+                    format!(
+                        r#"{{"type":"turn_end","message":{},"toolResults":[{}]}}"#,
+                        ended[0],
+                        ended[1..].join(",")
+                    )
+                );
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(turn_ends, 3);
     let last = lines.last().unwrap();
     assert_eq!(last["messages"][1]["errorMessage"], "400 bad request");
+    // The error reply is a faux one: pi's faux provider writes `errorMessage` before
+    // `timestamp`.
+    assert!(
+        raw.last()
+            .unwrap()
+            .contains(r#""stopReason":"error","errorMessage":"400 bad request","timestamp":"#),
+        "{}",
+        raw.last().unwrap()
+    );
 }
 
 #[test]
@@ -550,4 +663,109 @@ fn user_commands_are_recorded_and_double_bang_stays_out_of_the_context() {
         .assert()
         .success()
         .stdout("answer\n");
+}
+
+#[test]
+fn file_arguments_and_trimmed_stdin_make_the_first_prompt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd, script) = scripted(
+        tmp.path(),
+        r#"[{"content":[{"type":"text","text":"r1"}]},{"content":[{"type":"text","text":"r2"}]}]"#,
+    );
+    fs::write(cwd.join("a.txt"), "file content\n").unwrap();
+    fs::write(cwd.join("empty.txt"), "").unwrap();
+    pith(&agent, &cwd)
+        .args(["-p", "--faux-script"])
+        .arg(&script)
+        .args(["@a.txt", "question", "@empty.txt", "second"])
+        .write_stdin("  piped line\n\n")
+        .assert()
+        .success()
+        .stdout("r2\n");
+    let file = session_files(&agent).remove(0);
+    let users: Vec<String> = fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["message"]["role"] == "user")
+        .map(|l| {
+            l["message"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let path = fs::canonicalize(&cwd).unwrap().join("a.txt");
+    assert_eq!(
+        users,
+        [
+            format!(
+                "piped line<file name=\"{}\">\nfile content\n\n</file>\nquestion",
+                path.display()
+            ),
+            "second".to_owned()
+        ]
+    );
+    pith(&agent, &cwd)
+        .args(["-p", "--faux-script"])
+        .arg(&script)
+        .args(["@missing.txt", "q"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("File not found: "));
+}
+
+#[test]
+fn an_interrupted_user_command_is_recorded_as_cancelled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd, script) =
+        scripted(tmp.path(), r#"[{"content":[{"type":"text","text":"r1"}]}]"#);
+    pith(&agent, &cwd)
+        .args(["-p", "--faux-script"])
+        .arg(&script)
+        .arg("first")
+        .assert()
+        .success();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"));
+    for var in pith_actors::auth::KEY_VARS {
+        child.env_remove(var);
+    }
+    let mut child = child
+        .env("PITH_AGENT_DIR", &agent)
+        .current_dir(&cwd)
+        .args(["-p", "-c", "--faux-script"])
+        .arg(&script)
+        .args(["!echo started; touch ready; sleep 30", "never sent"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt once the command runs.
+    let mut out = child.stdout.take().unwrap();
+    let file = session_files(&agent).remove(0);
+    let started = std::time::Instant::now();
+    while !cwd.join("ready").exists() {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let mut printed = String::new();
+    std::io::Read::read_to_string(&mut out, &mut printed).unwrap();
+    let last: serde_json::Value =
+        serde_json::from_str(fs::read_to_string(&file).unwrap().lines().last().unwrap()).unwrap();
+    let mut message = last["message"].clone();
+    message.as_object_mut().unwrap().remove("timestamp");
+    assert_eq!(
+        message,
+        serde_json::json!({"role":"bashExecution","command":"echo started; touch ready; sleep 30",
+            "output":"started\n","cancelled":true,"truncated":false})
+    );
 }

@@ -357,13 +357,15 @@ pub(crate) fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn read_all(files: Vec<PathBuf>) -> Vec<Result<SessionInfo>> {
-    read_all_with(files, session_info)
+    read_all_with(files, session_info, &|_| {})
 }
 
 /// Reads `files` with `read` on a bounded number of threads, results in `files` order.
+/// `read_one` is called (from the reading threads) after each file, for progress bars.
 pub(crate) fn read_all_with(
     files: Vec<PathBuf>,
     read: fn(&Path) -> Result<SessionInfo>,
+    read_one: &(dyn Fn(&Path) + Sync),
 ) -> Vec<Result<SessionInfo>> {
     let results: Vec<Mutex<Option<Result<SessionInfo>>>> =
         files.iter().map(|_| Mutex::new(None)).collect();
@@ -376,6 +378,7 @@ pub(crate) fn read_all_with(
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
                     let info = read(path);
+                    read_one(path);
                     if let Ok(mut slot) = results[i].lock() {
                         *slot = Some(info);
                     }

@@ -132,7 +132,11 @@ fn save(index: &Path, files: Vec<Cached>) {
 /// Lists `files` through the index at `index`: cached entries whose size and mtime still
 /// match are reused, the rest are read (in parallel, bounded) and the index is updated.
 /// The result equals the uncached listing except that `allMessagesText` is empty.
-fn list_files(files: Vec<PathBuf>, index: &Path) -> Listing {
+fn list_files(
+    files: Vec<PathBuf>,
+    index: &Path,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Listing {
     let cached = load(index);
     let by_path: std::collections::HashMap<&str, &Cached> =
         cached.iter().map(|c| (c.path.as_str(), c)).collect();
@@ -153,7 +157,14 @@ fn list_files(files: Vec<PathBuf>, index: &Path) -> Listing {
     }
     let changed = !to_read.is_empty() || fresh.len() != cached.len();
     let paths: Vec<PathBuf> = to_read.iter().map(|&i| files[i].clone()).collect();
-    let results = read_all_with(paths, crate::list::session_info_without_texts);
+    let total = files.len();
+    let done = std::sync::atomic::AtomicUsize::new(total - to_read.len());
+    progress(done.load(std::sync::atomic::Ordering::Relaxed), total);
+    let read_one = |_: &Path| {
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        progress(n, total);
+    };
+    let results = read_all_with(paths, crate::list::session_info_without_texts, &read_one);
     for (&i, result) in to_read.iter().zip(results) {
         // Stamp before reading would race a writer; stamp after, and a file that changes in
         // between is simply read again next time.
@@ -194,16 +205,30 @@ fn list_files(files: Vec<PathBuf>, index: &Path) -> Listing {
 
 /// [`crate::list::list`] through the index in `dir`, without `allMessagesText`.
 pub fn list_indexed(dir: &Path) -> Listing {
-    list_files(jsonl_files(dir), &dir.join(INDEX_FILE))
+    list_indexed_with_progress(dir, &|_, _| {})
+}
+
+/// [`list_indexed`] calling `progress(loaded, total)` (files) once with the index hits
+/// counted and then after each file read, from the reading threads (pi's `onProgress`).
+pub fn list_indexed_with_progress(dir: &Path, progress: &(dyn Fn(usize, usize) + Sync)) -> Listing {
+    list_files(jsonl_files(dir), &dir.join(INDEX_FILE), progress)
 }
 
 /// [`crate::list::list_all`] through the index in `sessions_root`, without `allMessagesText`.
 pub fn list_all_indexed(sessions_root: &Path) -> Listing {
+    list_all_indexed_with_progress(sessions_root, &|_, _| {})
+}
+
+/// [`list_all_indexed`] with progress as [`list_indexed_with_progress`] reports it.
+pub fn list_all_indexed_with_progress(
+    sessions_root: &Path,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Listing {
     let files = session_dirs(sessions_root)
         .iter()
         .flat_map(|d| jsonl_files(d))
         .collect();
-    list_files(files, &sessions_root.join(INDEX_FILE))
+    list_files(files, &sessions_root.join(INDEX_FILE), progress)
 }
 
 #[cfg(test)]
@@ -263,5 +288,23 @@ mod tests {
         let after = list_all_indexed(root);
         assert_eq!(after.sessions.len(), 1);
         assert_eq!(load(&root.join(INDEX_FILE)).len(), 2);
+    }
+
+    #[test]
+    fn progress_counts_index_hits_then_each_file_read() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = tmp.path();
+        write_session(dir, "a.jsonl", "A", "one");
+        write_session(dir, "b.jsonl", "B", "two");
+        let seen = std::sync::Mutex::new(Vec::new());
+        let record = |d, t| seen.lock().expect("lock").push((d, t));
+        list_indexed_with_progress(dir, &record);
+        let mut first = std::mem::take(&mut *seen.lock().expect("lock"));
+        first.sort();
+        assert_eq!(first, [(0, 2), (1, 2), (2, 2)]);
+        // a and b come from the index (one report), then c is read.
+        write_session(dir, "c.jsonl", "C", "three");
+        list_indexed_with_progress(dir, &record);
+        assert_eq!(*seen.lock().expect("lock"), [(2, 3), (3, 3)]);
     }
 }

@@ -1,0 +1,526 @@
+//! The interactive session: one loop that takes the editor's lines, the runtime's events, the
+//! end of runs and commands, and signals, in the order they come (pi's `InteractiveMode`).
+//!
+//! While a run streams the editor stays open: Enter steers, Alt-Enter queues a follow-up
+//! (spec: agent-and-events.md §3.2), Esc or Ctrl-C aborts. `!cmd` and `/compact` run as
+//! tasks beside it. Full-screen views (`/tree`, `/resume`) only open while the editor is not
+//! reading, so they own the terminal alone.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
+
+use pith_actors::extension::SlashCommand;
+use pith_actors::runtime::{RuntimeError, RuntimeEvent, RuntimeHandle};
+use pith_events::{AgentEvent, BashExecutionMessage};
+use pith_store::{Session, SessionEnv};
+
+use super::editor::{Editor, Input, ReadRequest};
+use super::footer::{Footer, context_tokens, session_totals};
+use super::messages::{message_lines, user_command_lines};
+use super::screen::{Screen, columns};
+use super::style;
+use super::transcript::Transcript;
+use crate::model_choice::Choice;
+
+/// pi's window for a second Ctrl-C to exit.
+const DOUBLE_PRESS: Duration = Duration::from_millis(500);
+
+/// The editor's prompt.
+pub const PROMPT: &str = "> ";
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// What a background task reports when it ends.
+pub enum TaskDone {
+    /// `!cmd` / `!!cmd`.
+    Bash(Result<BashExecutionMessage, RuntimeError>),
+    /// `/compact`: the compaction entry's id.
+    Compact(Result<String, RuntimeError>),
+}
+
+/// A question the next line answers instead of being a prompt.
+pub enum Question {
+    /// `/fork`: which user message (1-based in the list), by entry id.
+    Fork(Vec<String>),
+    /// `/import`: replace the session with this file?
+    Import(PathBuf),
+}
+
+/// Whether to go on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Keep going.
+    Go,
+    /// Quit (the runtime is shut down by the loop).
+    Quit,
+}
+
+/// The state of the interactive mode.
+pub struct App {
+    pub(super) rt: RuntimeHandle,
+    pub(super) env: SessionEnv,
+    /// `--session-dir`, for the picker and new sessions.
+    pub(super) session_dir: Option<PathBuf>,
+    /// `--faux-script`, for `/model faux/…`.
+    pub(super) faux_script: Option<PathBuf>,
+    /// The model in use, its key and the thinking level.
+    pub(super) choice: Choice,
+    /// More than one provider has a key: the footer names the provider.
+    pub(super) show_provider: bool,
+    pub(super) screen: Screen,
+    pub(super) editor: Editor,
+    inputs: UnboundedReceiver<Input>,
+    events: UnboundedReceiver<RuntimeEvent>,
+    pub(super) transcript: Transcript,
+    /// The run streaming now: resolves when the agent is idle again.
+    run: Option<BoxFuture<Result<(), RuntimeError>>>,
+    /// `!cmd` or `/compact` running beside the editor.
+    pub(super) task: Option<JoinHandle<TaskDone>>,
+    /// Text for the editor at its next read (`/fork`, `/tree`).
+    pub(super) next_initial: String,
+    /// The next line answers this.
+    pub(super) question: Option<Question>,
+    /// Prompts waiting their turn: the command-line messages, and lines typed during a
+    /// compaction (pi queues those).
+    pub(super) queued: VecDeque<String>,
+    /// Extension commands of the current session.
+    pub(super) ext_commands: Vec<SlashCommand>,
+    /// A compaction runs (between `compaction_start` and `compaction_end`): prompts wait
+    /// for it, as pi's compaction queue makes them.
+    compacting: bool,
+    last_interrupt: Option<Instant>,
+}
+
+/// One thing that happened.
+enum Step {
+    Input(Option<Input>),
+    Event(Option<RuntimeEvent>),
+    RunDone(Result<(), RuntimeError>),
+    TaskDone(Result<TaskDone, tokio::task::JoinError>),
+    Interrupt,
+    Terminate,
+}
+
+/// Everything [`App::new`] needs.
+pub struct Parts {
+    /// The runtime.
+    pub rt: RuntimeHandle,
+    /// Agent dir and clock.
+    pub env: SessionEnv,
+    /// `--session-dir`.
+    pub session_dir: Option<PathBuf>,
+    /// `--faux-script`.
+    pub faux_script: Option<PathBuf>,
+    /// The model chosen at startup.
+    pub choice: Choice,
+    /// Whether the footer names the provider.
+    pub show_provider: bool,
+    /// The editor and its inputs.
+    pub editor: (Editor, UnboundedReceiver<Input>),
+    /// The output.
+    pub screen: Screen,
+    /// Prompts from the command line.
+    pub messages: Vec<String>,
+}
+
+impl App {
+    /// Subscribes to the runtime and sets up the state.
+    ///
+    /// Errors: the runtime does not answer.
+    pub async fn new(parts: Parts) -> Result<App> {
+        let events = parts.rt.subscribe().await?;
+        let ext_commands = parts.rt.commands().await?;
+        Ok(App {
+            rt: parts.rt,
+            env: parts.env,
+            session_dir: parts.session_dir,
+            faux_script: parts.faux_script,
+            choice: parts.choice,
+            show_provider: parts.show_provider,
+            screen: parts.screen,
+            editor: parts.editor.0,
+            inputs: parts.editor.1,
+            events,
+            transcript: Transcript::default(),
+            run: None,
+            task: None,
+            next_initial: String::new(),
+            question: None,
+            queued: parts.messages.into(),
+            ext_commands,
+            compacting: false,
+            last_interrupt: None,
+        })
+    }
+
+    /// Runs until the user quits; the runtime is shut down (session flushed) on the way out.
+    /// Returns whether the editor was still showing its prompt (quit by a signal).
+    ///
+    /// Errors: the runtime stopped answering, or the editor failed.
+    pub async fn run(&mut self) -> Result<bool> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut sigint = signal(SignalKind::interrupt())?;
+        let mut sigterm = signal(SignalKind::terminate())?;
+        let mut sighup = signal(SignalKind::hangup())?;
+        self.dispatch_queued().await?;
+        loop {
+            self.editor
+                .set_busy(self.run.is_some() || self.task.is_some());
+            if !self.editor.is_reading() {
+                let prompt = match &self.question {
+                    Some(Question::Fork(ids)) => format!("Fork from message (1-{}): ", ids.len()),
+                    Some(Question::Import(_)) => "Import? [y/N] ".to_owned(),
+                    None => PROMPT.to_owned(),
+                };
+                let history = self.question.is_none();
+                self.editor.read(ReadRequest {
+                    prompt,
+                    initial: std::mem::take(&mut self.next_initial),
+                    history,
+                });
+            }
+            let step = tokio::select! {
+                input = self.inputs.recv() => Step::Input(input),
+                event = self.events.recv() => Step::Event(event),
+                done = wait(&mut self.run), if self.run.is_some() => Step::RunDone(done),
+                done = join(&mut self.task), if self.task.is_some() => Step::TaskDone(done),
+                _ = sigint.recv() => Step::Interrupt,
+                _ = sigterm.recv() => Step::Terminate,
+                _ = sighup.recv() => Step::Terminate,
+            };
+            let flow = match step {
+                Step::Input(Some(input)) => self.on_input(input).await?,
+                Step::Input(None) => Flow::Quit,
+                Step::Event(Some(event)) => {
+                    self.on_event(event);
+                    Flow::Go
+                }
+                Step::Event(None) => anyhow::bail!("the runtime stopped unexpectedly"),
+                Step::RunDone(done) => {
+                    self.run = None;
+                    done?;
+                    self.after_run().await?;
+                    Flow::Go
+                }
+                Step::TaskDone(done) => {
+                    self.task = None;
+                    self.on_task_done(done?).await?;
+                    Flow::Go
+                }
+                Step::Interrupt => self.on_ctrl_c().await?,
+                Step::Terminate => Flow::Quit,
+            };
+            if flow == Flow::Quit {
+                break;
+            }
+        }
+        if self.run.is_some() {
+            self.rt.abort().await?;
+        }
+        if self.task.is_some() {
+            self.rt.abort_bash();
+        }
+        self.rt.shutdown().await?;
+        while let Ok(event) = self.events.try_recv() {
+            if let RuntimeEvent::WriteFailed(n) = event {
+                self.screen.print(&style::error(&format!("pith: {n}")));
+            }
+        }
+        Ok(self.editor.is_reading())
+    }
+
+    async fn on_input(&mut self, input: Input) -> Result<Flow> {
+        if input != Input::Escape {
+            self.editor.answered();
+            self.screen.typed();
+        }
+        match input {
+            Input::Line { text, follow_up } => {
+                if let Some(question) = self.question.take() {
+                    return self.answer(question, text.trim()).await;
+                }
+                self.submit(text.trim(), follow_up).await
+            }
+            Input::Interrupt => self.on_ctrl_c().await,
+            Input::Escape => {
+                self.interrupt().await?;
+                Ok(Flow::Go)
+            }
+            Input::Eof => Ok(Flow::Quit),
+            Input::Failed(e) => anyhow::bail!("the line editor failed: {e}"),
+        }
+    }
+
+    /// pi's `onSubmit`: commands, `!cmd`, then a prompt (steering or follow-up while a run
+    /// streams, held while a compaction runs).
+    async fn submit(&mut self, text: &str, follow_up: bool) -> Result<Flow> {
+        if text.is_empty() {
+            return Ok(Flow::Go);
+        }
+        if text.starts_with('/')
+            && let Some(flow) = self.command(text).await?
+        {
+            return Ok(flow);
+        }
+        if let Some((command, exclude)) = user_command(text) {
+            if self.task.is_some() {
+                self.warn("A command is already running. Press Esc to cancel it first.");
+                self.next_initial = text.to_owned();
+                return Ok(Flow::Go);
+            }
+            let (rt, command) = (self.rt.clone(), command.to_owned());
+            self.task = Some(tokio::spawn(async move {
+                TaskDone::Bash(rt.bash(&command, exclude).await)
+            }));
+            return Ok(Flow::Go);
+        }
+        if self.run.is_some() && !self.compacting {
+            // pi's `prompt(text, {streamingBehavior})`: queued until the agent can take it.
+            let label = if follow_up {
+                self.rt.follow_up(text);
+                "Follow-up"
+            } else {
+                self.rt.steer(text);
+                "Steering"
+            };
+            self.screen.print(&style::dim(&format!("{label}: {text}")));
+            return Ok(Flow::Go);
+        }
+        if self.busy() || self.compacting {
+            self.queued.push_back(text.to_owned());
+            self.screen.print(&style::dim(&format!("Queued: {text}")));
+            return Ok(Flow::Go);
+        }
+        self.prompt(text, true).await?;
+        Ok(Flow::Go)
+    }
+
+    /// Sends a prompt to the idle agent; `typed` when the editor shows it already.
+    pub(super) async fn prompt(&mut self, text: &str, typed: bool) -> Result<()> {
+        if typed {
+            self.transcript.typed(text);
+        }
+        match self.rt.prompt(text).await {
+            Ok(()) => {
+                let rt = self.rt.clone();
+                self.run = Some(Box::pin(async move { rt.wait_idle().await }));
+            }
+            Err(e) => {
+                self.transcript.not_sent(text);
+                self.error(&e.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the waiting prompts, one run at a time; queued commands run at once.
+    async fn dispatch_queued(&mut self) -> Result<()> {
+        while self.run.is_none() && self.task.is_none() {
+            let Some(text) = self.queued.pop_front() else {
+                break;
+            };
+            if text.starts_with('/') && self.command(&text).await?.is_some() {
+                continue;
+            }
+            self.prompt(&text, false).await?;
+        }
+        Ok(())
+    }
+
+    fn on_event(&mut self, event: RuntimeEvent) {
+        match event {
+            RuntimeEvent::Agent(event) => {
+                if let AgentEvent::CompactionStart { .. } = *event {
+                    self.compacting = true;
+                }
+                if let AgentEvent::CompactionEnd { .. } = *event {
+                    self.compacting = false;
+                }
+                let lines = self.transcript.event(&event, columns());
+                self.screen.print_lines(&lines);
+            }
+            RuntimeEvent::Notice(n) => self.screen.print(&style::warning(&format!("pith: {n}"))),
+            RuntimeEvent::WriteFailed(n) => self.error(&n),
+            RuntimeEvent::SessionStarted { .. } => {}
+        }
+    }
+
+    /// Shows what is still queued from the runtime.
+    pub(super) fn drain_events(&mut self) {
+        while let Ok(event) = self.events.try_recv() {
+            self.on_event(event);
+        }
+    }
+
+    async fn after_run(&mut self) -> Result<()> {
+        self.drain_events();
+        self.footer().await?;
+        self.dispatch_queued().await
+    }
+
+    async fn on_task_done(&mut self, done: TaskDone) -> Result<()> {
+        self.drain_events();
+        match done {
+            TaskDone::Bash(Ok(run)) => {
+                let mut lines = vec![String::new()];
+                lines.extend(user_command_lines(&run, columns()));
+                self.screen.print_lines(&lines);
+            }
+            TaskDone::Bash(Err(e)) => self.error(&format!("Bash command failed: {e}")),
+            TaskDone::Compact(Ok(_)) => self.footer().await?,
+            TaskDone::Compact(Err(e)) => {
+                if !self.transcript.take_compaction_error_shown() {
+                    self.error(&e.to_string());
+                }
+            }
+        }
+        self.dispatch_queued().await
+    }
+
+    /// Ctrl-C: pi clears the editor and exits on a second press within 500 ms; pith also
+    /// interrupts what runs, as a terminal's Ctrl-C does.
+    async fn on_ctrl_c(&mut self) -> Result<Flow> {
+        let now = Instant::now();
+        if self
+            .last_interrupt
+            .is_some_and(|t| now.duration_since(t) < DOUBLE_PRESS)
+        {
+            return Ok(Flow::Quit);
+        }
+        self.last_interrupt = Some(now);
+        if self.question.take().is_some() {
+            self.status("Cancelled");
+            return Ok(Flow::Go);
+        }
+        self.interrupt().await?;
+        Ok(Flow::Go)
+    }
+
+    /// Esc (pi's `app.interrupt`): aborts the run, or cancels the running `!cmd`.
+    async fn interrupt(&mut self) -> Result<()> {
+        if self.run.is_some() {
+            self.rt.abort().await?;
+        } else if self.task.is_some() {
+            self.rt.abort_bash();
+        }
+        Ok(())
+    }
+
+    /// Prints pi's footer (directory, usage, context, model).
+    pub(super) async fn footer(&mut self) -> Result<()> {
+        let session = self.session().await?;
+        let context = self.rt.context().await?;
+        let totals = session_totals(&session);
+        let tokens = context_tokens(&session, &context.messages);
+        let model = &self.choice.model;
+        let settings = pith_actors::settings::Settings::load(
+            &self.env.agent_dir,
+            std::path::Path::new(session.cwd()),
+        );
+        let footer = Footer {
+            cwd: session.cwd(),
+            name: session.session_name(),
+            totals,
+            context_tokens: tokens,
+            context_window: model.context_window,
+            auto_compact: settings.compaction().enabled,
+            model: (&model.provider, &model.id),
+            thinking: model
+                .reasoning
+                .then_some(self.choice.thinking_level.as_str()),
+            show_provider: self.show_provider,
+        };
+        let mut lines = vec![String::new()];
+        lines.extend(footer.lines(columns()));
+        self.screen.print_lines(&lines);
+        Ok(())
+    }
+
+    /// The current session, rebuilt from the runtime's copy of its log (never written).
+    pub(super) async fn session(&self) -> Result<Session> {
+        let snap = self.rt.snapshot().await?;
+        Ok(Session::from_snapshot(
+            snap.header,
+            snap.entries,
+            snap.leaf,
+            &snap.cwd,
+            None,
+            None,
+            &self.env,
+        ))
+    }
+
+    /// Prints the current session's conversation (pi's `renderInitialMessages`).
+    pub(super) async fn show_history(&mut self) -> Result<()> {
+        let context = self.rt.context().await?;
+        let cols = columns();
+        let mut lines = vec![String::new(), style::dim(&"─".repeat(cols.min(80)))];
+        for m in &context.messages {
+            lines.extend(message_lines(m, cols));
+        }
+        self.screen.print_lines(&lines);
+        Ok(())
+    }
+
+    /// pi's `showStatus`: a dim line.
+    pub(super) fn status(&mut self, text: &str) {
+        self.screen.print_lines(&[String::new(), style::dim(text)]);
+    }
+
+    /// pi's `showWarning`.
+    pub(super) fn warn(&mut self, text: &str) {
+        self.screen
+            .print_lines(&[String::new(), style::warning(&format!("Warning: {text}"))]);
+    }
+
+    /// pi's `showError`.
+    pub(super) fn error(&mut self, text: &str) {
+        self.screen
+            .print_lines(&[String::new(), style::error(&format!("Error: {text}"))]);
+    }
+
+    /// Whether a run or a command is going on (session changes wait for it).
+    pub(super) fn busy(&self) -> bool {
+        self.run.is_some() || self.task.is_some()
+    }
+
+    /// Starts `/compact` beside the editor.
+    pub(super) fn start_compaction(&mut self, focus: Option<String>) {
+        let rt = self.rt.clone();
+        self.task = Some(tokio::spawn(async move {
+            TaskDone::Compact(rt.compact_now(focus.as_deref()).await)
+        }));
+    }
+}
+
+async fn wait<T>(f: &mut Option<BoxFuture<T>>) -> T {
+    match f {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn join<T>(f: &mut Option<JoinHandle<T>>) -> Result<T, tokio::task::JoinError> {
+    match f {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `!cmd` → `(cmd, false)`, `!!cmd` → `(cmd, true)`; `None` for other text and for a bare
+/// `!`/`!!`, which pi sends as an ordinary prompt (spec: agent-and-events.md §5).
+pub fn user_command(text: &str) -> Option<(&str, bool)> {
+    let (rest, exclude) = match text.strip_prefix("!!") {
+        Some(rest) => (rest, true),
+        None => (text.strip_prefix('!')?, false),
+    };
+    let command = rest.trim();
+    (!command.is_empty()).then_some((command, exclude))
+}

@@ -1,0 +1,192 @@
+//! Where the transcript goes: above the line editor while it reads (rustyline's external
+//! printer clears the prompt, prints, and draws the prompt again), straight to the terminal
+//! otherwise. Every print is whole lines, because the external printer ends each message
+//! with a newline.
+
+use std::io::Write;
+
+use rustyline::ExternalPrinter;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// The printer the editor thread hands over; `None` when stdout is not a terminal.
+pub type Printer = Box<dyn ExternalPrinter + Send>;
+
+/// The transcript's output.
+pub struct Screen {
+    printer: Option<Printer>,
+    /// The last line printed was blank: blank lines never come in pairs (pi's spacers).
+    last_blank: bool,
+}
+
+impl Screen {
+    /// Prints through `printer` when there is one, else to stdout.
+    pub fn new(printer: Option<Printer>) -> Screen {
+        Screen {
+            printer,
+            last_blank: true,
+        }
+    }
+
+    /// Prints `text` (one or more lines, the last one not blank).
+    pub fn print(&mut self, text: &str) {
+        self.last_blank = false;
+        self.write(text);
+    }
+
+    /// The editor printed a line (the prompt and what was typed).
+    pub fn typed(&mut self) {
+        self.last_blank = false;
+    }
+
+    fn write(&mut self, text: &str) {
+        let mut text = text.to_owned();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        if let Some(p) = &mut self.printer
+            && p.print(text.clone()).is_ok()
+        {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+
+    /// Prints every line of `lines` at once (one redraw of the prompt); an empty string is a
+    /// blank line, dropped when the line before is blank too.
+    pub fn print_lines(&mut self, lines: &[String]) {
+        let mut kept = Vec::with_capacity(lines.len());
+        for line in lines {
+            let blank = line.is_empty();
+            if blank && self.last_blank {
+                continue;
+            }
+            self.last_blank = blank;
+            kept.push(line.as_str());
+        }
+        if !kept.is_empty() {
+            self.write(&kept.join("\n"));
+        }
+    }
+}
+
+/// The terminal's width in columns (80 when unknown, as rustyline assumes).
+pub fn columns() -> usize {
+    match rustix::termios::tcgetwinsize(std::io::stdout()) {
+        Ok(size) if size.ws_col > 0 => usize::from(size.ws_col),
+        _ => 80,
+    }
+}
+
+/// Display width of `text` in columns (wide characters count 2).
+pub fn width(text: &str) -> usize {
+    UnicodeWidthStr::width(text)
+}
+
+/// `text` cut to `cols` columns, ending in `…` when cut.
+pub fn truncate(text: &str, cols: usize) -> String {
+    if width(text) <= cols {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > cols {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// Splits the first row off `text` when it is wider than `cols`: at the last space that
+/// keeps the row within `cols`, else hard at `cols`. `None` when `text` fits.
+pub fn split_row(text: &str, cols: usize) -> Option<(String, String)> {
+    let cols = cols.max(10);
+    if width(text) <= cols {
+        return None;
+    }
+    let mut used = 0;
+    let mut cut = 0;
+    let mut last_space = None;
+    for (i, c) in text.char_indices() {
+        let w = c.width().unwrap_or(0);
+        if used + w > cols {
+            break;
+        }
+        used += w;
+        cut = i + c.len_utf8();
+        if c == ' ' {
+            last_space = Some(i);
+        }
+    }
+    if text[cut..].starts_with(' ') {
+        return Some((text[..cut].to_owned(), text[cut + 1..].to_owned()));
+    }
+    Some(match last_space {
+        Some(i) if i > 0 => (text[..i].to_owned(), text[i + 1..].to_owned()),
+        _ => (text[..cut].to_owned(), text[cut..].to_owned()),
+    })
+}
+
+/// pi's `formatTokens` (footer): 999, 1.2k, 45k, 1.5M, 12M.
+pub fn format_tokens(count: u64) -> String {
+    let n = count as f64;
+    match count {
+        0..1_000 => count.to_string(),
+        1_000..10_000 => format!("{:.1}k", n / 1_000.0),
+        10_000..1_000_000 => format!("{}k", (n / 1_000.0).round()),
+        1_000_000..10_000_000 => format!("{:.1}M", n / 1_000_000.0),
+        _ => format!("{}M", (n / 1_000_000.0).round()),
+    }
+}
+
+/// JavaScript's `toLocaleString()` for an integer in en-US: `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_break_at_the_last_space() {
+        assert_eq!(split_row("short", 10), None);
+        assert_eq!(
+            split_row("the quick brown fox jumps", 12),
+            Some(("the quick".into(), "brown fox jumps".into()))
+        );
+        assert_eq!(
+            split_row("the quick brown", 9),
+            Some(("the quick".into(), "brown".into()))
+        );
+        assert_eq!(
+            split_row("abcdefghijklmnop", 10),
+            Some(("abcdefghij".into(), "klmnop".into()))
+        );
+    }
+
+    #[test]
+    fn numbers_read_as_pi_prints_them() {
+        assert_eq!(
+            [0, 999, 1_234, 45_600, 1_500_000, 12_000_000].map(format_tokens),
+            ["0", "999", "1.2k", "46k", "1.5M", "12M"]
+        );
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(12), "12");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+    }
+}

@@ -1,0 +1,444 @@
+//! The agent's events as transcript lines, as pi's chat shows them: replies streamed row by
+//! row as their text arrives (thinking dimmed), tool calls with their arguments and results,
+//! errors in red, retries and compactions as status lines.
+//!
+//! Text streams a row at a time: a row is printed when its line ends or when it no longer
+//! fits the terminal, because the line editor prints whole lines above the prompt.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use pith_events::{
+    AgentEvent, AgentMessage, AssistantMessage, ContentBlock, StreamKind, StreamUpdate,
+};
+
+use super::messages::{compaction_lines, message_lines, stop_lines, user_lines, user_text, wrap};
+use super::screen::split_row;
+use super::{style, tools};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Text,
+    Thinking,
+}
+
+/// What the transcript keeps between events.
+#[derive(Default)]
+pub struct Transcript {
+    /// The streamed block's text after its last printed row.
+    partial: String,
+    /// The block streaming now.
+    block: Option<Block>,
+    /// Content indices of the streaming reply already shown (the rest is shown at its end).
+    shown: HashSet<usize>,
+    /// Tool calls already announced, by call id, with name and arguments: a call is shown
+    /// once, when its arguments are complete or when it starts executing, whichever comes
+    /// first.
+    calls: HashMap<String, (String, serde_json::Value)>,
+    /// The call whose lines were printed last: a result that does not follow its own call
+    /// (parallel calls) repeats the call's first line so it can be told apart.
+    last_call: Option<String>,
+    /// Prompts typed at the editor: the typed line is on screen already, so their user
+    /// message is not printed again.
+    typed: VecDeque<String>,
+    /// A manual compaction's failure was shown (its caller need not repeat it).
+    compaction_error_shown: bool,
+}
+
+impl Transcript {
+    /// A prompt typed at the editor is about to be sent.
+    pub fn typed(&mut self, text: &str) {
+        self.typed.push_back(text.to_owned());
+    }
+
+    /// A typed prompt was not sent after all.
+    pub fn not_sent(&mut self, text: &str) {
+        if let Some(i) = self.typed.iter().rposition(|t| t == text) {
+            self.typed.remove(i);
+        }
+    }
+
+    /// Whether a manual compaction's failure was shown since the last call (and forgets it).
+    pub fn take_compaction_error_shown(&mut self) -> bool {
+        std::mem::take(&mut self.compaction_error_shown)
+    }
+
+    /// The lines `event` adds, for a terminal `cols` wide.
+    pub fn event(&mut self, event: &AgentEvent, cols: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        match event {
+            AgentEvent::MessageStart { message } => self.message_start(message, cols, &mut out),
+            AgentEvent::MessageUpdate {
+                message: AgentMessage::Assistant(a),
+                update,
+            } => self.update(a, update, cols, &mut out),
+            AgentEvent::MessageEnd {
+                message: AgentMessage::Assistant(a),
+            } => self.reply_end(a, cols, &mut out),
+            AgentEvent::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                args,
+            } => self.announce(tool_call_id, tool_name, args, cols, &mut out),
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id,
+                tool_name,
+                result,
+                is_error,
+            } => {
+                let lines = tools::result_lines(tool_name, result, *is_error, cols);
+                if let Some((name, args)) = self.calls.get(tool_call_id)
+                    && self.last_call.as_deref() != Some(tool_call_id.as_str())
+                    && !lines.is_empty()
+                {
+                    out.push(String::new());
+                    out.extend(tools::call_lines(name, args, cols).into_iter().take(1));
+                }
+                out.extend(lines);
+                self.last_call = Some(tool_call_id.clone());
+            }
+            AgentEvent::AgentEnd { .. } => {
+                self.flush(&mut out);
+                self.calls.clear();
+            }
+            AgentEvent::AutoRetryStart {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            } => {
+                let secs = delay_ms.div_ceil(1000);
+                self.status_line(
+                    style::warning(&format!(
+                        "Retrying ({attempt}/{max_attempts}) in {secs}s... ({error_message})"
+                    )),
+                    &mut out,
+                );
+            }
+            AgentEvent::AutoRetryEnd {
+                success: false,
+                attempt,
+                final_error,
+            } => {
+                let error = final_error.as_deref().unwrap_or("Unknown error");
+                self.status_line(
+                    style::error(&format!(
+                        "Error: Retry failed after {attempt} attempts: {error}"
+                    )),
+                    &mut out,
+                );
+            }
+            AgentEvent::CompactionStart { reason } => {
+                self.flush(&mut out);
+                let text = match reason.as_str() {
+                    "manual" => "Compacting context...",
+                    "overflow" => "Context overflow detected, Auto-compacting...",
+                    _ => "Auto-compacting...",
+                };
+                self.status_line(style::muted(text), &mut out);
+            }
+            AgentEvent::CompactionEnd {
+                reason,
+                result,
+                aborted,
+                error_message,
+                ..
+            } => self.compaction_end(
+                reason == "manual",
+                result.as_ref().map(|r| r.tokens_before),
+                *aborted,
+                error_message.as_deref(),
+                &mut out,
+            ),
+            AgentEvent::AgentStart
+            | AgentEvent::TurnStart { .. }
+            | AgentEvent::TurnEnd { .. }
+            | AgentEvent::MessageUpdate { .. }
+            | AgentEvent::MessageEnd { .. }
+            | AgentEvent::ToolExecutionUpdate { .. }
+            | AgentEvent::AutoRetryEnd { .. }
+            | AgentEvent::QueueUpdate { .. }
+            | AgentEvent::SessionInfoChanged { .. }
+            | AgentEvent::ThinkingLevelChanged { .. } => {}
+        }
+        out
+    }
+
+    fn message_start(&mut self, message: &AgentMessage, cols: usize, out: &mut Vec<String>) {
+        match message {
+            AgentMessage::User(u) => {
+                let text = user_text(&u.content);
+                if self.typed.front() == Some(&text) {
+                    self.typed.pop_front();
+                } else {
+                    out.push(String::new());
+                    out.extend(user_lines(&text, cols));
+                    self.last_call = None;
+                }
+            }
+            AgentMessage::Custom(_) => {
+                out.extend(message_lines(message, cols));
+                self.last_call = None;
+            }
+            AgentMessage::Assistant(_) => {
+                self.flush(out);
+                self.shown.clear();
+                self.block = None;
+                out.push(String::new());
+            }
+            // Results, commands and summaries are shown by their own events or commands.
+            AgentMessage::ToolResult(_)
+            | AgentMessage::BashExecution(_)
+            | AgentMessage::BranchSummary(_)
+            | AgentMessage::CompactionSummary(_)
+            | AgentMessage::Unknown(_) => {}
+        }
+    }
+
+    fn update(
+        &mut self,
+        reply: &AssistantMessage,
+        update: &StreamUpdate,
+        cols: usize,
+        out: &mut Vec<String>,
+    ) {
+        match update.kind {
+            StreamKind::TextStart | StreamKind::ThinkingStart => {
+                self.flush(out);
+                if !self.shown.is_empty() {
+                    out.push(String::new());
+                }
+                self.shown.insert(update.content_index);
+                self.block = Some(if update.kind == StreamKind::TextStart {
+                    Block::Text
+                } else {
+                    Block::Thinking
+                });
+            }
+            StreamKind::TextDelta | StreamKind::ThinkingDelta => {
+                if let Some(delta) = &update.delta {
+                    self.shown.insert(update.content_index);
+                    self.push(delta, cols, out);
+                }
+            }
+            StreamKind::TextEnd | StreamKind::ThinkingEnd => {
+                self.flush(out);
+                self.block = None;
+            }
+            StreamKind::ToolCallStart | StreamKind::ToolCallDelta => {}
+            StreamKind::ToolCallEnd => {
+                self.flush(out);
+                if let Some(ContentBlock::ToolCall(call)) = reply.content.get(update.content_index)
+                {
+                    self.shown.insert(update.content_index);
+                    self.announce(&call.id, &call.name, &call.arguments, cols, out);
+                }
+            }
+        }
+    }
+
+    /// A reply is complete: what did not stream is shown whole, then how it failed, if it did.
+    fn reply_end(&mut self, reply: &AssistantMessage, cols: usize, out: &mut Vec<String>) {
+        self.flush(out);
+        self.block = None;
+        let mut first = self.shown.is_empty();
+        for (i, block) in reply.content.iter().enumerate() {
+            if self.shown.contains(&i) {
+                continue;
+            }
+            let lines = match block {
+                ContentBlock::ToolCall(call) => {
+                    self.announce(&call.id, &call.name, &call.arguments, cols, out);
+                    continue;
+                }
+                ContentBlock::Text(t) => wrap(t.text.trim(), cols, &|s: &str| s.to_owned()),
+                ContentBlock::Thinking(t) => wrap(t.thinking.trim(), cols, &style::thinking),
+                ContentBlock::Image(_) | ContentBlock::Unknown(_) => continue,
+            };
+            if !first {
+                out.push(String::new());
+            }
+            first = false;
+            out.extend(lines);
+            self.last_call = None;
+        }
+        self.shown.clear();
+        let stop = stop_lines(reply.stop_reason, reply.error_message.as_deref());
+        if !stop.is_empty() {
+            self.last_call = None;
+        }
+        out.extend(stop);
+    }
+
+    /// pi's `compaction_end` handling: the summary's size, or why there is none.
+    fn compaction_end(
+        &mut self,
+        manual: bool,
+        tokens_before: Option<u64>,
+        aborted: bool,
+        error: Option<&str>,
+        out: &mut Vec<String>,
+    ) {
+        self.last_call = None;
+        out.push(String::new());
+        if aborted {
+            out.push(if manual {
+                style::error("Error: Compaction cancelled")
+            } else {
+                style::dim("Auto-compaction cancelled")
+            });
+        } else if let Some(tokens) = tokens_before {
+            out.extend(compaction_lines(tokens));
+        } else if let Some(e) = error {
+            if manual {
+                self.compaction_error_shown = true;
+                out.push(style::error(&format!("Error: {e}")));
+            } else {
+                out.push(style::error(e));
+            }
+        }
+    }
+
+    /// A status line of its own (retries, compactions).
+    fn status_line(&mut self, line: String, out: &mut Vec<String>) {
+        self.last_call = None;
+        out.push(String::new());
+        out.push(line);
+    }
+
+    fn announce(
+        &mut self,
+        id: &str,
+        name: &str,
+        args: &serde_json::Value,
+        cols: usize,
+        out: &mut Vec<String>,
+    ) {
+        if self.calls.contains_key(id) {
+            return;
+        }
+        self.calls
+            .insert(id.to_owned(), (name.to_owned(), args.clone()));
+        out.push(String::new());
+        out.extend(tools::call_lines(name, args, cols));
+        self.last_call = Some(id.to_owned());
+    }
+
+    /// Adds streamed text: every finished line, then every row that no longer fits.
+    fn push(&mut self, delta: &str, cols: usize, out: &mut Vec<String>) {
+        self.last_call = None;
+        // One column spare: a row exactly as wide as the terminal wraps early in some.
+        let cols = cols.saturating_sub(1);
+        self.partial.push_str(delta);
+        while let Some(i) = self.partial.find('\n') {
+            let line: String = self.partial.drain(..=i).collect();
+            let mut rest = line.trim_end_matches('\n').to_owned();
+            while let Some((row, more)) = split_row(&rest, cols) {
+                out.push(self.styled(&row));
+                rest = more;
+            }
+            out.push(self.styled(&rest));
+        }
+        while let Some((row, more)) = split_row(&self.partial, cols) {
+            out.push(self.styled(&row));
+            self.partial = more;
+        }
+    }
+
+    /// Prints what is left of the streamed block.
+    fn flush(&mut self, out: &mut Vec<String>) {
+        if !self.partial.is_empty() {
+            let rest = std::mem::take(&mut self.partial);
+            out.push(self.styled(&rest));
+        }
+    }
+
+    fn styled(&self, row: &str) -> String {
+        match self.block {
+            Some(Block::Thinking) => style::thinking(row),
+            Some(Block::Text) | None => row.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pith_events::{StopReason, ToolCall};
+
+    fn reply(content: Vec<ContentBlock>) -> AssistantMessage {
+        AssistantMessage::new("faux", "faux", "faux-1", content, 0)
+    }
+
+    fn update(kind: StreamKind, index: usize, delta: Option<&str>) -> AgentEvent {
+        AgentEvent::MessageUpdate {
+            message: AgentMessage::Assistant(reply(Vec::new())),
+            update: StreamUpdate {
+                kind,
+                content_index: index,
+                delta: delta.map(str::to_owned),
+            },
+        }
+    }
+
+    #[test]
+    fn text_streams_a_row_at_a_time() {
+        let mut t = Transcript::default();
+        let start = AgentEvent::MessageStart {
+            message: AgentMessage::Assistant(reply(Vec::new())),
+        };
+        assert_eq!(t.event(&start, 20), [""]);
+        assert!(
+            t.event(&update(StreamKind::TextStart, 0, None), 20)
+                .is_empty()
+        );
+        assert!(
+            t.event(&update(StreamKind::TextDelta, 0, Some("Hello wor")), 20)
+                .is_empty()
+        );
+        assert_eq!(
+            t.event(
+                &update(StreamKind::TextDelta, 0, Some("ld\nthe rest of it goes on")),
+                20
+            ),
+            ["Hello world", "the rest of it goes"]
+        );
+        assert_eq!(t.event(&update(StreamKind::TextEnd, 0, None), 20), ["on"]);
+        let end = AgentEvent::MessageEnd {
+            message: AgentMessage::Assistant(reply(vec![ContentBlock::text(
+                "Hello world\nthe rest of it goes on",
+            )])),
+        };
+        assert!(t.event(&end, 20).is_empty());
+    }
+
+    #[test]
+    fn a_reply_that_did_not_stream_is_shown_whole_with_its_error() {
+        let mut t = Transcript::default();
+        let mut failed = reply(vec![ContentBlock::ToolCall(ToolCall {
+            id: "c1".into(),
+            name: "ls".into(),
+            arguments: serde_json::json!({}),
+            thought_signature: None,
+        })]);
+        failed.stop_reason = StopReason::Error;
+        failed.error_message = Some("boom".into());
+        let end = AgentEvent::MessageEnd {
+            message: AgentMessage::Assistant(failed),
+        };
+        let lines = t.event(&end, 40);
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert!(lines[1].contains("ls"));
+        assert!(lines[3].contains("Error: boom"));
+    }
+
+    #[test]
+    fn typed_prompts_are_not_repeated() {
+        let mut t = Transcript::default();
+        t.typed("hi");
+        let start = |text: &str| AgentEvent::MessageStart {
+            message: AgentMessage::user_text(text, 0),
+        };
+        assert!(t.event(&start("hi"), 40).is_empty());
+        assert_eq!(t.event(&start("steer"), 40).len(), 2);
+    }
+}

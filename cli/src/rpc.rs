@@ -1,0 +1,204 @@
+//! `pith --mode rpc`: JSONL commands on stdin, responses and events on stdout
+//! (spec: agent-and-events.md §9), on the actor runtime.
+//!
+//! - `framing`: the wire (LF-only lines in and out, the response object).
+//! - `command`: decoding one input line into a command.
+//! - `commands`: what each command does, and when its response is written.
+//! - `models`: the model and thinking-level commands.
+//! - `queries`: stats, fork messages, last assistant text.
+//! - `state`: what the event stream tells about the session (running, compacting, queued).
+//!
+//! One loop owns stdout's order: events first, then responses of commands that ran in the
+//! background (bash, compact), then the next input line. A command is answered after
+//! the events it caused, as pi's synchronous listeners do — except an accepted prompt, whose
+//! response pi writes before the run's first event.
+
+mod command;
+mod commands;
+mod framing;
+mod models;
+mod queries;
+mod state;
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::mpsc;
+
+use pith_actors::runtime::{RuntimeEvent, RuntimeHandle};
+use pith_store::SessionEnv;
+
+use crate::startup::{RunArgs, Started, check_flags, install_trace, start};
+use command::{Line, js_string};
+use framing::{Output, Response};
+
+/// Runs the rpc mode until stdin ends (exit 0), SIGTERM (143), SIGHUP (129) or SIGINT (130);
+/// each way the session is flushed and fsynced and extensions get `session_shutdown {quit}`.
+///
+/// Errors: startup's (model, tools, session); a runtime that cannot be reached.
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    check_flags(&args)?;
+    let _trace_guard = args.trace.as_deref().map(install_trace).transpose()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(serve(args))
+}
+
+/// The rpc session: the runtime, stdout, and what the client has been told.
+pub(crate) struct Rpc {
+    /// The runtime every command goes to.
+    rt: RuntimeHandle,
+    /// stdout, in the loop's order.
+    out: Output,
+    /// What only the events tell (running, compacting, queued).
+    tracked: state::Tracked,
+    /// The model and thinking level, which the runtime does not report.
+    models: models::Models,
+    /// Agent dir for settings, which the runtime reads per session but does not report.
+    env: SessionEnv,
+    /// Responses of commands running in the background, written by the loop.
+    done: mpsc::UnboundedSender<Response>,
+}
+
+async fn serve(args: RunArgs) -> Result<ExitCode> {
+    // Before startup, so a signal during it already ends with pi's status.
+    let mut signals = Signals::new()?;
+    let Started {
+        rt,
+        choice,
+        provider,
+        ..
+    } = start(&args).await?;
+    if !args.messages.is_empty() {
+        eprintln!("pith: rpc mode takes its prompts on stdin; the arguments are ignored");
+    }
+    let mut events = rt.subscribe().await?;
+    let env = SessionEnv::system();
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let models = models::Models::new(
+        choice,
+        provider,
+        args.api_key.clone(),
+        args.faux_script.clone(),
+        env.clone(),
+        cwd,
+    );
+    let (done, mut finished) = mpsc::unbounded_channel();
+    let mut rpc = Rpc {
+        rt: rt.clone(),
+        out: Output::start(),
+        tracked: state::Tracked::default(),
+        models,
+        env,
+        done,
+    };
+    let mut lines = framing::read_lines();
+    let status: u8 = loop {
+        tokio::select! {
+            biased;
+            event = events.recv() => match event {
+                Some(event) => rpc.on_event(event),
+                None => {
+                    eprintln!("pith: the runtime stopped unexpectedly");
+                    break 1;
+                }
+            },
+            Some(response) = finished.recv() => rpc.out.line(&response),
+            line = lines.recv() => match line {
+                Some(line) => rpc.on_line(&line, &mut events).await,
+                None => break 0,
+            },
+            status = signals.next() => break status,
+        }
+    };
+    // Like pi, nothing more is written once quitting starts: the client asked to stop.
+    drop(events);
+    if let Err(e) = rt.shutdown().await {
+        eprintln!("pith: shutting down: {e}");
+    }
+    rpc.out.finish();
+    Ok(ExitCode::from(status))
+}
+
+impl Rpc {
+    fn on_event(&mut self, event: RuntimeEvent) {
+        match event {
+            RuntimeEvent::Agent(event) => {
+                self.tracked.observe(&event);
+                self.out.event(&event);
+            }
+            RuntimeEvent::SessionStarted { .. } => self.tracked.reset(),
+            // stdout holds only pi's protocol.
+            RuntimeEvent::Notice(n) | RuntimeEvent::WriteFailed(n) => eprintln!("pith: {n}"),
+        }
+    }
+
+    /// Writes the events queued so far: they happened before what comes next.
+    fn drain(&mut self, events: &mut mpsc::UnboundedReceiver<RuntimeEvent>) {
+        while let Ok(event) = events.try_recv() {
+            self.on_event(event);
+        }
+    }
+
+    async fn on_line(&mut self, line: &str, events: &mut mpsc::UnboundedReceiver<RuntimeEvent>) {
+        match command::parse(line) {
+            Line::NotJson(e) => self.out.line(&Response::err(
+                None,
+                Some("parse".into()),
+                format!("Failed to parse command: {e}"),
+            )),
+            Line::UiResponse => {}
+            // pi answers without the id here.
+            Line::Unknown { name } => {
+                let text = format!("Unknown command: {}", js_string(name.as_ref()));
+                self.out.line(&Response::err(None, name, text));
+            }
+            Line::Invalid { id, name, error } => {
+                self.out.line(&Response::err(id, Some(name.into()), error));
+            }
+            Line::Command { id, name, command } => {
+                self.drain(events);
+                match self.execute(id.clone(), &name, command).await {
+                    commands::Answer::Now(result) => {
+                        self.drain(events);
+                        self.out.line(&commands::respond(id, &name, result));
+                    }
+                    commands::Answer::BeforeEvents(result) => {
+                        self.out.line(&commands::respond(id, &name, result));
+                    }
+                    commands::Answer::Later => {}
+                }
+            }
+        }
+    }
+}
+
+/// The signals that end the rpc mode, with the exit status each gives.
+struct Signals {
+    term: Signal,
+    hup: Signal,
+    int: Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Signals> {
+        let listen = |kind| signal(kind).context("listening for signals");
+        Ok(Signals {
+            term: listen(SignalKind::terminate())?,
+            hup: listen(SignalKind::hangup())?,
+            int: listen(SignalKind::interrupt())?,
+        })
+    }
+
+    /// pi's statuses: 143 for SIGTERM, 129 for SIGHUP; SIGINT, which pi leaves to Node's
+    /// default, ends with the shell's 130 after the same clean shutdown.
+    async fn next(&mut self) -> u8 {
+        tokio::select! {
+            _ = self.term.recv() => 143,
+            _ = self.hup.recv() => 129,
+            _ = self.int.recv() => 130,
+        }
+    }
+}

@@ -1,0 +1,443 @@
+//! What each rpc command does (spec: agent-and-events.md §9; pi's `rpc-mode.js`), and when
+//! its response goes out.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use pith_actors::runtime::{RuntimeError, RuntimeHandle, SwitchOutcome};
+use pith_actors::settings::{QueueMode, Settings};
+use pith_events::{BashExecutionMessage, CompactionEntry, SessionStart};
+use pith_store::SessionTree;
+
+use super::Rpc;
+use super::command::Command;
+use super::framing::Response;
+
+/// pi's refusal of a prompt while a run streams.
+const BUSY: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
+
+/// The agent's refusal of a prompt while its run streams (before `agent_end`).
+const AGENT_BUSY: &str = "Agent is already processing";
+
+/// pith's `SessionStart::New` has no parent to record.
+const NO_PARENT_SESSION: &str =
+    "pith cannot set parentSession on a new session yet; send new_session without it";
+
+/// What a command answered: its `data` (`None` leaves the member out) or its error.
+pub type Outcome = Result<Option<Value>, String>;
+
+/// When a command's response is written.
+pub enum Answer {
+    /// After the events it caused (pi's listeners run before the command returns).
+    Now(Outcome),
+    /// Before the events already queued: an accepted prompt is answered before its run's
+    /// first event, as pi answers at preflight.
+    BeforeEvents(Outcome),
+    /// A background task answers (bash and compact take as long as they take, and the
+    /// client may send `abort_bash` or `abort` meanwhile).
+    Later,
+}
+
+/// The response to `command` with `outcome`.
+pub fn respond(id: Option<Value>, command: &str, outcome: Outcome) -> Response {
+    match outcome {
+        Ok(data) => Response::ok(id, command, data),
+        Err(e) => Response::err(id, Some(command.into()), e),
+    }
+}
+
+fn failed(e: RuntimeError) -> String {
+    e.to_string()
+}
+
+fn no_images(images: Option<&Vec<Value>>) -> Result<(), String> {
+    match images {
+        Some(images) if !images.is_empty() => {
+            Err("pith's rpc mode does not take images yet; send the text alone".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn queue_mode_name(mode: QueueMode) -> &'static str {
+    match mode {
+        QueueMode::OneAtATime => "one-at-a-time",
+        QueueMode::All => "all",
+    }
+}
+
+/// `{output, exitCode, cancelled, truncated, fullOutputPath}` without the undefined ones.
+fn bash_result(run: BashExecutionMessage) -> Value {
+    let mut data = serde_json::Map::new();
+    data.insert("output".into(), json!(run.output));
+    if let Some(code) = run.exit_code {
+        data.insert("exitCode".into(), json!(code));
+    }
+    data.insert("cancelled".into(), json!(run.cancelled));
+    data.insert("truncated".into(), json!(run.truncated));
+    if let Some(path) = run.full_output_path {
+        data.insert("fullOutputPath".into(), json!(path));
+    }
+    Value::Object(data)
+}
+
+/// `compact`: compacts (after the running turn, if any) and answers pi's `CompactionResult`,
+/// read back from the entry the compaction appended.
+async fn compact(rt: RuntimeHandle, focus: Option<String>) -> Outcome {
+    let focus = focus.filter(|f| !f.trim().is_empty());
+    let id = rt.compact_now(focus.as_deref()).await.map_err(failed)?;
+    let snapshot = rt.snapshot().await.map_err(failed)?;
+    let entry = snapshot
+        .entries
+        .iter()
+        .rev()
+        .find(|e| e.id() == id)
+        .ok_or_else(|| format!("the compaction entry {id} is not in the session"))?;
+    let c: CompactionEntry = entry
+        .decode_as()
+        .map_err(|e| format!("the compaction entry {id}: {e}"))?;
+    let mut result = serde_json::Map::new();
+    result.insert("summary".into(), json!(c.summary));
+    result.insert("firstKeptEntryId".into(), json!(c.first_kept_entry_id));
+    result.insert("tokensBefore".into(), json!(c.tokens_before));
+    if let Some(details) = c.details {
+        result.insert("details".into(), details);
+    }
+    Ok(Some(Value::Object(result)))
+}
+
+impl Rpc {
+    /// Runs `command`; `name` is its `type`, `id` goes into a background task's response.
+    pub(super) async fn execute(
+        &mut self,
+        id: Option<Value>,
+        name: &str,
+        command: Command,
+    ) -> Answer {
+        let rt = self.rt.clone();
+        match command {
+            Command::Prompt {
+                message,
+                images,
+                streaming_behavior,
+            } => self.prompt(message, images, streaming_behavior).await,
+            Command::Steer { message, images } => {
+                Answer::Now(self.queue(&message, images, true).await)
+            }
+            Command::FollowUp { message, images } => {
+                Answer::Now(self.queue(&message, images, false).await)
+            }
+            // Awaited here (pi's abort waits for idle too): once idle, no run is on, whatever
+            // events the aborted run did or did not get to emit.
+            Command::Abort => Answer::Now(rt.abort().await.map_err(failed).map(|()| {
+                self.tracked.streaming = false;
+                None
+            })),
+            Command::NewSession { parent_session } => Answer::Now(match parent_session {
+                Some(_) => Err(NO_PARENT_SESSION.into()),
+                None => self
+                    .switch(SessionStart::New)
+                    .await
+                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()}))),
+            }),
+            Command::GetState => Answer::Now(self.state().await.map(Some)),
+            Command::SetModel { provider, model_id } => Answer::Now(
+                self.models
+                    .set(&rt, &provider, &model_id)
+                    .await
+                    .map(|m| Some(json!(m))),
+            ),
+            Command::CycleModel => Answer::Now(self.models.cycle(&rt).await.map(|m| {
+                Some(match m {
+                    Some(model) => json!({
+                        "model": model,
+                        "thinkingLevel": self.models.thinking,
+                        "isScoped": false,
+                    }),
+                    None => Value::Null,
+                })
+            })),
+            Command::GetAvailableModels => {
+                Answer::Now(Ok(Some(json!({"models": self.models.available()}))))
+            }
+            Command::SetThinkingLevel { level } => {
+                Answer::Now(self.models.set_thinking(&rt, &level).await.map(|()| None))
+            }
+            Command::CycleThinkingLevel => Answer::Now(
+                self.models
+                    .cycle_thinking(&rt)
+                    .await
+                    .map(|l| Some(l.map_or(Value::Null, |level| json!({"level": level})))),
+            ),
+            Command::SetSteeringMode { mode } => Answer::Now(
+                self.fixed_setting("steeringMode", json!(mode), |s| {
+                    json!(queue_mode_name(s.steering_mode()))
+                })
+                .await,
+            ),
+            Command::SetFollowUpMode { mode } => Answer::Now(
+                self.fixed_setting("followUpMode", json!(mode), |s| {
+                    json!(queue_mode_name(s.follow_up_mode()))
+                })
+                .await,
+            ),
+            Command::SetAutoCompaction { enabled } => Answer::Now(
+                self.fixed_setting("compaction.enabled", json!(enabled), |s| {
+                    json!(s.compaction().enabled)
+                })
+                .await,
+            ),
+            Command::SetAutoRetry { enabled } => Answer::Now(
+                self.fixed_setting("retry.enabled", json!(enabled), |s| {
+                    json!(s.retry().enabled)
+                })
+                .await,
+            ),
+            Command::Compact {
+                custom_instructions,
+            } => self.later(id, name, compact(rt, custom_instructions)),
+            Command::AbortRetry => {
+                // Only the wait before a retry is cancelled; pith's abort does exactly that
+                // while the agent waits (`auto_retry_end` "Retry cancelled"). pi answers
+                // without waiting for it.
+                if self.tracked.retry_waiting {
+                    tokio::spawn(async move {
+                        if let Err(e) = rt.abort().await {
+                            eprintln!("pith: abort_retry: {e}");
+                        }
+                    });
+                }
+                Answer::Now(Ok(None))
+            }
+            Command::Bash { command } => self.later(id, name, async move {
+                rt.bash(&command, false)
+                    .await
+                    .map_err(failed)
+                    .map(|run| Some(bash_result(run)))
+            }),
+            Command::AbortBash => {
+                rt.abort_bash();
+                Answer::Now(Ok(None))
+            }
+            Command::GetSessionStats => Answer::Now(self.session_stats().await.map(Some)),
+            Command::ExportHtml { output_path } => {
+                Answer::Now(self.export_html(output_path).await.map(Some))
+            }
+            Command::SwitchSession { session_path } => Answer::Now(
+                self.switch(SessionStart::Resume(PathBuf::from(session_path)))
+                    .await
+                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()}))),
+            ),
+            Command::Fork { entry_id } => {
+                Answer::Now(self.switch(SessionStart::Fork { entry_id }).await.map(|o| {
+                    Some(match (o.cancelled, o.selected_text) {
+                        (None, Some(text)) => json!({"text": text, "cancelled": false}),
+                        (None, None) => json!({"cancelled": false}),
+                        (Some(_), _) => json!({"cancelled": true}),
+                    })
+                }))
+            }
+            Command::Clone => Answer::Now(
+                self.switch(SessionStart::Clone)
+                    .await
+                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()}))),
+            ),
+            Command::GetForkMessages => Answer::Now(
+                rt.snapshot()
+                    .await
+                    .map_err(failed)
+                    .map(|s| Some(super::queries::fork_messages(&s))),
+            ),
+            Command::GetLastAssistantText => {
+                Answer::Now(rt.context().await.map_err(failed).map(|c| {
+                    Some(match super::queries::last_assistant_text(&c.messages) {
+                        Some(text) => json!({ "text": text }),
+                        None => json!({}),
+                    })
+                }))
+            }
+            Command::SetSessionName { name } => Answer::Now(
+                rt.set_session_name(&name)
+                    .await
+                    .map_err(failed)
+                    .map(|()| None),
+            ),
+            Command::GetMessages => Answer::Now(
+                rt.context()
+                    .await
+                    .map_err(failed)
+                    .map(|c| Some(json!({ "messages": c.messages }))),
+            ),
+            Command::GetCommands => Answer::Now(rt.commands().await.map_err(failed).map(|cmds| {
+                let commands: Vec<Value> = cmds
+                    .iter()
+                    .map(|c| {
+                        json!({"name": c.name, "description": c.description, "source": "extension"})
+                    })
+                    .collect();
+                Some(json!({ "commands": commands }))
+            })),
+            // `parse` answers unknown types itself.
+            Command::Unknown => Answer::Now(Err(format!("Unknown command: {name}"))),
+        }
+    }
+
+    /// Runs `work` in the background; its response goes through the loop, after the events
+    /// emitted before it.
+    fn later(
+        &self,
+        id: Option<Value>,
+        name: &str,
+        work: impl Future<Output = Outcome> + Send + 'static,
+    ) -> Answer {
+        let (done, name) = (self.done.clone(), name.to_owned());
+        tokio::spawn(async move {
+            let outcome = work.await;
+            let _ = done.send(respond(id, &name, outcome));
+        });
+        Answer::Later
+    }
+
+    /// pi's `prompt` as rpc calls it: an extension command runs; an idle agent starts a run
+    /// (answered before its first event; one finishing its run takes the prompt next); a
+    /// streaming one queues the text per `streamingBehavior`, or refuses with pi's message
+    /// without one.
+    async fn prompt(
+        &mut self,
+        message: String,
+        images: Option<Vec<Value>>,
+        behavior: Option<String>,
+    ) -> Answer {
+        if let Err(e) = no_images(images.as_ref()) {
+            return Answer::Now(Err(e));
+        }
+        if let Some(rest) = message.strip_prefix('/') {
+            let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
+            match self.rt.commands().await {
+                Ok(cmds) if cmds.iter().any(|c| c.name == name) => {
+                    // pi's extension commands speak through events and dialogs, not through
+                    // the response; pith's text reply has no place in the protocol.
+                    return Answer::Now(
+                        self.rt
+                            .command(name, args)
+                            .await
+                            .map_err(failed)
+                            .map(|_| None),
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => return Answer::Now(Err(failed(e))),
+            }
+        }
+        // The agent decides, not a flag read before: a prompt sent as a run ends waits
+        // for it and starts (pi's run is over once its client has seen `agent_end`).
+        match self.rt.prompt(&message).await {
+            Ok(()) => {
+                self.tracked.streaming = true;
+                return Answer::BeforeEvents(Ok(None));
+            }
+            Err(RuntimeError::Failed(e)) if e.starts_with(AGENT_BUSY) => {}
+            Err(e) => return Answer::Now(Err(failed(e))),
+        }
+        // pi tests the option for truthiness, and anything but "followUp" steers.
+        match behavior.as_deref() {
+            None | Some("") => Answer::Now(Err(BUSY.into())),
+            Some("followUp") => Answer::Now(self.queue(&message, None, false).await),
+            Some(_) => Answer::Now(self.queue(&message, None, true).await),
+        }
+    }
+
+    /// `steer` / `follow_up`: queued in the agent; answered once the agent has queued it, so
+    /// its `queue_update` comes first, as in pi.
+    async fn queue(&mut self, message: &str, images: Option<Vec<Value>>, steer: bool) -> Outcome {
+        no_images(images.as_ref())?;
+        if steer {
+            self.rt.steer(message);
+        } else {
+            self.rt.follow_up(message);
+        }
+        self.rt.is_idle().await.map_err(failed)?;
+        Ok(None)
+    }
+
+    async fn switch(&mut self, start: SessionStart) -> Result<SwitchOutcome, String> {
+        self.rt.switch(start).await.map_err(failed)
+    }
+
+    /// Settings the runtime reads once per session: pith has no switch for them during a
+    /// session, so asking for the value they have succeeds and anything else is refused.
+    async fn fixed_setting(
+        &self,
+        key: &str,
+        requested: Value,
+        current: impl Fn(&Settings) -> Value,
+    ) -> Outcome {
+        let cwd = self.rt.summary().await.map_err(failed)?.cwd;
+        let now = current(&Settings::load(&self.env.agent_dir, Path::new(&cwd)));
+        if now == requested {
+            return Ok(None);
+        }
+        Err(format!(
+            "pith cannot change {key} during a session yet (it is {now}); set \"{key}\" in {} and start a new session",
+            self.env.agent_dir.join("settings.json").display()
+        ))
+    }
+
+    /// `get_state` with pi's members, in pi's order; undefined ones left out.
+    async fn state(&self) -> Result<Value, String> {
+        let snapshot = self.rt.snapshot().await.map_err(failed)?;
+        let context = self.rt.context().await.map_err(failed)?;
+        let settings = Settings::load(&self.env.agent_dir, Path::new(&snapshot.cwd));
+        let (tree, _) = SessionTree::new(snapshot.entries.clone());
+        let mut state = serde_json::Map::new();
+        state.insert("model".into(), json!(self.models.current));
+        state.insert("thinkingLevel".into(), json!(self.models.thinking));
+        state.insert("isStreaming".into(), json!(self.tracked.streaming));
+        state.insert("isCompacting".into(), json!(self.tracked.compacting));
+        state.insert(
+            "steeringMode".into(),
+            json!(queue_mode_name(settings.steering_mode())),
+        );
+        state.insert(
+            "followUpMode".into(),
+            json!(queue_mode_name(settings.follow_up_mode())),
+        );
+        if let Some(file) = &snapshot.session_file {
+            state.insert("sessionFile".into(), json!(file.to_string_lossy()));
+        }
+        state.insert("sessionId".into(), json!(snapshot.header.id()));
+        if let Some(name) = tree.session_name() {
+            state.insert("sessionName".into(), json!(name));
+        }
+        state.insert(
+            "autoCompactionEnabled".into(),
+            json!(settings.compaction().enabled),
+        );
+        state.insert("messageCount".into(), json!(context.messages.len()));
+        state.insert("pendingMessageCount".into(), json!(self.tracked.pending));
+        Ok(Value::Object(state))
+    }
+
+    async fn session_stats(&self) -> Result<Value, String> {
+        let snapshot = self.rt.snapshot().await.map_err(failed)?;
+        let context = self.rt.context().await.map_err(failed)?;
+        Ok(super::queries::session_stats(
+            &snapshot,
+            &context.messages,
+            &self.models.current,
+        ))
+    }
+
+    /// `export_html`: the session's file as HTML, `{path}`.
+    async fn export_html(&self, output_path: Option<String>) -> Result<Value, String> {
+        let snapshot = self.rt.snapshot().await.map_err(failed)?;
+        let file = snapshot
+            .session_file
+            .ok_or("Cannot export: the session has no file (--no-session)")?;
+        let written = crate::export::export_html(&file, output_path.as_deref().map(Path::new))
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(json!({ "path": written.to_string_lossy() }))
+    }
+}

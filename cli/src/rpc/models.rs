@@ -1,0 +1,230 @@
+//! The model and thinking level of an rpc session: `set_model`, `cycle_model`,
+//! `get_available_models`, `set_thinking_level`, `cycle_thinking_level` as pi's AgentSession
+//! does them (spec: agent-and-events.md §9; pi's `setModel`, `cycleModel`,
+//! `setThinkingLevel`, `cycleThinkingLevel`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pith_actors::auth::Credentials;
+use pith_actors::model::{Api, Model};
+use pith_actors::model_registry::{
+    DEFAULT_THINKING_LEVEL, ModelRegistry, THINKING_LEVELS, clamp_thinking_level,
+};
+use pith_actors::provider::Provider;
+use pith_actors::runtime::RuntimeHandle;
+use pith_actors::settings::Settings;
+use pith_store::SessionEnv;
+
+use crate::model_choice::Choice;
+
+/// The runtime's model and thinking level as the client sees them. The runtime keeps both
+/// for every later session too, so this mirror stays right across switches.
+pub struct Models {
+    /// The current model (pi's Model object in `get_state`).
+    pub current: Model,
+    /// The current thinking level, clamped to `current`.
+    pub thinking: String,
+    /// Providers built so far, by `(provider, id)`: going back to a model reuses its
+    /// provider, so the offline model's script is not restarted.
+    providers: Vec<((String, String), Arc<dyn Provider>)>,
+    /// `--faux-script`, for the offline model.
+    faux_script: Option<PathBuf>,
+    /// `--api-key`, which belongs to the first model's provider.
+    api_key: Option<(String, String)>,
+    /// Agent dir, clock and ids.
+    env: SessionEnv,
+    /// The process's cwd: its settings give `defaultThinkingLevel`.
+    cwd: PathBuf,
+}
+
+impl Models {
+    /// The first model, as startup chose it and the provider serving it.
+    pub fn new(
+        choice: Choice,
+        provider: Arc<dyn Provider>,
+        api_key: Option<String>,
+        faux_script: Option<PathBuf>,
+        env: SessionEnv,
+        cwd: PathBuf,
+    ) -> Models {
+        let key = (choice.model.provider.clone(), choice.model.id.clone());
+        Models {
+            api_key: api_key.map(|k| (choice.model.provider.clone(), k)),
+            current: choice.model,
+            thinking: choice.thinking_level,
+            providers: vec![(key, provider)],
+            faux_script,
+            env,
+            cwd,
+        }
+    }
+
+    fn credentials(&self) -> Credentials {
+        let creds = Credentials::load(&self.env.agent_dir);
+        match &self.api_key {
+            Some((provider, key)) => creds.with_runtime_key(provider, key.clone()),
+            None => creds,
+        }
+    }
+
+    /// pi's `getAvailable`: the models with a key, and the offline one.
+    pub fn available(&self) -> Vec<Model> {
+        let registry = ModelRegistry::load(&self.env.agent_dir);
+        registry
+            .available(&self.credentials())
+            .into_iter()
+            .cloned()
+            .collect()
+    }
+
+    /// `set_model`: `provider/id` among the available models.
+    ///
+    /// Errors: pi's `Model not found: <provider>/<id>`; a provider that cannot be built; the
+    /// runtime's errors.
+    pub async fn set(
+        &mut self,
+        rt: &RuntimeHandle,
+        provider: &str,
+        id: &str,
+    ) -> Result<Model, String> {
+        let model = self
+            .available()
+            .into_iter()
+            .find(|m| m.provider == provider && m.id == id)
+            .ok_or_else(|| format!("Model not found: {provider}/{id}"))?;
+        self.switch_to(rt, model.clone()).await?;
+        Ok(model)
+    }
+
+    /// `cycle_model`: the available model after the current one (the first when the
+    /// current one is not available); `None` with one model or none.
+    ///
+    /// Errors: as [`Models::set`].
+    pub async fn cycle(&mut self, rt: &RuntimeHandle) -> Result<Option<Model>, String> {
+        let available = self.available();
+        if available.len() <= 1 {
+            return Ok(None);
+        }
+        let index = available
+            .iter()
+            .position(|m| m.provider == self.current.provider && m.id == self.current.id)
+            .map_or(0, |i| (i + 1) % available.len());
+        let next = available[index].clone();
+        self.switch_to(rt, next.clone()).await?;
+        Ok(Some(next))
+    }
+
+    /// pi's `setModel` after the lookup: the runtime's model (recorded as `model_change`), then
+    /// the thinking level carried over and clamped to the new model.
+    async fn switch_to(&mut self, rt: &RuntimeHandle, model: Model) -> Result<(), String> {
+        let key = (model.provider.clone(), model.id.clone());
+        let provider = match self.providers.iter().find(|(k, _)| *k == key) {
+            Some((_, p)) => p.clone(),
+            None => {
+                let registry = ModelRegistry::load(&self.env.agent_dir);
+                let api_key = match model.api {
+                    Api::Faux => None,
+                    _ => self
+                        .credentials()
+                        .api_key(&model.provider, registry.configured_key(&model.provider)),
+                };
+                let choice = Choice {
+                    model: model.clone(),
+                    api_key,
+                    thinking_level: self.thinking.clone(),
+                };
+                let script = match model.api {
+                    Api::Faux => self.faux_script.as_deref(),
+                    _ => None,
+                };
+                let p = crate::startup::provider_for(&choice, script, &self.env)
+                    .map_err(|e| format!("{e:#}"))?;
+                self.providers.push((key.clone(), p.clone()));
+                p
+            }
+        };
+        rt.set_model(provider, key)
+            .await
+            .map_err(|e| e.to_string())?;
+        // pi's `_getThinkingLevelForModelSwitch`: a model that cannot think holds no level
+        // of its own, so the user's default comes back.
+        let carried = if self.current.reasoning {
+            self.thinking.clone()
+        } else {
+            Settings::load(&self.env.agent_dir, &self.cwd)
+                .get("defaultThinkingLevel")
+                .and_then(|v| v.as_str())
+                .map_or_else(|| DEFAULT_THINKING_LEVEL.to_owned(), str::to_owned)
+        };
+        self.current = model;
+        self.set_thinking(rt, &carried).await
+    }
+
+    /// `set_thinking_level`: `level` clamped to the model; recorded only when it changes.
+    ///
+    /// Errors: the runtime's.
+    pub async fn set_thinking(&mut self, rt: &RuntimeHandle, level: &str) -> Result<(), String> {
+        let level = clamp_thinking_level(&self.current, level);
+        rt.set_thinking_level(&level)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.thinking = level;
+        Ok(())
+    }
+
+    /// `cycle_thinking_level`: the next level the model supports; `None` for a model that
+    /// cannot think.
+    ///
+    /// Errors: the runtime's.
+    pub async fn cycle_thinking(&mut self, rt: &RuntimeHandle) -> Result<Option<String>, String> {
+        if !self.current.reasoning {
+            return Ok(None);
+        }
+        let levels = supported_levels(&self.current);
+        let next = levels
+            .iter()
+            .position(|l| *l == self.thinking)
+            .map_or(0, |i| (i + 1) % levels.len());
+        let Some(level) = levels.get(next) else {
+            return Ok(None);
+        };
+        self.set_thinking(rt, level).await?;
+        Ok(Some(self.thinking.clone()))
+    }
+}
+
+/// pi's `getSupportedThinkingLevels`: the levels clamping leaves as they are.
+fn supported_levels(model: &Model) -> Vec<&'static str> {
+    THINKING_LEVELS
+        .into_iter()
+        .filter(|l| clamp_thinking_level(model, l) == *l)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn supported_levels_follow_the_models_map() {
+        let mut model = pith_actors::model_registry::faux_model();
+        assert_eq!(supported_levels(&model), ["off"]);
+        model.reasoning = true;
+        assert_eq!(
+            supported_levels(&model),
+            ["off", "minimal", "low", "medium", "high"]
+        );
+        model.thinking_level_map = Some(
+            [
+                ("xhigh".to_owned(), Some("max".to_owned())),
+                ("minimal".to_owned(), None),
+            ]
+            .into(),
+        );
+        assert_eq!(
+            supported_levels(&model),
+            ["off", "low", "medium", "high", "xhigh"]
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! Expected values come from running pi 0.73.1's `fuzzyMatch`, `parseSearchQuery` and
+//! `filterAndSortSessions` under node on the same inputs.
+
+use std::path::PathBuf;
+
+use super::*;
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() < 1e-9)
+}
+
+#[test]
+fn fuzzy_scores_are_pis() {
+    let cases = [
+        ("abc", "abc", -139.7),
+        ("abc", "a-b-c", -30.4),
+        ("fb", "foo bar", -18.6),
+        ("ts", "typescript", -8.6),
+        ("a1", "1a", -119.9),
+        ("node", "my node-cve fix", -38.2),
+        ("cve", "my node-cve fix", -22.3),
+    ];
+    for (q, t, want) in cases {
+        let got = fuzzy_match(q, t);
+        assert!(close(got, want), "{q:?} in {t:?}: {got:?}, pi says {want}");
+    }
+    assert_eq!(fuzzy_match("abc", "xyz"), None);
+    assert_eq!(fuzzy_match("abcd", "abc"), None);
+}
+
+#[test]
+fn queries_parse_as_pi_parses_them() {
+    let Query::Tokens(t) = parse_query(r#"foo "node cve" bar"#) else {
+        panic!("tokens expected");
+    };
+    assert_eq!(
+        t,
+        vec![
+            Token::Fuzzy("foo".into()),
+            Token::Phrase("node cve".into()),
+            Token::Fuzzy("bar".into()),
+        ]
+    );
+    // An unbalanced quote falls back to whitespace tokens, quote included.
+    let Query::Tokens(t) = parse_query(r#"foo "unbalanced bar"#) else {
+        panic!("tokens expected");
+    };
+    assert_eq!(
+        t,
+        vec![
+            Token::Fuzzy("foo".into()),
+            Token::Fuzzy("\"unbalanced".into()),
+            Token::Fuzzy("bar".into()),
+        ]
+    );
+    assert!(matches!(parse_query("re:  "), Query::Invalid(e) if e == "Empty regex"));
+    assert!(matches!(parse_query("re:("), Query::Invalid(_)));
+    assert!(matches!(parse_query("re:fo+"), Query::Regex(_)));
+    assert!(matches!(parse_query("   "), Query::Tokens(t) if t.is_empty()));
+}
+
+fn info(id: &str, name: Option<&str>, text: &str, cwd: &str, modified_ms: f64) -> SessionInfo {
+    SessionInfo {
+        path: PathBuf::from(format!("/s/{id}.jsonl")),
+        id: id.into(),
+        cwd: cwd.into(),
+        name: name.map(str::to_owned),
+        parent_session_path: None,
+        created_ms: 0.0,
+        modified_ms,
+        message_count: 1,
+        first_message: text.into(),
+        all_messages_text: text.into(),
+    }
+}
+
+#[test]
+fn filtering_and_ordering_match_pi() {
+    let sessions = vec![
+        info("s1", None, "fix the node cve today", "/w/a", 3.0),
+        info("s2", Some("Release"), "node   CVE bump", "/w/b", 2.0),
+        info("s3", None, "unrelated", "/w/node", 1.0),
+    ];
+    let docs: Vec<SearchDoc> = sessions.iter().map(SearchDoc::new).collect();
+    let run = |q: &str, sort: SortMode| -> Vec<&str> {
+        filter_and_sort(&sessions, &docs, 0..sessions.len(), &parse_query(q), sort)
+            .into_iter()
+            .map(|i| sessions[i].id.as_str())
+            .collect()
+    };
+    assert_eq!(run("node", SortMode::Recent), ["s1", "s2", "s3"]);
+    assert_eq!(run("node", SortMode::Relevance), ["s2", "s1", "s3"]);
+    assert_eq!(run("node", SortMode::Threaded), ["s2", "s1", "s3"]);
+    // Equal phrase scores (1.1 each) fall back to newest first.
+    assert_eq!(run(r#""node cve""#, SortMode::Relevance), ["s1", "s2"]);
+    assert_eq!(run("re:CVE", SortMode::Relevance), ["s1", "s2"]);
+    assert_eq!(run("nd", SortMode::Relevance), ["s2", "s1", "s3"]);
+    assert!(run("re:[", SortMode::Relevance).is_empty());
+    let q = parse_query("node");
+    let scores: Vec<Option<f64>> = docs.iter().map(|d| match_doc(d, &q)).collect();
+    assert!(close(scores[0], -34.6) && close(scores[1], -35.0) && close(scores[2], 15.2));
+    assert!(close(match_doc(&docs[0], &parse_query("re:CVE")), 1.7));
+}
+
+#[test]
+fn a_listing_without_texts_is_searched_by_its_first_message() {
+    let mut s = info("abc", None, "", "/w", 1.0);
+    s.first_message = "deploy the rocket".into();
+    let doc = SearchDoc::new(&s);
+    assert!(match_doc(&doc, &parse_query("rocket")).is_some());
+    s.first_message = "(no messages)".into();
+    assert!(match_doc(&SearchDoc::new(&s), &parse_query(r#""no messages""#)).is_none());
+}

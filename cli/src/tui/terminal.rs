@@ -1,0 +1,125 @@
+//! Taking over the terminal for a full-screen view and giving it back on every exit path.
+//!
+//! [`Screen::enter`] switches to raw mode and the alternate screen; dropping the [`Screen`]
+//! (normal return, `?` error, or unwinding panic) switches back. A process-wide panic hook,
+//! installed once, restores the terminal *before* the panic message is printed, so the
+//! message lands on the normal screen instead of vanishing with the alternate one.
+
+use std::io::{IsTerminal, Stdout, Write};
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
+use ratatui::crossterm::{cursor, execute, terminal};
+
+/// Whether a [`Screen`] currently owns the terminal (read by the panic hook).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static HOOK: Once = Once::new();
+
+/// The terminal in raw mode on the alternate screen; restored on drop.
+pub struct Screen {
+    terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+/// Checks that the views can run: keys come from stdin and the screen is stdout.
+///
+/// Errors: stdin or stdout is not a terminal.
+pub fn require_tty() -> Result<()> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        bail!("this view needs an interactive terminal: stdin and stdout must be a TTY");
+    }
+    Ok(())
+}
+
+/// Leaves raw mode and the alternate screen; safe to call when they were never entered.
+fn restore() {
+    if ACTIVE.swap(false, Ordering::SeqCst) {
+        let _ = terminal::disable_raw_mode();
+        let _ = execute!(
+            std::io::stdout(),
+            terminal::LeaveAlternateScreen,
+            cursor::Show
+        );
+        let _ = std::io::stdout().flush();
+    }
+}
+
+impl Screen {
+    /// Takes over the terminal.
+    ///
+    /// Errors: stdin or stdout is not a terminal (the views need a TTY to read keys from and
+    /// draw on), or the terminal refuses raw mode.
+    pub fn enter() -> Result<Screen> {
+        require_tty()?;
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                restore();
+                previous(info);
+            }));
+        });
+        terminal::enable_raw_mode().context("cannot switch the terminal to raw mode")?;
+        ACTIVE.store(true, Ordering::SeqCst);
+        // From here on the guard exists, so any failure below still restores the terminal.
+        let mut stdout = std::io::stdout();
+        let guard_on_error = scopeguard_restore();
+        execute!(stdout, terminal::EnterAlternateScreen, cursor::Hide)
+            .context("cannot enter the alternate screen")?;
+        let terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))
+            .context("cannot set up the terminal")?;
+        std::mem::forget(guard_on_error);
+        Ok(Screen { terminal })
+    }
+
+    /// The ratatui terminal to draw on.
+    pub fn terminal(&mut self) -> &mut Terminal<CrosstermBackend<Stdout>> {
+        &mut self.terminal
+    }
+
+    /// The terminal size as (columns, rows).
+    ///
+    /// Errors: the size cannot be read.
+    pub fn size(&self) -> Result<(u16, u16)> {
+        let s = self
+            .terminal
+            .size()
+            .context("cannot read the terminal size")?;
+        Ok((s.width, s.height))
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Restores the terminal when dropped, unless forgotten: covers the steps of
+/// [`Screen::enter`] between raw mode and a finished [`Screen`].
+fn scopeguard_restore() -> impl Drop {
+    struct Guard;
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            restore();
+        }
+    }
+    Guard
+}
+
+/// Waits up to `timeout` for a key press. Releases and repeats from terminals that report
+/// them are dropped; a resize returns `Ok(None)` so the caller redraws.
+///
+/// Errors: reading the terminal failed.
+pub fn next_key(timeout: Duration) -> Result<Option<KeyEvent>> {
+    if !event::poll(timeout).context("cannot read the terminal")? {
+        return Ok(None);
+    }
+    match event::read().context("cannot read the terminal")? {
+        Event::Key(key) if key.kind == KeyEventKind::Press => Ok(Some(key)),
+        _ => Ok(None),
+    }
+}
