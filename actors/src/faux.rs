@@ -47,12 +47,12 @@ pub struct ScriptedReply {
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
     /// The file cannot be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {reason}")]
     Io {
         /// The script file.
         path: String,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (not a `source`: the message already says it, once).
+        reason: std::io::Error,
     },
     /// The file is not a JSON array of replies.
     #[error("{path}: line {line}, column {column}: {message}")]
@@ -73,9 +73,9 @@ pub enum ScriptError {
 /// Errors: [`ScriptError`] naming the file, line and column.
 pub fn read_script(path: &Path) -> Result<Vec<ScriptedReply>, ScriptError> {
     let p = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Io {
+    let text = std::fs::read_to_string(path).map_err(|reason| ScriptError::Io {
         path: p.clone(),
-        source,
+        reason,
     })?;
     serde_json::from_str(&text).map_err(|e| ScriptError::Json {
         path: p,

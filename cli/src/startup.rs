@@ -32,8 +32,9 @@ pub struct RunArgs {
     /// Print mode: run the prompt(s), print the reply, exit.
     #[arg(short = 'p', long = "print")]
     pub print: bool,
-    /// Output mode: `text` (the last reply, as -p), or `json` (the session header, then
-    /// every event as one JSON object per line, as pi's `--mode json`).
+    /// Output mode: `text` (the last reply, as -p), `json` (the session header, then every
+    /// event as one JSON object per line, as pi's `--mode json`), or `rpc` (pi's JSONL
+    /// protocol on stdin and stdout).
     #[arg(long, value_enum, value_name = "MODE")]
     pub mode: Option<Mode>,
     /// Pick a session to resume (interactive).

@@ -514,16 +514,43 @@ impl App {
         match self.rt.set_thinking_level(&clamped).await {
             Ok(()) => {
                 self.choice.thinking_level = clamped.clone();
-                self.status(&format!("Thinking level: {clamped}"));
+                if clamped == level {
+                    self.status(&format!("Thinking level: {clamped}"));
+                } else {
+                    self.status(&format!(
+                        "Thinking level: {clamped} ({} does not support {level})",
+                        model.qualified_id()
+                    ));
+                }
             }
             Err(e) => self.error(&e.to_string()),
         }
         Ok(())
     }
 
-    /// `/label [text]`: labels the current leaf entry, or clears its label.
+    /// `/label [text]`: labels the last entry of the branch, or clears its label. Label and
+    /// session-name entries are bookkeeping, not something to label: they are skipped, so a
+    /// second `/label` clears the label the first one set.
     async fn label(&mut self, text: &str) -> Result<()> {
-        let Some(leaf) = self.rt.summary().await?.leaf_id else {
+        let snapshot = self.rt.snapshot().await?;
+        let (mut tree, _) = pith_store::SessionTree::new(snapshot.entries);
+        tree.set_leaf(snapshot.leaf);
+        let target = match tree.leaf() {
+            pith_store::Leaf::At(leaf) => tree
+                .path_to(leaf)
+                .into_iter()
+                .rev()
+                .map(|i| &tree.entries()[i])
+                .find(|e| {
+                    !matches!(
+                        e.kind(),
+                        pith_events::EntryType::Label | pith_events::EntryType::SessionInfo
+                    )
+                })
+                .map(|e| e.id().to_owned()),
+            _ => None,
+        };
+        let Some(leaf) = target else {
             self.status("Nothing to label yet");
             return Ok(());
         };
