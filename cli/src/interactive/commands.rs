@@ -371,7 +371,12 @@ impl App {
             custom_instructions: target.custom_instructions,
             ..Default::default()
         };
-        match self.rt.navigate_tree(&target.entry_id, options).await {
+        // The summary is written while the editor is not reading: keep typed keys off the
+        // screen and out of the next prompt (the summary cannot be cancelled yet).
+        let quiet = target.summarize.then(QuietInput::new);
+        let navigated = self.rt.navigate_tree(&target.entry_id, options).await;
+        drop(quiet);
+        match navigated {
             Ok(nav) if nav.cancelled => self.status("Navigation cancelled"),
             Ok(nav) => {
                 self.drain_events();
@@ -624,6 +629,34 @@ pub fn path_argument(args: &str) -> Option<String> {
             .unwrap_or_default()
             .to_owned(),
     )
+}
+
+/// While it lives, the terminal neither echoes nor buffers lines; dropping it restores the
+/// terminal and throws away what was typed meanwhile.
+struct QuietInput {
+    saved: Option<rustix::termios::Termios>,
+}
+
+impl QuietInput {
+    fn new() -> QuietInput {
+        use rustix::termios::{LocalModes, OptionalActions, tcgetattr, tcsetattr};
+        let saved = tcgetattr(std::io::stdin()).ok();
+        if let Some(mut quiet) = saved.clone() {
+            quiet.local_modes &= !(LocalModes::ECHO | LocalModes::ICANON);
+            let _ = tcsetattr(std::io::stdin(), OptionalActions::Now, &quiet);
+        }
+        QuietInput { saved }
+    }
+}
+
+impl Drop for QuietInput {
+    fn drop(&mut self) {
+        use rustix::termios::{OptionalActions, QueueSelector, tcflush, tcsetattr};
+        if let Some(saved) = &self.saved {
+            let _ = tcflush(std::io::stdin(), QueueSelector::IFlush);
+            let _ = tcsetattr(std::io::stdin(), OptionalActions::Now, saved);
+        }
+    }
 }
 
 #[cfg(test)]
