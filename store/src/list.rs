@@ -15,10 +15,10 @@ use crate::error::{Error, Result};
 use crate::header::Header;
 use crate::js::{js_date_value, js_trim};
 use crate::reader::{LineEvent, read_lines};
-use crate::scan::{self, Span};
+use crate::scan;
 
 mod message_text;
-use message_text::MessageView;
+use message_text::{ContentView, MessageView};
 
 /// What the session picker shows for one file (pi's `SessionInfo`, lifecycle.md §4.1).
 #[derive(Debug, Clone, PartialEq)]
@@ -243,7 +243,7 @@ impl InfoBuilder {
         let kind = m.kind.and_then(|s| scan::string_value(s.of(text)));
         match kind.as_deref() {
             Some("session_info") => self.session_info(scanned.value.of(text)),
-            Some("message") => self.message(text, m.message, m.role, m.timestamp),
+            Some("message") => self.message(text, m),
             _ => {}
         }
         ControlFlow::Continue(())
@@ -265,19 +265,28 @@ impl InfoBuilder {
         }
     }
 
-    fn message(&mut self, text: &str, message: Option<Span>, role: Option<Span>, ts: Option<Span>) {
+    fn message(&mut self, text: &str, m: &scan::Members) {
         self.message_count += 1;
-        let role = role.and_then(|r| scan::string_value(r.of(text)));
+        let ts = m.timestamp;
+        let role = m.role.and_then(|r| scan::string_value(r.of(text)));
         let is_user = role.as_deref() == Some("user");
         if !is_user && role.as_deref() != Some("assistant") {
             return;
         }
-        let Some(message) = message else { return };
-        // An assistant's text matters only for allMessagesText; a table needs its time.
-        let view = if is_user || self.collect_texts {
+        let Some(message) = m.message else { return };
+        // Text matters only for the first user message and allMessagesText; otherwise the
+        // spans the scanner already found say all a table needs (presence of `content`, a
+        // numeric `timestamp`) without reading the message a second time.
+        let wants_text = self.collect_texts || (is_user && self.first_message.is_none());
+        let view = if wants_text {
             MessageView::<true>::read(message.of(text)).map(|v| (v.content, v.timestamp))
         } else {
-            MessageView::<false>::read(message.of(text)).map(|v| (v.content, v.timestamp))
+            let timestamp = m
+                .message_timestamp
+                .map(|s| s.of(text))
+                .filter(|t| t.starts_with(|c: char| c == '-' || c.is_ascii_digit()))
+                .and_then(|t| t.parse::<f64>().ok());
+            Some((m.message_content.map(|_| ContentView::Other), timestamp))
         };
         let Some((content, timestamp)) = view else {
             return;

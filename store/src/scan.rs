@@ -45,6 +45,10 @@ pub struct Members {
     pub message: Option<Span>,
     /// `message.role`, only when `message` is an object and `role` is a string.
     pub role: Option<Span>,
+    /// `message.timestamp`, only when `message` is an object (any JSON value).
+    pub message_timestamp: Option<Span>,
+    /// `message.content`, only when `message` is an object (any JSON value).
+    pub message_content: Option<Span>,
 }
 
 /// What [`scan`] found in one line.
@@ -127,6 +131,8 @@ fn key_is(b: &[u8], key: Span, name: &str) -> bool {
 pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
     let mut members = Members::default();
     let mut pending_role: Option<Span> = None;
+    let mut pending_timestamp: Option<Span> = None;
+    let mut pending_content: Option<Span> = None;
     let mut stack: Vec<Frame> = Vec::new();
     let mut huge_numbers = false;
     let mut i = skip_ws(b, 0);
@@ -144,6 +150,8 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
                     && key_is(b, stack[0].key, "message")
                 {
                     pending_role = None;
+                    pending_timestamp = None;
+                    pending_content = None;
                     FrameKind::Message
                 } else {
                     FrameKind::Other
@@ -250,16 +258,19 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
                             members.timestamp = Some(span);
                         } else if key_is(b, key, "message") {
                             members.message = Some(span);
-                            members.role = if b[vstart] == b'{' {
-                                pending_role.take()
-                            } else {
-                                None
-                            };
+                            let object = b[vstart] == b'{';
+                            members.role = pending_role.take().filter(|_| object);
+                            members.message_timestamp = pending_timestamp.take().filter(|_| object);
+                            members.message_content = pending_content.take().filter(|_| object);
                         }
                     }
                     FrameKind::Message => {
                         if key_is(b, top.key, "role") {
                             pending_role = (b[vstart] == b'"').then_some(span);
+                        } else if key_is(b, top.key, "timestamp") {
+                            pending_timestamp = Some(span);
+                        } else if key_is(b, top.key, "content") {
+                            pending_content = Some(span);
                         }
                     }
                     FrameKind::Other => {}

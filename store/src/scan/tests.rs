@@ -11,6 +11,8 @@ fn members_of(line: &str) -> Vec<(&'static str, String)> {
         ("timestamp", m.timestamp),
         ("message", m.message),
         ("role", m.role),
+        ("message.timestamp", m.message_timestamp),
+        ("message.content", m.message_content),
     ]
     .into_iter()
     .filter_map(|(k, v)| v.map(|v| (k, v.of(line).to_owned())))
@@ -32,10 +34,34 @@ fn picks_top_level_members_and_message_role() {
                 r#"{"content":[{"role":"x"}],"role":"assistant"}"#.to_owned()
             ),
             ("role", "\"assistant\"".to_owned()),
+            ("message.content", r#"[{"role":"x"}]"#.to_owned()),
         ]
     );
     let s = scan(line.as_bytes()).expect("valid");
     assert_eq!(s.value.of(line), line.trim());
+}
+
+#[test]
+fn picks_the_message_timestamp_and_content_last_key_winning() {
+    let line = r#"{"type":"message","timestamp":"t","message":{"timestamp":1,"content":"a","x":{"timestamp":9,"content":"no"},"timestamp":-2.5e3,"content":null}}"#;
+    assert_eq!(
+        members_of(line),
+        vec![
+            ("type", "\"message\"".to_owned()),
+            ("timestamp", "\"t\"".to_owned()),
+            (
+                "message",
+                line[line.find(r#"{"timestamp":1"#).unwrap()..line.len() - 1].to_owned()
+            ),
+            ("message.timestamp", "-2.5e3".to_owned()),
+            ("message.content", "null".to_owned()),
+        ]
+    );
+    // A message that is not an object has neither; nor do members outside `message`.
+    assert_eq!(
+        members_of(r#"{"message":[{"timestamp":1}],"content":"c"}"#),
+        vec![("message", r#"[{"timestamp":1}]"#.to_owned())]
+    );
 }
 
 #[test]
