@@ -7,7 +7,9 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 
 use pith_store::dump::{At, write_dump};
-use pith_store::list::{Listing, SessionInfo, list, list_all, session_info};
+use pith_store::list::{
+    Listing, Resolved, SessionInfo, list, list_all, resolve_session_arg, session_info,
+};
 use pith_store::list_index::{list_all_indexed, list_indexed};
 use pith_store::{Leaf, OpenMode, Session, SessionEnv, dirs};
 
@@ -17,7 +19,7 @@ pub enum SessionCommand {
     /// Print one JSON object with the members of a conformance expected.json: header,
     /// entries, leaf, context, contexts_at, tree, info, name, labels.
     Dump {
-        /// The session file.
+        /// The session file, or a prefix of its id (as `--session` takes it).
         file: PathBuf,
         /// Also build the context after moving the leaf here: an entry id, `root`, or `#N`
         /// (the N-th entry, 0-based). Repeatable.
@@ -38,12 +40,12 @@ pub enum SessionCommand {
     },
     /// Print the session's tree: branches indented, labels shown, the active path marked.
     Tree {
-        /// The session file.
+        /// The session file, or a prefix of its id (as `--session` takes it).
         file: PathBuf,
     },
     /// Print the LLM context (JSON) at the leaf, or at `--leaf`.
     Context {
-        /// The session file.
+        /// The session file, or a prefix of its id (as `--session` takes it).
         file: PathBuf,
         /// Where to build the context: an entry id, `root`, or `#N` (the N-th entry, 0-based).
         #[arg(long, value_name = "ID|root|#N")]
@@ -51,7 +53,7 @@ pub enum SessionCommand {
     },
     /// Print what the session picker knows about one file (pi's SessionInfo), as JSON.
     Info {
-        /// The session file.
+        /// The session file, or a prefix of its id (as `--session` takes it).
         file: PathBuf,
     },
 }
@@ -60,6 +62,23 @@ pub enum SessionCommand {
 pub fn run(cmd: SessionCommand) -> Result<()> {
     let env = SessionEnv::system();
     let mut stdout = std::io::stdout().lock();
+    let cmd = match cmd {
+        SessionCommand::Dump { file, at } => SessionCommand::Dump {
+            file: resolve(file, &env)?,
+            at,
+        },
+        SessionCommand::Tree { file } => SessionCommand::Tree {
+            file: resolve(file, &env)?,
+        },
+        SessionCommand::Context { file, leaf } => SessionCommand::Context {
+            file: resolve(file, &env)?,
+            leaf,
+        },
+        SessionCommand::Info { file } => SessionCommand::Info {
+            file: resolve(file, &env)?,
+        },
+        list @ SessionCommand::List { .. } => list,
+    };
     match cmd {
         SessionCommand::Dump { file, at } => {
             let session = open(&file, &env)?;
@@ -132,6 +151,23 @@ pub fn run(cmd: SessionCommand) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A FILE argument as given when it exists, else read as `--session` reads it: a prefix of a
+/// session id, in this project first, then in any (what `session list` shows).
+///
+/// Errors: no session or several sessions match the prefix.
+fn resolve(file: PathBuf, env: &SessionEnv) -> Result<PathBuf> {
+    if file.exists() {
+        return Ok(file);
+    }
+    let arg = file.to_string_lossy();
+    let local = dirs::default_session_dir(&env.agent_dir, &current_dir())?;
+    Ok(
+        match resolve_session_arg(&arg, &local, &dirs::sessions_root(&env.agent_dir))? {
+            Resolved::Path(p) | Resolved::Local(p) | Resolved::Global { path: p, .. } => p,
+        },
+    )
 }
 
 /// Opens a session file for inspection and reports skipped lines on stderr.

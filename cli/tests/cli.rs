@@ -313,3 +313,34 @@ fn listing_never_drops_sessions_under_a_low_open_file_limit() {
     let list = parse_json(std::str::from_utf8(&out.stdout).unwrap());
     assert_eq!(list.as_array().unwrap().len(), 60);
 }
+
+#[test]
+fn session_commands_take_an_id_prefix_like_session_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = conformance_dir();
+    let project = tmp.path().join("sessions").join("--elsewhere--");
+    fs::create_dir_all(&project).unwrap();
+    let file = project.join("s.jsonl");
+    fs::copy(conf.join("gen-s002-branching/session.jsonl"), &file).unwrap();
+    let id = read_json(&conf.join("gen-s002-branching/expected.json"))["info"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let by_path = pith(tmp.path())
+        .args(["session", "tree"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let by_id = pith(tmp.path())
+        .args(["session", "tree", &id[..8]])
+        .output()
+        .unwrap();
+    assert!(by_id.status.success(), "{by_id:?}");
+    assert_eq!(by_id.stdout, by_path.stdout);
+    assert!(!by_path.stdout.is_empty());
+    pith(tmp.path())
+        .args(["session", "info", "zzzz-no-such-id"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("zzzz-no-such-id"));
+}
