@@ -10,14 +10,11 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
-use pith_events::{
-    AgentEvent, AgentMessage, AssistantMessage, BashExecutionMessage, ContentBlock, StopReason,
-    ToolResultMessage,
-};
+use pith_events::{AgentEvent, AgentMessage, AssistantMessage, BashExecutionMessage, StopReason};
 use pith_store::env::Clock;
 use pith_store::llm::convert_to_llm;
 use pith_store::tool_pairs::pair_tool_calls;
@@ -26,8 +23,11 @@ use crate::compactor::{CompactorMsg, NextStep};
 use crate::extension::ExtensionMsg;
 use crate::projection::ProjectionMsg;
 use crate::provider::{Provider, ProviderEvent, ProviderRequest};
-use crate::tool::{ToolContext, ToolOutput, Toolset};
+use crate::tool::Toolset;
 use crate::trace::TraceIds;
+
+mod auto_retry;
+mod tool_calls;
 use crate::writer::{Append, WriterMsg};
 
 /// How long an actor call may take before the caller gives up (a stuck actor is a bug, not a
@@ -78,16 +78,6 @@ impl EventSink {
         {
             ui.notify(crate::event::RuntimeEvent::Agent(Box::new(event)));
         }
-    }
-}
-
-/// A tool result as pi's events carry it: `{content, details}`, without `details` when the
-/// tool gave none (JSON `undefined` disappears).
-fn result_json(content: &[ContentBlock], details: &Value) -> Value {
-    if details.is_null() {
-        json!({ "content": content })
-    } else {
-        json!({ "content": content, "details": details })
     }
 }
 
@@ -634,127 +624,6 @@ impl Run {
         }
     }
 
-    /// Runs a turn's tool calls (spec: agent-and-events.md §1.3, parallel mode):
-    /// `tool_execution_start` for each in call order, unknown tools answered at once, the
-    /// others run concurrently with `tool_execution_update`/`tool_execution_end` in completion
-    /// order. Returns the toolResult messages in call order.
-    async fn run_tools(&self, calls: &[(String, String, Value)]) -> Vec<AgentMessage> {
-        enum Report {
-            Progress(usize, ToolOutput),
-            Done(usize, Result<ToolOutput, String>),
-        }
-        let mut outcomes: Vec<Option<(Vec<ContentBlock>, Value, bool)>> = vec![None; calls.len()];
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut running = 0usize;
-        for (index, (id, name, args)) in calls.iter().enumerate() {
-            self.emit(AgentEvent::ToolExecutionStart {
-                tool_call_id: id.clone(),
-                tool_name: name.clone(),
-                args: args.clone(),
-            })
-            .await;
-            let Some(tool) = self.args.tools.get(name) else {
-                // pi's error results carry `details: {}` (agent-and-events.md §1.3).
-                let outcome = (
-                    vec![ContentBlock::text(format!("Tool {name} not found"))],
-                    json!({}),
-                    true,
-                );
-                self.end_tool(id, name, &outcome).await;
-                outcomes[index] = Some(outcome);
-                continue;
-            };
-            let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
-            let ctx = ToolContext {
-                cwd: self.args.cwd.clone(),
-                abort: self.abort.clone(),
-                tool_call_id: id.clone(),
-                progress: Some(progress_tx),
-            };
-            let call = tool.run(args.clone(), ctx);
-            let tx = tx.clone();
-            running += 1;
-            tokio::spawn(
-                async move {
-                    let forward = {
-                        let tx = tx.clone();
-                        tokio::spawn(async move {
-                            while let Some(p) = progress_rx.recv().await {
-                                let _ = tx.send(Report::Progress(index, p));
-                            }
-                        })
-                    };
-                    // A panicking tool is a failed call, not a dead agent.
-                    let result = match tokio::spawn(call).await {
-                        Ok(result) => result,
-                        Err(e) => Err(format!("the tool failed: {e}")),
-                    };
-                    let _ = forward.await;
-                    let _ = tx.send(Report::Done(index, result));
-                }
-                .in_current_span(),
-            );
-        }
-        drop(tx);
-        while running > 0 {
-            let Some(report) = rx.recv().await else { break };
-            match report {
-                Report::Progress(index, partial) => {
-                    let (id, name, args) = &calls[index];
-                    self.emit(AgentEvent::ToolExecutionUpdate {
-                        tool_call_id: id.clone(),
-                        tool_name: name.clone(),
-                        args: args.clone(),
-                        partial_result: result_json(&partial.content, &partial.details),
-                    })
-                    .await;
-                }
-                Report::Done(index, result) => {
-                    running -= 1;
-                    let outcome = match result {
-                        Ok(out) => (out.content, out.details, false),
-                        Err(e) => (vec![ContentBlock::text(e)], json!({}), true),
-                    };
-                    let (id, name, _) = &calls[index];
-                    self.end_tool(id, name, &outcome).await;
-                    outcomes[index] = Some(outcome);
-                }
-            }
-        }
-        calls
-            .iter()
-            .zip(outcomes)
-            .map(|((id, name, _), outcome)| {
-                let (content, details, is_error) = outcome.unwrap_or_else(|| {
-                    (
-                        vec![ContentBlock::text("the tool call was lost")],
-                        json!({}),
-                        true,
-                    )
-                });
-                AgentMessage::ToolResult(ToolResultMessage {
-                    tool_call_id: id.clone(),
-                    tool_name: name.clone(),
-                    content,
-                    // pi leaves `details` out when a tool gives none.
-                    details: (!details.is_null()).then_some(details),
-                    is_error,
-                    timestamp: self.args.clock.now_ms(),
-                })
-            })
-            .collect()
-    }
-
-    async fn end_tool(&self, id: &str, name: &str, outcome: &(Vec<ContentBlock>, Value, bool)) {
-        self.emit(AgentEvent::ToolExecutionEnd {
-            tool_call_id: id.to_owned(),
-            tool_name: name.to_owned(),
-            result: result_json(&outcome.0, &outcome.1),
-            is_error: outcome.2,
-        })
-        .await;
-    }
-
     /// One run: `text` as the prompt, or none to send the context again (an overflow retry).
     async fn run(&self, text: Option<String>) -> After {
         if text.is_some() {
@@ -900,60 +769,5 @@ impl Run {
             Ok(ractor::rpc::CallResult::Success(NextStep::Retry)) => After::OverflowRetry,
             _ => After::Idle,
         }
-    }
-
-    /// pi's retry check at `agent_end` (agent-and-events.md §4): for a transient error,
-    /// `auto_retry_start`, then the wait (`true` when it ran out and the context should be
-    /// sent again); past `retry.maxRetries` or when the user aborts the wait,
-    /// `auto_retry_end` and `false`, and the compaction check follows as in pi.
-    async fn retry_later(&self, reply: &AssistantMessage) -> bool {
-        use std::sync::atomic::Ordering;
-        let settings = self.args.settings.retry();
-        let window = self
-            .args
-            .provider
-            .context_window(&self.args.model.1)
-            .unwrap_or(0);
-        if !settings.enabled || !crate::retry::is_retryable(reply, window) {
-            return false;
-        }
-        let attempt = self.retry_attempt.fetch_add(1, Ordering::SeqCst) + 1;
-        if attempt > settings.max_retries {
-            self.retry_attempt.store(0, Ordering::SeqCst);
-            self.emit(AgentEvent::AutoRetryEnd {
-                success: false,
-                attempt: attempt - 1,
-                final_error: reply.error_message.clone(),
-            })
-            .await;
-            return false;
-        }
-        let delay_ms = settings.delay_ms(attempt);
-        self.emit(AgentEvent::AutoRetryStart {
-            attempt,
-            max_attempts: settings.max_retries,
-            delay_ms,
-            error_message: reply
-                .error_message
-                .clone()
-                .unwrap_or_else(|| "Unknown error".into()),
-        })
-        .await;
-        let mut abort = self.abort.clone();
-        let aborted = tokio::select! {
-            _ = tokio::time::sleep(std::time::Duration::from_millis(delay_ms)) => false,
-            _ = abort.wait_for(|a| *a) => true,
-        };
-        if aborted {
-            self.retry_attempt.store(0, Ordering::SeqCst);
-            self.emit(AgentEvent::AutoRetryEnd {
-                success: false,
-                attempt,
-                final_error: Some("Retry cancelled".into()),
-            })
-            .await;
-            return false;
-        }
-        true
     }
 }
