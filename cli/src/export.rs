@@ -22,12 +22,12 @@ mod stats;
 mod tools;
 mod tree;
 
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use pith_store::writer::{Replace, replace_file};
 use pith_store::{OpenMode, Session, SessionEnv};
 
 /// Sessions with at least this many entries get a progress bar (when stderr is a terminal).
@@ -39,7 +39,7 @@ const PROGRESS_FROM: usize = 5_000;
 ///
 /// The session file is opened read-only: never locked, migrated or written. The page is
 /// written beside its destination and renamed into place, so a failed export leaves no
-/// half-written file.
+/// half-written file; a symlink at the destination is refused.
 ///
 /// Errors: the file is missing or not a session, or the output cannot be written.
 pub fn export_html(session_file: &Path, out: Option<&Path>) -> Result<PathBuf> {
@@ -62,15 +62,7 @@ pub fn export_html(session_file: &Path, out: Option<&Path>) -> Result<PathBuf> {
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
 
-    let tmp = temp_path(&out_path);
-    let result = write_to(&tmp, &session, &file_name);
-    if let Err(e) = result.and_then(|()| {
-        std::fs::rename(&tmp, &out_path)
-            .with_context(|| format!("cannot write {}", out_path.display()))
-    }) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
+    write_to(&out_path, &session, &file_name)?;
     Ok(out_path)
 }
 
@@ -84,18 +76,10 @@ fn default_name(session_file: &Path) -> String {
     format!("pith-session-{stem}.html")
 }
 
-/// A hidden file beside `out`, so the final rename stays on one file system.
-fn temp_path(out: &Path) -> PathBuf {
-    let name = out.file_name().map_or_else(
-        || "export.html".into(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    out.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
-}
-
-fn write_to(tmp: &Path, session: &Session, file_name: &str) -> Result<()> {
-    let file = File::create(tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
+/// Writes the page to a temporary file beside `out` and renames it into place
+/// (`pith_store::writer::replace_file`): a symlink at `out` is refused, never written through,
+/// and a failed export leaves no half-written file.
+fn write_to(out: &Path, session: &Session, file_name: &str) -> Result<()> {
     let total = session.entries().len();
     let bar = (total >= PROGRESS_FROM && std::io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::new(total as u64);
@@ -109,14 +93,10 @@ fn write_to(tmp: &Path, session: &Session, file_name: &str) -> Result<()> {
             bar.set_position(done as u64);
         }
     };
-    page::write_page(&mut w, session, file_name, &mut progress)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    let file = w
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    file.sync_all()
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    replace_file(out, Replace::RegularOrNothing, |w| {
+        page::write_page(w, session, file_name, &mut progress)
+    })
+    .with_context(|| format!("cannot write {}", out.display()))?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

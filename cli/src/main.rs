@@ -9,11 +9,14 @@
 
 mod export;
 mod interactive;
+mod logging;
 mod model_choice;
 mod print;
 mod rpc;
 mod session_cmd;
+mod session_search;
 mod startup;
+mod text;
 mod trace_cmd;
 mod tree_view;
 mod tui;

@@ -7,12 +7,11 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use pith_actors::auth::Credentials;
-use pith_actors::model::{Api, Model};
-use pith_actors::model_registry::{
-    DEFAULT_THINKING_LEVEL, ModelRegistry, THINKING_LEVELS, clamp_thinking_level,
-};
 use pith_actors::settings::Settings;
+use pith_events::ThinkingLevel;
+use pith_llm::auth::Credentials;
+use pith_llm::model::{Api, Model};
+use pith_llm::model_registry::{DEFAULT_THINKING_LEVEL, ModelRegistry, clamp_thinking_level};
 
 /// The model of a run.
 pub struct Choice {
@@ -21,7 +20,7 @@ pub struct Choice {
     /// Its key; `None` for faux and for servers that need none.
     pub api_key: Option<String>,
     /// The thinking level after pi's clamping.
-    pub thinking_level: String,
+    pub thinking_level: ThinkingLevel,
 }
 
 /// What the flags ask for.
@@ -47,14 +46,16 @@ pub fn choose(req: &Request<'_>, agent_dir: &Path, cwd: &Path) -> Result<Choice>
         eprintln!("pith: warning: {p}");
     }
     let settings = Settings::load(agent_dir, cwd);
-    if let Some(t) = req.thinking
-        && !THINKING_LEVELS.contains(&t)
-    {
-        bail!(
-            "unknown thinking level {t}: use one of {}",
-            THINKING_LEVELS.join(", ")
-        );
-    }
+    let asked_level = match req.thinking {
+        Some(t) => match t.parse::<ThinkingLevel>() {
+            Ok(level) => Some(level),
+            Err(_) => bail!(
+                "unknown thinking level {t}: use one of {}",
+                ThinkingLevel::list()
+            ),
+        },
+        None => None,
+    };
     // pi treats an empty --model as none given.
     let requested_model = req.model.filter(|m| !m.trim().is_empty());
     let (model, suffix_level) = match (requested_model, req.provider) {
@@ -74,7 +75,7 @@ pub fn choose(req: &Request<'_>, agent_dir: &Path, cwd: &Path) -> Result<Choice>
                 .map_err(anyhow::Error::msg)?;
             (resolved.model, None)
         }
-        (None, None) if req.faux_script => (pith_actors::model_registry::faux_model(), None),
+        (None, None) if req.faux_script => (pith_llm::model_registry::faux_model(), None),
         (None, None) => {
             let saved = settings
                 .get("defaultProvider")
@@ -86,9 +87,9 @@ pub fn choose(req: &Request<'_>, agent_dir: &Path, cwd: &Path) -> Result<Choice>
                 Some(m) => (m, None),
                 None => {
                     eprintln!(
-                        "pith: no API key found (ANTHROPIC_API_KEY, OPENAI_API_KEY, auth.json or models.json); using the built-in offline model faux/faux-1"
+                        "pith: no API key found (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, auth.json or models.json); using the built-in offline model faux/faux-1"
                     );
-                    (pith_actors::model_registry::faux_model(), None)
+                    (pith_llm::model_registry::faux_model(), None)
                 }
             }
         }
@@ -101,11 +102,21 @@ pub fn choose(req: &Request<'_>, agent_dir: &Path, cwd: &Path) -> Result<Choice>
     }
     let api_key = match model.api {
         Api::Faux => None,
-        Api::AnthropicMessages | Api::OpenAiCompletions => {
+        Api::AnthropicMessages
+        | Api::OpenAiCompletions
+        | Api::OpenAiResponses
+        | Api::GoogleGenerativeAi => {
             let key = creds.api_key(&model.provider, registry.configured_key(&model.provider));
             let local = is_local(&model.base_url);
-            if key.is_none() && !local {
-                let vars = pith_actors::auth::env_vars(&model.provider);
+            // The Responses API takes an `Authorization` header of models.json instead.
+            let header_auth = model.api == Api::OpenAiResponses
+                && model
+                    .headers
+                    .iter()
+                    .flatten()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+            if key.is_none() && !local && !header_auth {
+                let vars = pith_llm::auth::env_vars(&model.provider);
                 let hint = match vars.last() {
                     Some(v) => format!("set {v}, "),
                     None => String::new(),
@@ -117,29 +128,26 @@ pub fn choose(req: &Request<'_>, agent_dir: &Path, cwd: &Path) -> Result<Choice>
                 bail!(
                     "No API key found for {}{login}: {hint}add it to {} or pass --api-key",
                     model.provider,
-                    pith_actors::auth::auth_file(agent_dir).display()
+                    pith_llm::auth::auth_file(agent_dir).display()
                 );
             }
             key
         }
         Api::Other(ref api) => bail!(
-            "{} uses the {api} API, which pith cannot speak yet (it speaks anthropic-messages and openai-completions)",
+            "{} uses the {api} API, which pith cannot speak yet (it speaks anthropic-messages, openai-completions, openai-responses and google-generative-ai)",
             model.qualified_id()
         ),
     };
-    let requested = req
-        .thinking
-        .map(str::to_owned)
+    let requested = asked_level
         .or(suffix_level)
         .or_else(|| {
             settings
                 .get("defaultThinkingLevel")
                 .and_then(|v| v.as_str())
-                .filter(|l| THINKING_LEVELS.contains(l))
-                .map(str::to_owned)
+                .and_then(|l| l.parse().ok())
         })
-        .unwrap_or_else(|| DEFAULT_THINKING_LEVEL.to_owned());
-    let thinking_level = clamp_thinking_level(&model, &requested);
+        .unwrap_or(DEFAULT_THINKING_LEVEL);
+    let thinking_level = clamp_thinking_level(&model, requested);
     Ok(Choice {
         model,
         api_key,
@@ -159,13 +167,11 @@ fn default_id<'a>(registry: &'a ModelRegistry, provider: &str) -> Result<&'a str
             "Unknown provider \"{provider}\". Use --list-models to see available providers/models."
         );
     };
-    Ok(
-        pith_actors::model_registry::default_model_id(&first.provider)
-            .and_then(|d| ids.iter().find(|m| m.id == d))
-            .unwrap_or(first)
-            .id
-            .as_str(),
-    )
+    Ok(pith_llm::model_registry::default_model_id(&first.provider)
+        .and_then(|d| ids.iter().find(|m| m.id == d))
+        .unwrap_or(first)
+        .id
+        .as_str())
 }
 
 /// A server on this machine (a local model server needs no key).

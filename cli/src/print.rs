@@ -6,10 +6,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
+use pith_actors::RuntimeError;
 use pith_actors::runtime::RuntimeEvent;
 use pith_events::{AgentEvent, AgentMessage, ContentBlock, StopReason};
+use pith_tools::sanitize::for_terminal;
 
-use crate::startup::{Mode, RunArgs, Started, check_flags, install_trace, start};
+use crate::startup::{Mode, RunArgs, Started, check_flags, start};
 
 /// Runs print mode; exit status 1 when the last reply is an error or was aborted.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -29,7 +31,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             .read_to_string(&mut text)
             .context("reading the prompt from stdin")?;
         // pi trims what is piped in and ignores it when nothing is left.
-        piped = Some(pith_store::js::js_trim(&text).to_owned()).filter(|t| !t.is_empty());
+        piped = Some(pith_events::js::js_trim(&text).to_owned()).filter(|t| !t.is_empty());
     }
     let file_text = file_arguments(&files)?;
     // pi's buildInitialMessage: stdin, then the files, then the first message, no separator.
@@ -47,7 +49,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if prompts.is_empty() {
         bail!("no prompt: give one as an argument (pith -p \"…\") or on stdin");
     }
-    let _trace_guard = args.trace.as_deref().map(install_trace).transpose()?;
+    // stderr carries warnings in print and json modes; stdout stays the reply or the events.
+    let _log =
+        crate::logging::install(&pith_store::dirs::agent_dir(), args.trace.as_deref(), true)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -63,7 +67,7 @@ fn file_arguments(files: &[String]) -> Result<String> {
     let cwd = std::env::current_dir()?;
     let mut text = String::new();
     for arg in files {
-        let path = pith_actors::tools::paths::resolve_read_path(arg, &cwd);
+        let path = pith_tools::paths::resolve_read_path(arg, &cwd);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -74,7 +78,7 @@ fn file_arguments(files: &[String]) -> Result<String> {
         if bytes.is_empty() {
             continue;
         }
-        if pith_actors::tools::image::detect_mime(&bytes).is_some() {
+        if pith_tools::image::detect_mime(&bytes).is_some() {
             bail!(
                 "{} is an image: pith cannot attach images to prompts yet",
                 path.display()
@@ -125,27 +129,42 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
             let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
             if commands.iter().any(|c| c.name == name) {
                 if let Some(out) = rt.command(name, args).await? {
-                    println!("{out}");
+                    println!("{}", for_stdout(&out));
                 }
                 continue;
             }
             // pi's `/compact [focus]`, which its print mode would send to the model as text.
             if name == "compact" {
                 let focus = Some(args.trim()).filter(|f| !f.is_empty());
+                let compacting = rt.compact(focus);
+                tokio::pin!(compacting);
                 let outcome = tokio::select! {
-                    outcome = rt.compact_now(focus) => outcome,
+                    outcome = &mut compacting => outcome,
                     _ = shutdown_signal() => {
-                        // The summary cannot be aborted yet; the prompts after it are.
+                        // SIGINT/SIGTERM cancel the summary (pi's abort), and the prompts
+                        // after it.
                         interrupted = true;
-                        break;
+                        rt.abort().await?;
+                        compacting.await
                     }
                 };
+                // The compaction's events are queued by the time it answered.
+                while let Ok(event) = events.try_recv() {
+                    seen.take(event);
+                }
                 match outcome {
                     Ok(_) => eprintln!("pith: compacted"),
+                    Err(RuntimeError::CompactionCancelled) => {
+                        compaction_failed = true;
+                        eprintln!("pith: Compaction cancelled");
+                    }
                     Err(e) => {
                         compaction_failed = true;
-                        eprintln!("pith: Compaction failed: {e}");
+                        eprintln!("pith: Compaction failed: {}", for_terminal(&e.to_string()));
                     }
+                }
+                if interrupted {
+                    break;
                 }
                 continue;
             }
@@ -167,7 +186,7 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
                 // JSON mode's stdout holds only pi's events; pi emits none for `!cmd`.
                 Ok(run) if json => bash_failed |= run.cancelled || run.exit_code != Some(0),
                 Ok(run) => {
-                    print!("{}", run.output);
+                    print!("{}", for_stdout(&run.output));
                     if !run.output.is_empty() && !run.output.ends_with('\n') {
                         println!();
                     }
@@ -178,7 +197,7 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
                 }
                 Err(e) => {
                     bash_failed = true;
-                    eprintln!("pith: {e}");
+                    eprintln!("pith: {}", for_terminal(&e.to_string()));
                 }
             }
             if interrupted {
@@ -221,7 +240,7 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
     while let Ok(event) = events.try_recv() {
         if let RuntimeEvent::WriteFailed(n) = event {
             seen.write_failed = true;
-            eprintln!("pith: {n}");
+            eprintln!("pith: {}", for_terminal(&n));
         }
     }
     let write_failed = seen.write_failed;
@@ -236,12 +255,15 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
                 } else {
                     "Request failed"
                 };
-                eprintln!("pith: {}", a.error_message.as_deref().unwrap_or(fallback));
+                eprintln!(
+                    "pith: {}",
+                    for_terminal(a.error_message.as_deref().unwrap_or(fallback))
+                );
                 true
             } else {
                 for block in &a.content {
                     if let ContentBlock::Text(t) = block {
-                        println!("{}", t.text);
+                        println!("{}", for_stdout(&t.text));
                     }
                 }
                 false
@@ -290,10 +312,10 @@ impl Seen {
                     self.last = Some(m);
                 }
             }
-            RuntimeEvent::Notice(n) => eprintln!("pith: {n}"),
+            RuntimeEvent::Notice(n) => eprintln!("pith: {}", for_terminal(&n)),
             RuntimeEvent::WriteFailed(n) => {
                 self.write_failed = true;
-                eprintln!("pith: {n}");
+                eprintln!("pith: {}", for_terminal(&n));
             }
             RuntimeEvent::SessionStarted { .. } => {}
         }
@@ -312,5 +334,17 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
+    }
+}
+
+/// Model text and tool output bound for stdout: without escape sequences or control
+/// characters when stdout is a terminal (`pith_tools::sanitize::for_terminal`), so a reply
+/// cannot set the clipboard or the window title; exactly as produced when stdout is a file or
+/// a pipe, as pi prints it.
+fn for_stdout(text: &str) -> std::borrow::Cow<'_, str> {
+    if std::io::stdout().is_terminal() {
+        std::borrow::Cow::Owned(for_terminal(text))
+    } else {
+        std::borrow::Cow::Borrowed(text)
     }
 }

@@ -29,9 +29,10 @@ use tokio::sync::mpsc;
 use pith_actors::runtime::{RuntimeEvent, RuntimeHandle};
 use pith_store::SessionEnv;
 
-use crate::startup::{RunArgs, Started, check_flags, install_trace, start};
-use command::{Line, js_string};
+use crate::startup::{RunArgs, Started, check_flags, start};
+use command::Line;
 use framing::{Output, Response};
+use pith_events::js::to_js_string;
 
 /// Runs the rpc mode until stdin ends (exit 0), SIGTERM (143), SIGHUP (129) or SIGINT (130);
 /// each way the session is flushed and fsynced and extensions get `session_shutdown {quit}`.
@@ -39,7 +40,8 @@ use framing::{Output, Response};
 /// Errors: startup's (model, tools, session); a runtime that cannot be reached.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     check_flags(&args)?;
-    let _trace_guard = args.trace.as_deref().map(install_trace).transpose()?;
+    let _log =
+        crate::logging::install(&pith_store::dirs::agent_dir(), args.trace.as_deref(), true)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -152,7 +154,7 @@ impl Rpc {
             Line::UiResponse => {}
             // pi answers without the id here.
             Line::Unknown { name } => {
-                let text = format!("Unknown command: {}", js_string(name.as_ref()));
+                let text = format!("Unknown command: {}", to_js_string(name.as_ref()));
                 self.out.line(&Response::err(None, name, text));
             }
             Line::Invalid { id, name, error } => {

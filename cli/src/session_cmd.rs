@@ -3,15 +3,16 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 
 use pith_store::dump::{At, write_dump};
-use pith_store::list::{
-    Listing, Resolved, SessionInfo, list, list_all, resolve_session_arg, session_info,
-};
+use pith_store::list::{Listing, Resolved, resolve_session_arg, session_info};
 use pith_store::list_index::{list_all_indexed, list_indexed};
 use pith_store::{Leaf, OpenMode, Session, SessionEnv, dirs};
+
+use crate::session_search::{Scope, build_index, search};
+use crate::text::{first_line, printable};
 
 /// The session subcommands.
 #[derive(Debug, Subcommand)]
@@ -51,6 +52,39 @@ pub enum SessionCommand {
         #[arg(long, value_name = "ID|root|#N")]
         leaf: Option<At>,
     },
+    /// Search the text of every session (the picker's query language: words, "a phrase",
+    /// re:regex) through the search index; prints each match as ID@ENTRY (what --session
+    /// takes) with a snippet.
+    Search {
+        /// The query; several arguments are joined by spaces.
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
+        /// Search this directory instead of the current project's.
+        #[arg(long, value_name = "DIR", conflicts_with = "all")]
+        session_dir: Option<PathBuf>,
+        /// Search every project under the sessions root.
+        #[arg(long)]
+        all: bool,
+        /// Print a JSON array of {path, id, entryId, snippet, score}.
+        #[arg(long)]
+        json: bool,
+        /// Wait until the index covers every session (the first search otherwise answers
+        /// from what is indexed while the index is built in the background).
+        #[arg(long)]
+        wait: bool,
+        /// At most this many results.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Build or update the search index (what `search` starts in the background).
+    Index {
+        /// Index this directory instead of the current project's.
+        #[arg(long, value_name = "DIR", conflicts_with = "all")]
+        session_dir: Option<PathBuf>,
+        /// Index every project under the sessions root.
+        #[arg(long)]
+        all: bool,
+    },
     /// Print what the session picker knows about one file (pi's SessionInfo), as JSON.
     Info {
         /// The session file, or a prefix of its id (as `--session` takes it).
@@ -77,7 +111,7 @@ pub fn run(cmd: SessionCommand) -> Result<()> {
         SessionCommand::Info { file } => SessionCommand::Info {
             file: resolve(file, &env)?,
         },
-        list @ SessionCommand::List { .. } => list,
+        other => other,
     };
     match cmd {
         SessionCommand::Dump { file, at } => {
@@ -92,25 +126,32 @@ pub fn run(cmd: SessionCommand) -> Result<()> {
             all,
             json,
         } => {
-            // --json is pi's SessionInfo (with allMessagesText): read the files. The table
-            // shows none of that text and goes through the listing index.
-            let listing = match (all, json) {
-                (true, true) => list_all(&dirs::sessions_root(&env.agent_dir)),
-                (true, false) => list_all_indexed(&dirs::sessions_root(&env.agent_dir)),
-                (false, _) => {
-                    let dir = match session_dir {
-                        Some(d) => d,
-                        None => dirs::default_session_dir(&env.agent_dir, &current_dir())?,
-                    };
-                    if json { list(&dir) } else { list_indexed(&dir) }
-                }
+            // The order comes from the listing index; --json (pi's SessionInfo, with
+            // allMessagesText) then reads each file again and prints it before reading the
+            // next, so memory holds one session's text at a time, not every session's.
+            let listing = if all {
+                list_all_indexed(&env.agent_dir, &dirs::sessions_root(&env.agent_dir))
+            } else {
+                let dir = match session_dir {
+                    Some(d) => d,
+                    None => dirs::default_session_dir(&env.agent_dir, &current_dir())?,
+                };
+                list_indexed(&env.agent_dir, &dir)
             };
             for s in &listing.skipped {
                 eprintln!("pith: skipped {}: {}", s.path.display(), s.reason);
             }
+            if let Some(folder) = listing.unreadable_folders.first() {
+                // An unreadable folder is not an empty one: say so and fail.
+                for s in &listing.unreadable_folders[1..] {
+                    eprintln!("pith: {}: {}", s.path.display(), s.reason);
+                }
+                bail!("{}: {}", folder.path.display(), folder.reason);
+            }
             if json {
-                let values: Vec<_> = listing.sessions.iter().map(SessionInfo::to_value).collect();
-                writeln!(stdout, "{}", serde_json::to_string_pretty(&values)?)?;
+                let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut stdout);
+                write_json_listing(&mut out, &listing)?;
+                out.flush()?;
             } else {
                 write_table(&mut stdout, &listing, all)?;
             }
@@ -138,6 +179,23 @@ pub fn run(cmd: SessionCommand) -> Result<()> {
                 }
             };
             writeln!(stdout, "{}", session.context_at(leaf).to_json())?;
+        }
+        SessionCommand::Search {
+            query,
+            session_dir,
+            all,
+            json,
+            wait,
+            limit,
+        } => {
+            let scope = Scope::new(&env, all, session_dir, &current_dir())?;
+            let mut out = std::io::BufWriter::new(&mut stdout);
+            search(&env, &scope, &query.join(" "), json, wait, limit, &mut out)?;
+            out.flush()?;
+        }
+        SessionCommand::Index { session_dir, all } => {
+            let scope = Scope::new(&env, all, session_dir, &current_dir())?;
+            build_index(&env, &scope)?;
         }
         SessionCommand::Info { file } => {
             // As the session picker sees the file: read, never migrated or written.
@@ -187,6 +245,34 @@ fn current_dir() -> String {
         .unwrap_or_else(|_| "/".into())
 }
 
+/// pi's `SessionInfo[]` as `JSON.stringify(…, null, 2)` prints it, one session at a time:
+/// the texts are read per file, in listing order, on the listing's reading threads.
+fn write_json_listing(out: &mut impl Write, listing: &Listing) -> Result<()> {
+    use serde::ser::{SerializeSeq, Serializer};
+    let mut ser = serde_json::Serializer::pretty(&mut *out);
+    let mut seq = ser.serialize_seq(None)?;
+    let paths: Vec<PathBuf> = listing.sessions.iter().map(|s| s.path.clone()).collect();
+    let mut failed = None;
+    pith_store::list::for_each_info(&paths, &mut |i, info| {
+        // A file that changed into a non-session since the listing keeps its listed fields.
+        let value = match info {
+            Ok(info) => info.to_value(),
+            Err(_) => listing.sessions[i].to_value(),
+        };
+        if let Err(e) = seq.serialize_element(&value) {
+            failed = Some(e);
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    seq.end()?;
+    writeln!(out)?;
+    Ok(())
+}
+
 fn write_table(out: &mut impl Write, listing: &Listing, show_cwd: bool) -> Result<()> {
     if listing.sessions.is_empty() {
         writeln!(out, "No sessions.")?;
@@ -203,7 +289,7 @@ fn write_table(out: &mut impl Write, listing: &Listing, show_cwd: bool) -> Resul
     for s in &listing.sessions {
         let modified =
             pith_store::env::iso_from_ms(s.modified_ms as i64).unwrap_or_else(|| "?".into());
-        let title = one_line(s.name.as_deref().unwrap_or(&s.first_message), 72);
+        let title = first_line(s.name.as_deref().unwrap_or(&s.first_message), 72);
         // The whole id: UUIDv7s made close together share their first characters.
         let id = printable(&s.id);
         if show_cwd {
@@ -222,36 +308,4 @@ fn write_table(out: &mut impl Write, listing: &Listing, show_cwd: bool) -> Resul
         }
     }
     Ok(())
-}
-
-/// `s` with control characters (terminal escapes, newlines) shown escaped, so text from a
-/// session file can never drive the terminal or break a table.
-pub fn printable(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
-}
-
-/// First non-blank line of `s`, made [`printable`], cut to `max` characters with an ellipsis.
-pub fn one_line(s: &str, max: usize) -> String {
-    let line = printable(
-        s.lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or(""),
-    );
-    let line = line.as_str();
-    if line.chars().count() <= max {
-        line.to_owned()
-    } else {
-        let mut cut: String = line.chars().take(max.saturating_sub(1)).collect();
-        cut.push('…');
-        cut
-    }
 }

@@ -4,16 +4,19 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 
-use pith_actors::faux::{Faux, read_script};
-use pith_actors::model::Api;
-use pith_actors::provider::Provider;
-use pith_actors::runtime::{Runtime, RuntimeConfig, RuntimeHandle};
-use pith_actors::tool::{ToolSpec, Toolset};
+use pith_actors::runtime::{
+    FirstSession, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, ToolChoice,
+};
+use pith_actors::settings::Settings;
+use pith_llm::faux::{Faux, read_script};
+use pith_llm::model::Api;
+use pith_llm::provider::Provider;
 use pith_store::list::{Resolved, resolve_session_arg};
-use pith_store::{OpenMode, Session, SessionEnv, dirs};
+use pith_store::{SessionEnv, dirs};
+use pith_tools::tool::ToolSpec;
 
 /// `--mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -65,7 +68,7 @@ pub struct RunArgs {
     /// Provider of the model (`anthropic`, `openai`, a `models.json` provider, `faux`).
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
-    /// Model as provider/id[:thinking], a bare id, or part of one (`--list-models` shows them).
+    /// Model as `provider/id[:thinking]`, a bare id, or part of one (`--list-models` shows them).
     #[arg(long, value_name = "PROVIDER/ID[:THINKING]")]
     pub model: Option<String>,
     /// API key for the model's provider, instead of the environment or auth.json.
@@ -74,7 +77,8 @@ pub struct RunArgs {
     /// List the models that have a key (and the offline one), optionally filtered, and exit.
     #[arg(long, value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
     pub list_models: Option<String>,
-    /// The tools the model may use, comma-separated (default: read,bash,edit,write).
+    /// The tools the model may use, comma-separated, from read, bash, edit, write, grep, find, ls
+    /// (default: read,bash,edit,write).
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
     /// No tools at all.
@@ -141,19 +145,7 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         Path::new(&cwd),
     )?;
     let tools = toolset(args)?;
-    let session = choose_session(args, &cwd, &env)?;
-    if let Some(file) = session.session_file() {
-        for w in session.warnings() {
-            eprintln!("pith: {}: {w}", file.display());
-        }
-        if !Path::new(session.cwd()).is_dir() {
-            bail!(
-                "Stored session working directory does not exist: {}\nSession: {}\nCurrent directory: {cwd}",
-                session.cwd(),
-                file.display()
-            );
-        }
-    }
+    let first = choose_session(args, &cwd, &env)?;
     let config_provider = provider_for(&choice, args.faux_script.as_deref(), &env)?;
     let agent_dir = env.agent_dir.clone();
     let config = RuntimeConfig {
@@ -162,8 +154,8 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         session_dir: args.session_dir.clone(),
         persist: !args.no_session,
         provider: config_provider.clone(),
-        model: (choice.model.provider.clone(), choice.model.id.clone()),
-        thinking_level: choice.thinking_level.clone(),
+        model: pith_events::ModelRef::new(&choice.model.provider, &choice.model.id),
+        thinking_level: choice.thinking_level,
         tools,
         system_prompt: Some(Arc::new(move |cwd: &Path, specs: &[ToolSpec]| {
             pith_actors::system_prompt::build(cwd, &agent_dir, specs, &today())
@@ -172,19 +164,28 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         // README; a user's sessions get no entries pi would not write.
         extensions: Vec::new(),
     };
-    let header_line = session.header().raw().to_owned();
-    let rt = Runtime::start(config, session).await?;
+    let started = Runtime::start(config, first).await.map_err(locked_hint)?;
+    if let Some(file) = &started.opened.session_file {
+        for w in &started.opened.warnings {
+            eprintln!("pith: {}: {w}", file.display());
+        }
+    }
     Ok(Started {
-        rt,
-        header_line,
+        rt: started.handle,
+        header_line: started.opened.header_line,
         choice,
         provider: config_provider,
     })
 }
 
-/// The provider serving `choice` (faux plays `faux_script`, if any).
+/// The provider serving `choice` (faux plays `faux_script`, if any). A real model's
+/// `models.json` header values are resolved (pi 1.6.0's rule, see
+/// `pith_llm::auth::resolve_config_value`), and the provider retries requests as the
+/// `retry.provider.*` settings of the agent directory and the current directory say (none by
+/// default, as pi 1.6.0).
 ///
-/// Errors: a `--faux-script` with a real model; a provider that cannot be built.
+/// Errors: a `--faux-script` with a real model; a header value that cannot be resolved; a
+/// provider that cannot be built.
 pub fn provider_for(
     choice: &crate::model_choice::Choice,
     faux_script: Option<&Path>,
@@ -204,58 +205,36 @@ pub fn provider_for(
                     "--faux-script plays replies of the offline model: use it with --model faux/faux-1"
                 );
             }
-            pith_actors::providers::provider_for(choice.model.clone(), choice.api_key.clone())?
+            let mut model = choice.model.clone();
+            pith_llm::auth::resolve_model_headers(&mut model)?;
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let mut options = pith_llm::providers::ProviderOptions::default();
+            options.apply_retry(&Settings::load(&env.agent_dir, &cwd).provider_retry());
+            pith_llm::providers::provider_with(model, choice.api_key.clone(), options)?
         }
     })
 }
 
-/// Installs the `--trace` writer; keep the guard until the run ends.
-pub fn install_trace(path: &Path) -> Result<tracing_chrome::FlushGuard> {
-    use std::os::unix::fs::OpenOptionsExt;
-    use tracing_subscriber::prelude::*;
-    // Created here (not by the trace layer, which panics on errors), private like sessions.
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("cannot write the trace file {}", path.display()))?;
-    let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
-        .writer(file)
-        .include_args(true)
-        .trace_style(tracing_chrome::TraceStyle::Async)
-        .build();
-    tracing_subscriber::registry()
-        .with(layer)
-        .try_init()
-        .context("installing the trace writer")?;
-    Ok(guard)
-}
-
-/// `--tools a,b` / `--no-tools` / pi's default set.
-pub fn toolset(args: &RunArgs) -> Result<Toolset> {
+/// `--tools a,b` / `--no-tools` / pi's default set (built per session by the runtime, once
+/// the session's settings are known).
+pub fn toolset(args: &RunArgs) -> Result<ToolChoice> {
     if args.no_tools {
-        return Ok(Toolset::none());
+        return Ok(ToolChoice::none());
     }
     let Some(names) = &args.tools else {
-        return Ok(Toolset::new(pith_actors::tools::builtin_tools()));
+        return Ok(ToolChoice::defaults());
     };
     let mut tools = Vec::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-        match pith_actors::tools::tool_by_name(name) {
-            Some(t) => tools.push(t),
+        match pith_tools::tool_by_name(name) {
+            Some(_) => tools.push(name.to_owned()),
             None => bail!(
                 "unknown tool {name}: pith has {}",
-                pith_actors::tools::builtin_tools()
-                    .iter()
-                    .map(|t| t.spec().name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                pith_tools::ALL_TOOL_NAMES.join(", ")
             ),
         }
     }
-    Ok(Toolset::new(tools))
+    Ok(ToolChoice::Builtin(tools))
 }
 
 /// Today's date for the system prompt, `YYYY-MM-DD` in UTC.
@@ -264,59 +243,95 @@ pub fn today() -> String {
     iso.get(..10).unwrap_or(&iso).to_owned()
 }
 
-fn open_mode(args: &RunArgs) -> OpenMode {
-    if args.read_only {
-        OpenMode::ReadOnly
-    } else {
-        OpenMode::Write
-    }
-}
-
 /// A locked session gets the way out in its message.
-fn locked_hint(e: pith_store::Error) -> anyhow::Error {
+fn locked_hint(e: RuntimeError) -> anyhow::Error {
     match e {
-        pith_store::Error::Locked { .. } => {
+        RuntimeError::Store(pith_store::Error::Locked { .. }) => {
             anyhow::anyhow!("{e}, or add --read-only to work on a copy in memory")
         }
         other => other.into(),
     }
 }
 
+/// Splits `--session ID@ENTRY` into the session argument and the entry id; an argument that
+/// names an existing file, or has nothing after its last `@`, is taken whole.
+pub fn split_entry(arg: &str) -> (&str, Option<&str>) {
+    if std::path::Path::new(arg).exists() {
+        return (arg, None);
+    }
+    match arg.rsplit_once('@') {
+        Some((session, entry)) if !session.is_empty() && !entry.is_empty() => {
+            (session, Some(entry))
+        }
+        _ => (arg, None),
+    }
+}
+
 /// The session the flags ask for (spec: lifecycle.md §5.1, §5.3).
-pub fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<Session> {
-    let dir = args.session_dir.as_deref();
-    let local_dir = match dir {
+/// The session the flags ask for (spec: lifecycle.md §5.1, §5.3): `--session`/`--fork`
+/// arguments resolved to files here; the runtime opens it.
+///
+/// Errors: no session or several sessions match an id prefix; a session of another project.
+pub fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<FirstSession> {
+    if args.no_session {
+        return Ok(FirstSession::New);
+    }
+    let local_dir = match args.session_dir.as_deref() {
         Some(d) => d.to_owned(),
         None => dirs::default_session_dir(&env.agent_dir, cwd)?,
     };
     let root = dirs::sessions_root(&env.agent_dir);
-    if args.no_session {
-        return Ok(Session::in_memory(cwd, env));
-    }
     if let Some(arg) = &args.fork {
         let source = match resolve_session_arg(arg, &local_dir, &root)? {
             Resolved::Path(p) | Resolved::Local(p) | Resolved::Global { path: p, .. } => p,
         };
-        return Ok(Session::fork_from(&source, cwd, dir, env)?);
+        return Ok(FirstSession::Fork { source });
     }
     if let Some(arg) = &args.session {
+        // `ID@ENTRY` (what `pith session search` prints): the session with its leaf moved to
+        // that entry, as pi's `/tree` navigation does, nothing written until the next append.
+        let (arg, at) = split_entry(arg);
         return match resolve_session_arg(arg, &local_dir, &root)? {
-            Resolved::Path(p) | Resolved::Local(p) => {
-                Ok(Session::open(&p, dir, None, open_mode(args), env).map_err(locked_hint)?)
-            }
+            Resolved::Path(path) | Resolved::Local(path) => Ok(FirstSession::Open {
+                path,
+                read_only: args.read_only,
+                at: at.map(str::to_owned),
+            }),
             Resolved::Global { cwd: other, .. } => bail!(
                 "Session found in different project: {other}\nuse --fork {arg} to copy it into this directory"
             ),
         };
     }
     if args.continue_recent {
-        if args.read_only {
-            return match pith_store::session::most_recent_session(&local_dir) {
-                Some(p) => Ok(Session::open(&p, dir, Some(cwd), OpenMode::ReadOnly, env)?),
-                None => Ok(Session::in_memory(cwd, env)),
-            };
-        }
-        return Session::continue_recent(cwd, dir, env).map_err(locked_hint);
+        return Ok(FirstSession::Continue {
+            read_only: args.read_only,
+        });
     }
-    Ok(Session::create(cwd, dir, env)?)
+    Ok(FirstSession::New)
+}
+
+#[cfg(test)]
+mod entry_arg_tests {
+    use super::split_entry;
+
+    #[test]
+    fn id_at_entry_splits_at_the_last_at() {
+        assert_eq!(split_entry("0197abc@e1f2"), ("0197abc", Some("e1f2")));
+        assert_eq!(
+            split_entry("/x/a@b/s.jsonl@e9"),
+            ("/x/a@b/s.jsonl", Some("e9"))
+        );
+        assert_eq!(split_entry("0197abc"), ("0197abc", None));
+        assert_eq!(split_entry("0197abc@"), ("0197abc@", None));
+        assert_eq!(split_entry("@e1"), ("@e1", None));
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let odd = tmp.path().join("s@e.jsonl");
+        std::fs::write(&odd, "").unwrap_or_else(|e| panic!("{e}"));
+        let arg = odd.to_string_lossy().into_owned();
+        assert_eq!(
+            split_entry(&arg),
+            (arg.as_str(), None),
+            "an existing file is whole"
+        );
+    }
 }

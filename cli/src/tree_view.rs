@@ -3,14 +3,19 @@
 //! A chain of single children stays at one indentation level; only branch points indent, so
 //! a long linear session reads top to bottom. `*` marks entries on the active path, `@` the
 //! leaf, and labels follow in brackets.
+//!
+//! Linear at any depth: a line's indentation is a list shared with its ancestors, and at most
+//! [`MAX_LEVELS`] of its levels are printed (deeper lines start with `⋯`), so a session that
+//! forks at each of 10 000 levels prints 10 000 short lines.
 
 use std::collections::HashSet;
 use std::io::Write;
+use std::rc::Rc;
 
-use pith_events::{AgentMessage, EntryType, SessionEntry, UserContent};
+use pith_events::{AgentMessage, EntryType, SessionEntry, SystemMessage, UserContent};
 use pith_store::{Entry, Session};
 
-use crate::session_cmd::{one_line, printable};
+use crate::text::{first_line, printable};
 
 /// Writes the tree of `session` to `out`.
 pub fn write(out: &mut impl Write, session: &Session) -> std::io::Result<()> {
@@ -25,10 +30,11 @@ pub fn write(out: &mut impl Write, session: &Session) -> std::io::Result<()> {
         writeln!(out, "(empty session)")?;
         return Ok(());
     }
-    // (entry, prefix for its line, prefix for its descendants, connector)
-    let mut stack: Vec<(usize, String, String)> = Vec::new();
-    push_siblings(&mut stack, &shape.roots, "", shape.roots.len() > 1);
+    // (entry, prefix for its line, prefix for its descendants)
+    let mut stack: Vec<(usize, Indent, Indent)> = Vec::new();
+    push_siblings(&mut stack, &shape.roots, &None, shape.roots.len() > 1);
     while let Some((node, line_prefix, child_prefix)) = stack.pop() {
+        let line_prefix = render(&line_prefix);
         let entry = &tree.entries()[node];
         let mark = if Some(node) == leaf {
             "@"
@@ -39,7 +45,7 @@ pub fn write(out: &mut impl Write, session: &Session) -> std::io::Result<()> {
         };
         let label = tree
             .label(entry.id())
-            .map(|l| format!("  [{}]", one_line(&l.text(), 40)))
+            .map(|l| format!("  [{}]", first_line(&l.text(), 40)))
             .unwrap_or_default();
         writeln!(
             out,
@@ -53,20 +59,57 @@ pub fn write(out: &mut impl Write, session: &Session) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Levels of indentation a line shows at most.
+pub const MAX_LEVELS: usize = 40;
+
+/// Indentation as a list of two-character segments, deepest first, shared between lines.
+type Indent = Option<Rc<Segment>>;
+
+struct Segment {
+    text: &'static str,
+    up: Indent,
+}
+
+fn push(indent: &Indent, text: &'static str) -> Indent {
+    Some(Rc::new(Segment {
+        text,
+        up: indent.clone(),
+    }))
+}
+
+/// The indentation's last [`MAX_LEVELS`] segments, root side first, after `⋯ ` when some
+/// were left out.
+fn render(indent: &Indent) -> String {
+    let mut shown = Vec::new();
+    let mut s = indent.as_deref();
+    while let Some(seg) = s.filter(|_| shown.len() < MAX_LEVELS) {
+        shown.push(seg.text);
+        s = seg.up.as_deref();
+    }
+    let mut out = String::with_capacity(shown.len() * 6 + 4);
+    if s.is_some() {
+        out.push_str("⋯ ");
+    }
+    for text in shown.iter().rev() {
+        out.push_str(text);
+    }
+    out
+}
+
 fn push_siblings(
-    stack: &mut Vec<(usize, String, String)>,
+    stack: &mut Vec<(usize, Indent, Indent)>,
     kids: &[usize],
-    prefix: &str,
+    prefix: &Indent,
     branching: bool,
 ) {
     for (k, &kid) in kids.iter().enumerate().rev() {
         if branching {
             let last = k + 1 == kids.len();
-            let line = format!("{prefix}{}", if last { "└─" } else { "├─" });
-            let child = format!("{prefix}{}", if last { "  " } else { "│ " });
+            let line = push(prefix, if last { "└─" } else { "├─" });
+            let child = push(prefix, if last { "  " } else { "│ " });
             stack.push((kid, line, child));
         } else {
-            stack.push((kid, prefix.to_owned(), prefix.to_owned()));
+            stack.push((kid, prefix.clone(), prefix.clone()));
         }
     }
 }
@@ -79,13 +122,14 @@ fn describe(entry: &Entry) -> String {
     };
     match decoded {
         SessionEntry::Message(m) => match m.message {
+            AgentMessage::System(s) => system_line(&s),
             AgentMessage::User(u) => {
-                format!("user: {}", one_line(&u.content.joined_text(" "), WIDTH))
+                format!("user: {}", first_line(&u.content.joined_text(" "), WIDTH))
             }
             AgentMessage::Assistant(a) => {
                 let text: Vec<&str> = a.texts().collect();
                 let tools: Vec<&str> = a.tool_calls().map(|t| t.name.as_str()).collect();
-                let text = one_line(&text.join(" "), WIDTH);
+                let text = first_line(&text.join(" "), WIDTH);
                 let mut s = if text.is_empty() {
                     "assistant".to_owned()
                 } else {
@@ -95,7 +139,7 @@ fn describe(entry: &Entry) -> String {
                     s.push_str(&format!(" → {}", tools.join(", ")));
                 }
                 if let Some(err) = a.error_message {
-                    s.push_str(&format!(" (error: {})", one_line(&err, 40)));
+                    s.push_str(&format!(" (error: {})", first_line(&err, 40)));
                 }
                 s
             }
@@ -106,7 +150,7 @@ fn describe(entry: &Entry) -> String {
                     if t.is_error { " (error)" } else { "" }
                 )
             }
-            AgentMessage::BashExecution(b) => format!("! {}", one_line(&b.command, WIDTH)),
+            AgentMessage::BashExecution(b) => format!("! {}", first_line(&b.command, WIDTH)),
             AgentMessage::Custom(c) => {
                 format!("custom {}: {}", c.custom_type, content_line(&c.content))
             }
@@ -118,10 +162,12 @@ fn describe(entry: &Entry) -> String {
             format!(
                 "[compaction, {} tokens before: {}]",
                 c.tokens_before,
-                one_line(&c.summary, 50)
+                first_line(&c.summary, 50)
             )
         }
-        SessionEntry::BranchSummary(b) => format!("[branch summary: {}]", one_line(&b.summary, 50)),
+        SessionEntry::BranchSummary(b) => {
+            format!("[branch summary: {}]", first_line(&b.summary, 50))
+        }
         SessionEntry::Custom(c) => format!("[custom {}]", c.custom_type),
         SessionEntry::CustomMessage(c) => format!(
             "custom message {}: {}",
@@ -133,8 +179,17 @@ fn describe(entry: &Entry) -> String {
             _ => format!("[label {} cleared]", l.target_id),
         },
         SessionEntry::SessionInfo(i) => {
-            format!("[name: {}]", one_line(&i.name.unwrap_or_default(), 50))
+            format!("[name: {}]", first_line(&i.name.unwrap_or_default(), 50))
         }
+        SessionEntry::ContextEdit(c) => match c.replacement {
+            None => format!("[context edit: {} hidden]", c.target_id),
+            Some(r) => format!(
+                "[context edit: {} = {}]",
+                c.target_id,
+                first_line(&r.content.joined_text(" "), 40)
+            ),
+        },
+        SessionEntry::Usage(u) => format!("[usage {}: {}/{}]", u.kind, u.provider, u.model),
         SessionEntry::Unknown(_) => match entry.kind() {
             EntryType::Unknown(t) if !t.is_empty() => format!("[{t}]"),
             k => format!("[{}]", k.as_str()),
@@ -142,6 +197,42 @@ fn describe(entry: &Entry) -> String {
     }
 }
 
+/// A system message (pi ≥ 0.86): what it sets, since its text is mostly in `sections`.
+fn system_line(s: &SystemMessage) -> String {
+    let mut parts = Vec::new();
+    let text = s.content.joined_text(" ");
+    if !text.is_empty() {
+        parts.push(first_line(&text, 40));
+    }
+    if let Some(sections) = &s.sections {
+        let names: Vec<&str> = sections.keys().map(String::as_str).collect();
+        parts.push(format!("sections {}", names.join(", ")));
+    }
+    let tools = |v: &Option<Vec<serde_json::Value>>| -> Vec<String> {
+        v.iter()
+            .flatten()
+            .map(|t| {
+                t.get("name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("?")
+                    .to_owned()
+            })
+            .collect()
+    };
+    let (added, removed) = (tools(&s.tools_added), tools(&s.tools_removed));
+    if !added.is_empty() {
+        parts.push(format!("+tools {}", added.join(", ")));
+    }
+    if !removed.is_empty() {
+        parts.push(format!("-tools {}", removed.join(", ")));
+    }
+    if parts.is_empty() {
+        "system".to_owned()
+    } else {
+        format!("system: {}", first_line(&parts.join("; "), 70))
+    }
+}
+
 fn content_line(c: &UserContent) -> String {
-    one_line(&c.joined_text(" "), 60)
+    first_line(&c.joined_text(" "), 60)
 }

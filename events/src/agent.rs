@@ -154,7 +154,7 @@ pub enum AgentEvent {
     /// The thinking level changed (pi's `thinking_level_changed`).
     ThinkingLevelChanged {
         /// The new level.
-        level: String,
+        level: crate::ThinkingLevel,
     },
     /// A failed reply is retried after a delay (spec: agent-and-events.md §4).
     AutoRetryStart {

@@ -1,4 +1,5 @@
-//! The nine entry types of session format v3 (spec: format.md §2.2–2.3).
+//! The eleven entry types of session format v3 (spec: format.md §2.2–2.3), pi 1.6.0's
+//! `context_edit` and `usage` included.
 //!
 //! Each payload struct lists its fields in the order pi writes them, so serializing one gives
 //! pi's key order. Optional keys are omitted when `None`, as `JSON.stringify` omits
@@ -32,6 +33,12 @@ pub enum EntryType {
     Label,
     /// `session_info`: sets or clears the session's display name.
     SessionInfo,
+    /// `context_edit` (pi ≥ 0.87): hides or replaces what an earlier entry contributes to the
+    /// context, without touching that entry.
+    ContextEdit,
+    /// `usage` (pi ≥ 0.86): model usage that is not an assistant message (cache warming…);
+    /// never part of the context, counted in session totals.
+    Usage,
     /// Any other `type` string; the entry is kept and carried along verbatim.
     Unknown(String),
 }
@@ -49,6 +56,8 @@ impl EntryType {
             "custom_message" => EntryType::CustomMessage,
             "label" => EntryType::Label,
             "session_info" => EntryType::SessionInfo,
+            "context_edit" => EntryType::ContextEdit,
+            "usage" => EntryType::Usage,
             other => EntryType::Unknown(other.to_owned()),
         }
     }
@@ -65,6 +74,8 @@ impl EntryType {
             EntryType::CustomMessage => "custom_message",
             EntryType::Label => "label",
             EntryType::SessionInfo => "session_info",
+            EntryType::ContextEdit => "context_edit",
+            EntryType::Usage => "usage",
             EntryType::Unknown(s) => s,
         }
     }
@@ -116,9 +127,8 @@ pub struct ModelChangeEntry {
     pub model_id: String,
 }
 
-/// A `compaction` entry:
-/// `type, id, parentId, timestamp, summary, firstKeptEntryId, tokensBefore, details?, fromHook?`
-/// (spec: format.md §2.3, compaction.md).
+/// A `compaction` entry: `type, id, parentId, timestamp, summary, firstKeptEntryId, tokensBefore,
+/// details?, usage?, fromHook?, systemMessage?` (spec: format.md §2.3, compaction.md §4.1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompactionEntry {
     /// Entry id.
@@ -130,7 +140,8 @@ pub struct CompactionEntry {
     pub timestamp: String,
     /// The summary text that stands in for history before `first_kept_entry_id`.
     pub summary: String,
-    /// Id of the first entry kept verbatim; not validated on append.
+    /// Id of the first entry kept verbatim; not validated on append. The compaction's own id
+    /// when it keeps nothing ("retain-none", pi ≥ 0.87).
     #[serde(rename = "firstKeptEntryId")]
     pub first_kept_entry_id: String,
     /// Context size in tokens before compacting.
@@ -139,12 +150,25 @@ pub struct CompactionEntry {
     /// Any JSON; pi writes `{"readFiles":[…],"modifiedFiles":[…]}`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub details: Option<Value>,
+    /// Usage of the summary request(s) (pi ≥ 0.81), a usage object as JSON.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub usage: Option<Value>,
     /// `false` when pith's own summarizer wrote it, `true` when an extension supplied it.
     #[serde(rename = "fromHook", skip_serializing_if = "Option::is_none", default)]
     pub from_hook: Option<bool>,
+    /// The checkpoint of the prompt and tools at the compaction (pi ≥ 0.86): one `system`
+    /// message replaying every system message of the context it replaced; emitted before the
+    /// summary when the context is built (spec: tree-and-context.md §7.2).
+    #[serde(
+        rename = "systemMessage",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub system_message: Option<Value>,
 }
 
-/// A `branch_summary` entry: `type, id, parentId, timestamp, fromId, summary, details?, fromHook?`
+/// A `branch_summary` entry:
+/// `type, id, parentId, timestamp, fromId, summary, details?, usage?, fromHook?`
 /// (spec: tree-and-context.md §3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BranchSummaryEntry {
@@ -155,7 +179,9 @@ pub struct BranchSummaryEntry {
     pub parent_id: Option<String>,
     /// Append time, ISO-8601 UTC with milliseconds.
     pub timestamp: String,
-    /// Equals `parent_id`, or the literal `"root"` when attached at the root.
+    /// The leaf before the navigation (the last entry of the abandoned path), or `"root"`
+    /// when the leaf was null (pi ≥ 0.84.3; older files hold the new position instead).
+    /// Only copied into the context, never looked up.
     #[serde(rename = "fromId")]
     pub from_id: String,
     /// The summary text; an empty summary contributes nothing to the context.
@@ -163,6 +189,9 @@ pub struct BranchSummaryEntry {
     /// Any JSON; pi writes `{"readFiles":[…],"modifiedFiles":[…]}`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub details: Option<Value>,
+    /// Usage of the summary request (pi ≥ 0.81), a usage object as JSON.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub usage: Option<Value>,
     /// `true` when an extension supplied the summary.
     #[serde(rename = "fromHook", skip_serializing_if = "Option::is_none", default)]
     pub from_hook: Option<bool>,
@@ -242,6 +271,56 @@ pub struct SessionInfoEntry {
     pub name: Option<String>,
 }
 
+/// `replacement` of a `context_edit` that swaps the target's content (spec: format.md §2.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextReplacement {
+    /// The new content: a string, or text/image blocks.
+    pub content: UserContent,
+}
+
+/// A `context_edit` entry (pi ≥ 0.87): `type, id, parentId, timestamp, targetId, replacement`
+/// (spec: format.md §2.3, tree-and-context.md §7.2 rules 6–7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextEditEntry {
+    /// Entry id.
+    pub id: String,
+    /// Parent entry id; `null` for a root.
+    #[serde(rename = "parentId")]
+    pub parent_id: Option<String>,
+    /// Append time, ISO-8601 UTC with milliseconds.
+    pub timestamp: String,
+    /// The entry whose contribution changes (on the same branch when pi appends it).
+    #[serde(rename = "targetId")]
+    pub target_id: String,
+    /// `None` (written `null`) leaves the target out of the context; otherwise its content
+    /// is replaced. Always written.
+    pub replacement: Option<ContextReplacement>,
+}
+
+/// A `usage` entry (pi ≥ 0.86):
+/// `type, id, parentId, timestamp, kind, provider, model, usage, note?` (spec: format.md §2.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageEntry {
+    /// Entry id.
+    pub id: String,
+    /// Parent entry id; `null` for a root.
+    #[serde(rename = "parentId")]
+    pub parent_id: Option<String>,
+    /// Append time, ISO-8601 UTC with milliseconds.
+    pub timestamp: String,
+    /// What the usage was for, e.g. `cache_warm` (any string).
+    pub kind: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// The usage object as JSON (pi 1.6.0's carries keys pith's [`crate::Usage`] lacks).
+    pub usage: Value,
+    /// Free text; omitted when empty.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub note: Option<String>,
+}
+
 /// Fields every entry has (spec: format.md §2.2), borrowed from any [`SessionEntry`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryBase<'a> {
@@ -277,6 +356,10 @@ pub enum SessionEntry {
     Label(LabelEntry),
     /// `session_info`
     SessionInfo(SessionInfoEntry),
+    /// `context_edit`
+    ContextEdit(ContextEditEntry),
+    /// `usage`
+    Usage(UsageEntry),
     /// Anything else, carried as the parsed value.
     Unknown(Value),
 }
@@ -304,6 +387,8 @@ impl SessionEntry {
             SessionEntry::CustomMessage(_) => EntryType::CustomMessage,
             SessionEntry::Label(_) => EntryType::Label,
             SessionEntry::SessionInfo(_) => EntryType::SessionInfo,
+            SessionEntry::ContextEdit(_) => EntryType::ContextEdit,
+            SessionEntry::Usage(_) => EntryType::Usage,
             SessionEntry::Unknown(v) => EntryType::Unknown(
                 v.get("type")
                     .and_then(Value::as_str)
@@ -325,6 +410,8 @@ impl SessionEntry {
             SessionEntry::CustomMessage(e) => base_of!(e),
             SessionEntry::Label(e) => base_of!(e),
             SessionEntry::SessionInfo(e) => base_of!(e),
+            SessionEntry::ContextEdit(e) => base_of!(e),
+            SessionEntry::Usage(e) => base_of!(e),
             SessionEntry::Unknown(v) => EntryBase {
                 id: v.get("id")?.as_str()?,
                 parent_id: v.get("parentId").and_then(Value::as_str),
@@ -347,6 +434,8 @@ enum Tagged<'a> {
     CustomMessage(&'a CustomMessageEntry),
     Label(&'a LabelEntry),
     SessionInfo(&'a SessionInfoEntry),
+    ContextEdit(&'a ContextEditEntry),
+    Usage(&'a UsageEntry),
 }
 
 impl Serialize for SessionEntry {
@@ -361,6 +450,8 @@ impl Serialize for SessionEntry {
             SessionEntry::CustomMessage(e) => Tagged::CustomMessage(e).serialize(s),
             SessionEntry::Label(e) => Tagged::Label(e).serialize(s),
             SessionEntry::SessionInfo(e) => Tagged::SessionInfo(e).serialize(s),
+            SessionEntry::ContextEdit(e) => Tagged::ContextEdit(e).serialize(s),
+            SessionEntry::Usage(e) => Tagged::Usage(e).serialize(s),
             SessionEntry::Unknown(v) => v.serialize(s),
         }
     }
@@ -392,6 +483,8 @@ impl<'de> Deserialize<'de> for SessionEntry {
             EntryType::CustomMessage => typed(&value, SessionEntry::CustomMessage),
             EntryType::Label => typed(&value, SessionEntry::Label),
             EntryType::SessionInfo => typed(&value, SessionEntry::SessionInfo),
+            EntryType::ContextEdit => typed(&value, SessionEntry::ContextEdit),
+            EntryType::Usage => typed(&value, SessionEntry::Usage),
             EntryType::Unknown(_) => SessionEntry::Unknown(value),
         })
     }
@@ -413,6 +506,12 @@ mod tests {
             r#"{"type":"custom","customType":"ext3","id":"e4412d05","parentId":"51161ad6","timestamp":"2026-11-30T09:32:43.735Z"}"#,
             r#"{"type":"message","id":"6f3a0d50","parentId":"72241e8f","timestamp":"2026-11-30T09:46:10.228Z","message":{"role":"bashExecution","command":"echo hi; exit 3","output":"hi\n","exitCode":3,"cancelled":false,"truncated":false,"timestamp":1796031970228}}"#,
             r#"{"type":"message","id":"5b745e11","parentId":"6f3a0d50","timestamp":"2026-11-30T09:46:10.241Z","message":{"role":"bashExecution","command":"echo secret","output":"secret\n","exitCode":0,"cancelled":false,"truncated":false,"timestamp":1796031970241,"excludeFromContext":true}}"#,
+            // pi 1.6.0 (format.md §2.3).
+            r#"{"type":"context_edit","id":"efde6ec4","parentId":"668c1c64","timestamp":"2026-12-01T13:19:54.492Z","targetId":"668c1c64","replacement":null}"#,
+            r#"{"type":"context_edit","id":"0b346ee2","parentId":"3cf30810","timestamp":"2025-02-17T01:27:27.015Z","targetId":"786df697","replacement":{"content":"Token entry."}}"#,
+            r#"{"type":"usage","id":"8d03d197","parentId":"53190130","timestamp":"2025-10-22T10:31:07.118Z","kind":"cache_warm","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":1,"output":0,"cacheRead":0,"cacheWrite":9,"cacheWrite1h":9,"totalTokens":10,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0.1,"total":0.1}},"note":"extension override"}"#,
+            r#"{"type":"compaction","id":"499b7bb3","parentId":"1803a6fa","timestamp":"2026-12-01T13:19:52.610Z","summary":"s","firstKeptEntryId":"499b7bb3","tokensBefore":99,"details":{"readFiles":[],"modifiedFiles":[]},"usage":{"input":1},"fromHook":false,"systemMessage":{"role":"system","content":"","sections":{"preamble":"P"},"timestamp":1796131192610}}"#,
+            r#"{"type":"branch_summary","id":"b1","parentId":"a1","timestamp":"2026-12-01T13:19:52.610Z","fromId":"x9","summary":"s","details":{"readFiles":[],"modifiedFiles":[]},"usage":{"input":1},"fromHook":false}"#,
         ];
         for line in lines {
             let entry: SessionEntry = serde_json::from_str(line).expect("parses");

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The session format version pi 0.73.1 writes and pith writes (spec: format.md §5).
+/// The session format version pi (0.73.1 and 1.6.0 alike) writes and pith writes (spec:
+/// format.md §2.1, §5).
 pub const CURRENT_SESSION_VERSION: u32 = 3;
 
 /// The header line `{"type":"session","version":3,"id":…,"timestamp":…,"cwd":…}`.

@@ -85,7 +85,8 @@ impl<'a> StreamEvent<'a> {
         // The block the event is about, in the message after the event: whole at `*_end`.
         let block = match message {
             AgentMessage::Assistant(a) => a.content.get(update.content_index),
-            AgentMessage::User(_)
+            AgentMessage::System(_)
+            | AgentMessage::User(_)
             | AgentMessage::ToolResult(_)
             | AgentMessage::BashExecution(_)
             | AgentMessage::Custom(_)

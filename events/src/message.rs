@@ -457,6 +457,35 @@ pub struct CustomMessage {
     pub timestamp: Option<i64>,
 }
 
+/// `role: "system"` (pi ≥ 0.86): the prompt and tool state recorded in the transcript, a full
+/// state or a patch of the previous one (spec: format.md §3.2–3.3):
+/// `role, content, sections?, timestamp, toolsAdded?, toolsRemoved?`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemMessage {
+    /// Prompt text appended to the base prompt (pi's own are `""`: its text is in `sections`);
+    /// a string or text blocks.
+    pub content: UserContent,
+    /// Section name → text, or `null` to remove that section; patched in order.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub sections: Option<serde_json::Map<String, Value>>,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp: i64,
+    /// Complete tool declarations `{name, description, parameters, constrainedSampling?}`.
+    #[serde(
+        rename = "toolsAdded",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub tools_added: Option<Vec<Value>>,
+    /// `{name}` of tools no longer declared.
+    #[serde(
+        rename = "toolsRemoved",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub tools_removed: Option<Vec<Value>>,
+}
+
 /// `role: "branchSummary"`: projection of a `branch_summary` entry (spec: tree-and-context.md §7.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BranchSummaryMessage {
@@ -484,6 +513,8 @@ pub struct CompactionSummaryMessage {
 /// A message in the agent's history, tagged by `role`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentMessage {
+    /// `system` (pi ≥ 0.86)
+    System(SystemMessage),
     /// `user`
     User(UserMessage),
     /// `assistant`
@@ -505,6 +536,8 @@ pub enum AgentMessage {
 #[derive(Serialize)]
 #[serde(tag = "role")]
 enum TaggedMessage<'a> {
+    #[serde(rename = "system")]
+    System(&'a SystemMessage),
     #[serde(rename = "user")]
     User(&'a UserMessage),
     #[serde(rename = "assistant")]
@@ -524,6 +557,7 @@ enum TaggedMessage<'a> {
 impl Serialize for AgentMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
+            AgentMessage::System(m) => TaggedMessage::System(m).serialize(s),
             AgentMessage::User(m) => TaggedMessage::User(m).serialize(s),
             AgentMessage::Assistant(m) => TaggedMessage::Assistant(m).serialize(s),
             AgentMessage::ToolResult(m) => TaggedMessage::ToolResult(m).serialize(s),
@@ -548,6 +582,7 @@ impl<'de> Deserialize<'de> for AgentMessage {
             .unwrap_or("")
             .to_owned();
         Ok(match role.as_str() {
+            "system" => typed_or_unknown(v, AgentMessage::System, AgentMessage::Unknown),
             "user" => typed_or_unknown(v, AgentMessage::User, AgentMessage::Unknown),
             "assistant" => typed_or_unknown(v, AgentMessage::Assistant, AgentMessage::Unknown),
             "toolResult" => typed_or_unknown(v, AgentMessage::ToolResult, AgentMessage::Unknown),
@@ -623,6 +658,7 @@ impl AgentMessage {
     /// The `role` string.
     pub fn role(&self) -> &str {
         match self {
+            AgentMessage::System(_) => "system",
             AgentMessage::User(_) => "user",
             AgentMessage::Assistant(_) => "assistant",
             AgentMessage::ToolResult(_) => "toolResult",
@@ -689,6 +725,17 @@ mod tests {
             line.ends_with(r#""errorMessage":"overloaded","responseId":"msg_1","timestamp":5}"#),
             "{line}"
         );
+    }
+
+    #[test]
+    fn system_messages_round_trip_in_pis_key_order() {
+        let line = r#"{"role":"system","content":"","sections":{"preamble":"P","docs":null},"timestamp":5,"toolsAdded":[{"name":"read","description":"d","parameters":{"type":"object"}}],"toolsRemoved":[{"name":"bash"}]}"#;
+        let m: AgentMessage = serde_json::from_str(line).expect("parses");
+        assert!(
+            matches!(&m, AgentMessage::System(s) if s.sections.as_ref().is_some_and(|s| s["docs"].is_null()))
+        );
+        assert_eq!(m.role(), "system");
+        assert_eq!(to_js_json(&m).expect("serializes"), line);
     }
 
     #[test]

@@ -94,8 +94,9 @@ fn list_all_indexed_warm_agent_1k(bencher: Bencher) {
         eprintln!("skipping: {} is missing", root.display());
         return;
     }
-    list_all_indexed(&root);
-    bencher.bench(|| list_all_indexed(&root).sessions.len());
+    let agent = env().agent_dir;
+    list_all_indexed(&agent, &root);
+    bencher.bench(|| list_all_indexed(&agent, &root).sessions.len());
 }
 
 /// Append one user message to a persisted session (pi: 69.5 µs per entry).

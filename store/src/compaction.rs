@@ -66,9 +66,23 @@ fn content_chars(content: &UserContent, image_chars: u64) -> u64 {
 }
 
 /// `estimateTokens(message)`: `ceil(chars / 4)` with pi's per-role character counts
-/// (spec: compaction.md §2.2; images count 0 in user messages and 4800 chars elsewhere).
+/// (spec: compaction.md §2.2; images count 0 in user messages and 4800 chars elsewhere; a
+/// system message counts its content, every section's text and its `toolsAdded` as JSON).
 pub fn estimate_tokens(message: &AgentMessage) -> u64 {
     let chars = match message {
+        AgentMessage::System(s) => {
+            let sections: u64 = s
+                .sections
+                .iter()
+                .flat_map(|m| m.values())
+                .filter_map(Value::as_str)
+                .map(js_len)
+                .sum();
+            let tools = s.tools_added.as_ref().map_or(0, |t| {
+                js_len(&pith_events::js::to_js_json(t).unwrap_or_default())
+            });
+            content_chars(&s.content, 4800) + sections + tools
+        }
         AgentMessage::User(u) => content_chars(&u.content, 0),
         AgentMessage::Assistant(a) => a
             .content
@@ -166,7 +180,8 @@ fn role_is(e: &Entry, roles: &[Role]) -> bool {
 fn is_cut_point(e: &Entry) -> bool {
     match e.kind() {
         EntryType::Message => match e.role() {
-            Some(Role::ToolResult) => false,
+            // A system message is prompt state, not conversation (pi ≥ 0.86).
+            Some(Role::ToolResult | Role::System) => false,
             Some(Role::Other(r)) => matches!(&**r, "branchSummary" | "compactionSummary"),
             Some(_) => true,
             None => false,

@@ -3,25 +3,51 @@
 
 use serde_json::{Map, Value};
 
+use pith_events::js::{js_date_value, js_truthy};
 use pith_events::{AgentMessage, EntryType};
 
 use crate::entry::{Entry, Role, decode_json};
-use crate::js::is_truthy;
-use crate::js::js_date_value;
+use crate::scan;
 use crate::tree::{Leaf, SessionTree};
+
+mod edits;
+use edits::{Edit, Replacement};
 
 /// One message of a context, borrowed from the entry it projects.
 #[derive(Debug, Clone, Copy)]
 pub enum ContextMessage<'a> {
-    /// A `message` entry's message, exactly as stored.
-    Stored(&'a Entry),
+    /// A `message` entry's message: exactly as stored unless its content was normalised or
+    /// replaced by a context edit.
+    Stored(&'a Entry, Content<'a>),
     /// `{role:"custom", customType, content, display, details?, timestamp}` from a
-    /// `custom_message` entry.
-    Custom(&'a Entry),
+    /// `custom_message` entry (a `null` or missing content reads as `[]`, or the edit's).
+    Custom(&'a Entry, Content<'a>),
     /// `{role:"branchSummary", summary, fromId, timestamp}` from a `branch_summary` entry.
     BranchSummary(&'a Entry),
     /// `{role:"compactionSummary", summary, tokensBefore, timestamp}` from a `compaction` entry.
     CompactionSummary(&'a Entry),
+    /// The `systemMessage` checkpoint of the newest compaction, exactly as stored (pi ≥ 0.86).
+    Checkpoint(&'a Entry),
+}
+
+/// What a projected message's `content` is (spec: tree-and-context.md §7.2 rules 6–7). Only
+/// the rare normalised or edited messages are ever rewritten; the rest are handed out as read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Content<'a> {
+    /// As stored.
+    AsStored,
+    /// `[]`: the `null` or missing content of a user, assistant or toolResult message.
+    EmptyBlocks,
+    /// `""`: the `null` or missing content of a system message.
+    EmptyText,
+    /// A context edit's `replacement.content`: raw JSON borrowed from the edit entry.
+    Replaced(&'a str),
+    /// A context edit's string replacement on an assistant or toolResult message: the raw JSON
+    /// string literal, written as `[{"type":"text","text":…}]`.
+    TextBlock(&'a str),
+    /// A context edit whose replacement holds no `content` (`undefined` in pi): the member is
+    /// left out.
+    Removed,
 }
 
 /// The model a context was last using: raw JSON values of `provider` and `modelId`
@@ -59,9 +85,12 @@ impl SessionContext<'_> {
 /// Builds the context at `leaf` (spec: tree-and-context.md §7.2). Pure; linear in the path's
 /// length (message bodies are handed out as stored, not decoded).
 ///
-/// `leaf` is [`Leaf::Root`] for `leafId === null` (an empty context) or an entry index. Parent
-/// cycles are cut at the first repeated entry, and a `message` entry without a message is
-/// left out (spec: divergences.md "Reading"); otherwise the result is pi's.
+/// `leaf` is [`Leaf::Root`] for `leafId === null` (an empty context) or an entry index. The
+/// newest compaction on the path contributes its checkpoint and summary, then the kept range
+/// without its system messages, then what follows it; the latest context edit per target
+/// among those entries hides or replaces the target. Parent cycles are cut at the first
+/// repeated entry, and a `message` entry without a message is left out (spec: divergences.md
+/// "Reading"); otherwise the result is pi's.
 pub fn build_session_context(tree: &SessionTree, leaf: Leaf) -> SessionContext<'_> {
     let Leaf::At(leaf) = leaf else {
         return SessionContext::empty();
@@ -72,6 +101,7 @@ pub fn build_session_context(tree: &SessionTree, leaf: Leaf) -> SessionContext<'
     let mut thinking: Option<usize> = None;
     let mut model: Option<usize> = None;
     let mut compaction: Option<usize> = None;
+    let mut has_edits = false;
     for (pos, &i) in path.iter().enumerate() {
         let e = &entries[i];
         match e.kind() {
@@ -79,6 +109,7 @@ pub fn build_session_context(tree: &SessionTree, leaf: Leaf) -> SessionContext<'
             EntryType::ModelChange => model = Some(i),
             EntryType::Message if e.role() == Some(&Role::Assistant) => model = Some(i),
             EntryType::Compaction => compaction = Some(pos),
+            EntryType::ContextEdit => has_edits = true,
             _ => {}
         }
     }
@@ -107,28 +138,25 @@ pub fn build_session_context(tree: &SessionTree, leaf: Leaf) -> SessionContext<'
         }
     });
 
-    let mut messages = Vec::with_capacity(path.len());
-    match compaction {
-        None => {
-            for &i in &path {
-                project_entry(&entries[i], &mut messages);
-            }
+    let list = ContextEntries::new(entries, &path, compaction);
+    // Edits are rare: without one on the path no map is built (no allocation).
+    let edits = if has_edits {
+        edits::latest_per_target(entries, list.iter())
+    } else {
+        edits::Edits::default()
+    };
+    let mut messages = Vec::with_capacity(path.len() + 1);
+    for i in list.iter() {
+        let e = &entries[i];
+        let head = Some(i) == list.head;
+        // An older compaction inside the kept range contributes nothing (rule 7).
+        if e.kind() == &EntryType::Compaction && !head {
+            continue;
         }
-        Some(cpos) => {
-            let c = &entries[path[cpos]];
-            messages.push(ContextMessage::CompactionSummary(c));
-            let first_kept = fields(c).remove("firstKeptEntryId");
-            let first_kept = first_kept.as_ref().and_then(Value::as_str);
-            let start = path[..cpos]
-                .iter()
-                .position(|&i| Some(entries[i].id()) == first_kept)
-                .unwrap_or(cpos);
-            for &i in &path[start..cpos] {
-                project_entry(&entries[i], &mut messages);
-            }
-            for &i in &path[cpos + 1..] {
-                project_entry(&entries[i], &mut messages);
-            }
+        match edits.get(e.id()) {
+            Some(Edit::Hide) => {}
+            Some(Edit::Replace(r)) => project_entry(e, head, Some(&r), &mut messages),
+            None => project_entry(e, head, None, &mut messages),
         }
     }
     SessionContext {
@@ -138,26 +166,121 @@ pub fn build_session_context(tree: &SessionTree, leaf: Leaf) -> SessionContext<'
     }
 }
 
-/// Pushes what one path entry contributes (spec: tree-and-context.md §7.2 step 5).
-fn project_entry<'a>(e: &'a Entry, messages: &mut Vec<ContextMessage<'a>>) {
+/// The context entries of a path (spec: tree-and-context.md §7.2 rule 5): without a compaction
+/// the whole path; otherwise the newest compaction (the head), the kept range before it
+/// without its `system` messages, and every entry after it. Indices into the tree's entries.
+struct ContextEntries<'p> {
+    entries: &'p [Entry],
+    /// The newest compaction on the path.
+    head: Option<usize>,
+    /// From `firstKeptEntryId` up to the compaction (empty when that id is not before it,
+    /// e.g. a retain-none compaction naming itself).
+    kept: &'p [usize],
+    /// Everything after the compaction, or the whole path without one.
+    after: &'p [usize],
+}
+
+impl<'p> ContextEntries<'p> {
+    fn new(entries: &'p [Entry], path: &'p [usize], compaction: Option<usize>) -> Self {
+        let Some(cpos) = compaction else {
+            return ContextEntries {
+                entries,
+                head: None,
+                kept: &[],
+                after: path,
+            };
+        };
+        let c = &entries[path[cpos]];
+        let first_kept = member(c, "firstKeptEntryId").and_then(scan::string_value);
+        let start = path[..cpos]
+            .iter()
+            .position(|&i| Some(entries[i].id()) == first_kept.as_deref())
+            .unwrap_or(cpos);
+        ContextEntries {
+            entries,
+            head: Some(path[cpos]),
+            kept: &path[start..cpos],
+            after: &path[cpos + 1..],
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = usize> + Clone + '_ {
+        // The checkpoint stands for every system message before the compaction (pi ≥ 0.86).
+        let not_system = |&i: &usize| {
+            let e = &self.entries[i];
+            !(e.kind() == &EntryType::Message && e.role() == Some(&Role::System))
+        };
+        self.head
+            .into_iter()
+            .chain(self.kept.iter().copied().filter(not_system))
+            .chain(self.after.iter().copied())
+    }
+}
+
+/// The raw JSON of top-level member `key` of an entry (the last one when repeated, as
+/// `JSON.parse` keeps it), without decoding the rest. For the few entries read per context
+/// (compactions, edits); message bodies never go through here.
+fn member<'a>(e: &'a Entry, key: &str) -> Option<&'a str> {
+    let raw = e.raw();
+    let members = scan::object_members(raw)?;
+    members
+        .iter()
+        .rev()
+        .find(|m| m.key == key)
+        .map(|m| m.value.of(raw))
+}
+
+/// Pushes what one context entry contributes (spec: tree-and-context.md §7.2 rule 7), with
+/// `replacement` the content of the context edit that applies to it, if any (rule 6: it
+/// changes user, assistant, toolResult and custom messages; other roles stay as they are).
+fn project_entry<'a>(
+    e: &'a Entry,
+    head: bool,
+    replacement: Option<&Replacement<'a>>,
+    messages: &mut Vec<ContextMessage<'a>>,
+) {
     match e.kind() {
         EntryType::Message => {
-            if e.message_raw().is_some_and(|m| m != "null") {
-                messages.push(ContextMessage::Stored(e));
+            if e.message_raw().is_none_or(|m| m == "null") {
+                return;
+            }
+            let role = e.role();
+            let content = match (replacement, role) {
+                (Some(r), Some(Role::Assistant | Role::ToolResult)) => r.content(true),
+                (Some(r), Some(Role::User | Role::Custom)) => r.content(false),
+                _ if e.has_null_content() => match role {
+                    Some(Role::System) => Content::EmptyText,
+                    Some(Role::User | Role::Assistant | Role::ToolResult) => Content::EmptyBlocks,
+                    _ => Content::AsStored,
+                },
+                _ => Content::AsStored,
+            };
+            messages.push(ContextMessage::Stored(e, content));
+        }
+        EntryType::CustomMessage => messages.push(ContextMessage::Custom(
+            e,
+            replacement.map_or(Content::AsStored, |r| r.content(false)),
+        )),
+        EntryType::BranchSummary => {
+            if js_truthy(member(e, "summary")) {
+                messages.push(ContextMessage::BranchSummary(e));
             }
         }
-        EntryType::CustomMessage => messages.push(ContextMessage::Custom(e)),
-        EntryType::BranchSummary => {
-            if fields(e).get("summary").is_some_and(is_truthy) {
-                messages.push(ContextMessage::BranchSummary(e));
+        EntryType::Compaction => {
+            if head {
+                if js_truthy(member(e, "systemMessage")) {
+                    messages.push(ContextMessage::Checkpoint(e));
+                }
+                messages.push(ContextMessage::CompactionSummary(e));
             }
         }
         EntryType::ThinkingLevelChange
         | EntryType::ModelChange
-        | EntryType::Compaction
         | EntryType::Custom
         | EntryType::Label
         | EntryType::SessionInfo
+        | EntryType::ContextEdit
+        | EntryType::Usage
         | EntryType::Unknown(_) => {}
     }
 }
@@ -181,56 +304,83 @@ impl ContextMessage<'_> {
     /// The entry this message projects.
     pub fn entry(&self) -> &Entry {
         match self {
-            ContextMessage::Stored(e)
-            | ContextMessage::Custom(e)
+            ContextMessage::Stored(e, _)
+            | ContextMessage::Custom(e, _)
             | ContextMessage::BranchSummary(e)
-            | ContextMessage::CompactionSummary(e) => e,
+            | ContextMessage::CompactionSummary(e)
+            | ContextMessage::Checkpoint(e) => e,
+        }
+    }
+
+    /// Whether this is a `role:"system"` message: a stored one or a compaction checkpoint.
+    pub fn is_system(&self) -> bool {
+        match self {
+            ContextMessage::Stored(e, _) => e.role() == Some(&Role::System),
+            ContextMessage::Checkpoint(_) => true,
+            ContextMessage::Custom(..)
+            | ContextMessage::BranchSummary(_)
+            | ContextMessage::CompactionSummary(_) => false,
         }
     }
 
     /// The message as JSON text, spelled as pi's `JSON.stringify` would spell it: a stored
-    /// message is its raw text; projected ones are built in pi's key order with `undefined`
-    /// members omitted.
+    /// message (and a checkpoint) is its raw text, with only `content` rewritten when it was
+    /// normalised or edited (in place, or appended last when missing, as `{...m, content}`
+    /// does); projected ones are built in pi's key order with `undefined` members omitted.
     pub fn to_json(&self) -> String {
         match self {
-            ContextMessage::Stored(e) => e
+            ContextMessage::Stored(e, Content::AsStored) => e
                 .js_message_raw()
                 .map_or_else(|| "null".to_owned(), |m| m.into_owned()),
+            ContextMessage::Stored(e, content) => {
+                let raw = e.message_raw().unwrap_or("null");
+                let edited = match content.json() {
+                    Some(value) => scan::set_member(raw, "content", &value),
+                    None => scan::remove_member(raw, "content"),
+                };
+                // Replacement text may hold numbers beyond f64's range, as the message may.
+                scan::js_compatible(edited.as_deref().unwrap_or(raw)).into_owned()
+            }
+            ContextMessage::Checkpoint(e) => member(e, "systemMessage").map_or_else(
+                || "null".to_owned(),
+                |m| scan::js_compatible(m).into_owned(),
+            ),
             _ => pith_events::js::to_js_json(&self.projected()).unwrap_or_default(),
         }
     }
 
-    /// The projected object of a non-stored message (`Value::Null` for a stored one).
+    /// The projected object of a `custom_message` or summary (`Value::Null` otherwise).
     fn projected(&self) -> Value {
-        let (e, role, keys): (&Entry, &str, &[(&str, &str)]) = match self {
-            ContextMessage::Stored(_) => return Value::Null,
-            ContextMessage::Custom(e) => (
+        let (e, role, keys): (&Entry, &str, &[&str]) = match self {
+            ContextMessage::Stored(..) | ContextMessage::Checkpoint(_) => return Value::Null,
+            ContextMessage::Custom(e, _) => (
                 e,
                 "custom",
-                &[
-                    ("customType", "customType"),
-                    ("content", "content"),
-                    ("display", "display"),
-                    ("details", "details"),
-                ],
+                &["customType", "content", "display", "details"],
             ),
-            ContextMessage::BranchSummary(e) => (
-                e,
-                "branchSummary",
-                &[("summary", "summary"), ("fromId", "fromId")],
-            ),
-            ContextMessage::CompactionSummary(e) => (
-                e,
-                "compactionSummary",
-                &[("summary", "summary"), ("tokensBefore", "tokensBefore")],
-            ),
+            ContextMessage::BranchSummary(e) => (e, "branchSummary", &["summary", "fromId"]),
+            ContextMessage::CompactionSummary(e) => {
+                (e, "compactionSummary", &["summary", "tokensBefore"])
+            }
         };
         let mut f = fields(e);
         let mut out = Map::new();
         out.insert("role".into(), Value::String(role.into()));
-        for (from, to) in keys {
-            if let Some(v) = f.remove(*from) {
-                out.insert((*to).into(), v);
+        for key in keys {
+            let mut v = f.remove(*key);
+            if let (ContextMessage::Custom(_, content), &"content") = (self, key) {
+                // `createCustomMessage(customType, entry.content ?? [], …)`, then the edit's
+                // content in the same place.
+                v = match content {
+                    Content::AsStored => Some(
+                        v.filter(|v| !v.is_null())
+                            .unwrap_or_else(|| Value::Array(Vec::new())),
+                    ),
+                    other => other.json().and_then(|raw| decode_json(&raw).ok()),
+                };
+            }
+            if let Some(v) = v {
+                out.insert((*key).into(), v);
             }
         }
         out.insert("timestamp".into(), date_json(e));
@@ -242,8 +392,30 @@ impl ContextMessage<'_> {
     /// Errors: the stored JSON does not decode (numbers beyond f64 range and the like).
     pub fn to_agent_message(&self) -> Result<AgentMessage, serde_json::Error> {
         match self {
-            ContextMessage::Stored(e) => decode_json(e.message_raw().unwrap_or("null")),
+            ContextMessage::Stored(e, Content::AsStored) => {
+                decode_json(e.message_raw().unwrap_or("null"))
+            }
+            ContextMessage::Stored(..) | ContextMessage::Checkpoint(_) => {
+                decode_json(&self.to_json())
+            }
             _ => serde_json::from_value(self.projected()),
+        }
+    }
+}
+
+impl Content<'_> {
+    /// The raw JSON of the content member; `None` when it is left out.
+    fn json(&self) -> Option<std::borrow::Cow<'_, str>> {
+        use std::borrow::Cow;
+        match self {
+            Content::AsStored => None,
+            Content::EmptyBlocks => Some(Cow::Borrowed("[]")),
+            Content::EmptyText => Some(Cow::Borrowed("\"\"")),
+            Content::Replaced(raw) => Some(Cow::Borrowed(raw)),
+            Content::TextBlock(text) => Some(Cow::Owned(format!(
+                "[{{\"type\":\"text\",\"text\":{text}}}]"
+            ))),
+            Content::Removed => None,
         }
     }
 }

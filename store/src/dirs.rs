@@ -76,6 +76,25 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
         .map_err(|e| Error::io(dir, e))
 }
 
+/// Where pith keeps its rebuildable indexes of the sessions in `folder` (the listing index,
+/// the search index): `<agent_dir>/index/<encoded folder>-<hash>`, never inside `folder`
+/// itself, which pith may not own (`--session-dir` can name pi's own directory). `folder` is
+/// made absolute and canonical when it exists, so one folder has one index however it is
+/// named; the hash (FNV-1a of the full path) keeps folders whose encodings collide apart.
+pub fn index_dir(agent_dir: &Path, folder: &Path) -> PathBuf {
+    let folder = std::fs::canonicalize(folder)
+        .or_else(|_| std::path::absolute(folder))
+        .unwrap_or_else(|_| folder.to_owned());
+    let text = folder.to_string_lossy();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.as_bytes() {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    let name: String = encode_cwd(&text).chars().take(96).collect();
+    agent_dir.join("index").join(format!("{name}-{hash:016x}"))
+}
+
 /// `<timestamp with : and . replaced by ->_<session id>.jsonl` (spec: format.md §1.4).
 pub fn session_file_name(timestamp: &str, session_id: &str) -> String {
     format!("{}_{session_id}.jsonl", timestamp.replace([':', '.'], "-"))
@@ -110,5 +129,15 @@ mod tests {
         assert_eq!(expand_tilde("~", home), PathBuf::from("/h"));
         assert_eq!(expand_tilde("~/x", home), PathBuf::from("/h/x"));
         assert_eq!(expand_tilde("~x", home), PathBuf::from("~x"));
+    }
+
+    #[test]
+    fn index_dirs_live_under_the_agent_dir_one_per_folder() {
+        let agent = Path::new("/a/agent");
+        let one = index_dir(agent, Path::new("/no/such/x-y"));
+        let two = index_dir(agent, Path::new("/no/such/x/y"));
+        assert!(one.starts_with("/a/agent/index"), "{one:?}");
+        assert_ne!(one, two, "colliding encodings stay apart");
+        assert_eq!(one, index_dir(agent, Path::new("/no/such/x-y")));
     }
 }

@@ -1,5 +1,5 @@
 //! The JSON object `pith session dump` prints: the members of a conformance `expected.json`
-//! (`../shared/conformance/README.md`), computed the way pi computes them.
+//! (`../shared/conformance-1.6/README.md`), computed the way pi 1.6.0 computes them.
 
 use std::io::Write;
 
@@ -19,19 +19,18 @@ pub enum At {
 }
 
 impl std::str::FromStr for At {
-    type Err = String;
+    type Err = crate::Error;
 
     /// `root`, `#N` or an entry id.
-    fn from_str(s: &str) -> Result<At, String> {
+    fn from_str(s: &str) -> Result<At, crate::Error> {
         if s == "root" {
             return Ok(At::Root);
         }
         match s.strip_prefix('#') {
-            Some(n) => n
-                .parse()
-                .map(At::Nth)
-                .map_err(|_| format!("'{s}': expected #N with N a number")),
-            None if s.is_empty() => Err("an empty --at".into()),
+            Some(n) => n.parse().map(At::Nth).map_err(|_| {
+                crate::Error::InvalidArgument(format!("'{s}': expected #N with N a number"))
+            }),
+            None if s.is_empty() => Err(crate::Error::InvalidArgument("an empty --at".into())),
             None => Ok(At::Id(s.to_owned())),
         }
     }

@@ -36,6 +36,8 @@ impl Parent {
 /// `message.role` of a `message` entry, when it is a string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
+    /// `system` (pi ≥ 0.86): prompt and tool state (spec: format.md §3.3).
+    System,
     /// `user`
     User,
     /// `assistant`
@@ -53,6 +55,7 @@ pub enum Role {
 impl Role {
     fn parse(s: &str) -> Role {
         match s {
+            "system" => Role::System,
             "user" => Role::User,
             "assistant" => Role::Assistant,
             "toolResult" => Role::ToolResult,
@@ -78,6 +81,10 @@ pub struct Entry {
     /// Span of the raw `message` value, so the context can hand it out without decoding.
     message: Option<Span>,
     role: Option<Role>,
+    /// `message` is an object whose `content` is `null` or missing, which the context
+    /// normalises (spec: tree-and-context.md §7.2 rule 7); known at scan time so the projection
+    /// never re-reads a message body.
+    null_content: bool,
     /// 1-based line in the file it was read from; 0 for entries appended in this process.
     line: usize,
     /// The text holds a number beyond f64's range (see [`Entry::js_raw`]).
@@ -130,6 +137,11 @@ impl Entry {
             None => Parent::None,
         };
         let role = string_at(m.role).map(|r| Role::parse(&r));
+        let message_is_object = m
+            .message
+            .is_some_and(|s| text.as_bytes().get(s.start) == Some(&b'{'));
+        let null_content =
+            message_is_object && m.message_content.is_none_or(|c| c.of(text) == "null");
         let base = scanned.value.start;
         let shift = |s: Span| Span {
             start: s.start - base,
@@ -143,6 +155,7 @@ impl Entry {
             timestamp: m.timestamp.map(shift),
             message: m.message.map(shift),
             role,
+            null_content,
             line,
             huge_numbers: scanned.huge_numbers,
         })
@@ -152,9 +165,12 @@ impl Entry {
     ///
     /// Errors: a message naming what is wrong (invalid JSON with its byte offset, or why the
     /// value is not an entry).
-    pub fn parse(text: &str, line: usize) -> Result<Entry, String> {
-        let scanned = scan::scan(text.as_bytes()).map_err(|e| e.to_string())?;
-        Entry::from_scanned(text, &scanned, line).map_err(|e| e.to_string())
+    pub fn parse(text: &str, line: usize) -> Result<Entry, crate::Error> {
+        let invalid = |e: &dyn std::fmt::Display| crate::Error::InvalidEntry {
+            reason: e.to_string(),
+        };
+        let scanned = scan::scan(text.as_bytes()).map_err(|e| invalid(&e))?;
+        Entry::from_scanned(text, &scanned, line).map_err(|e| invalid(&e))
     }
 
     /// The raw JSON object text.
@@ -214,7 +230,7 @@ impl Entry {
 
     /// `timestamp` as JavaScript's `new Date(timestamp).getTime()`: ms since the epoch or NaN.
     pub fn timestamp_ms(&self) -> f64 {
-        crate::js::js_date_value(self.timestamp_raw())
+        pith_events::js::js_date_value(self.timestamp_raw())
     }
 
     /// The raw JSON of `message` (for `message` entries).
@@ -225,6 +241,12 @@ impl Entry {
     /// `message.role`, when `message` is an object with a string role.
     pub fn role(&self) -> Option<&Role> {
         self.role.as_ref()
+    }
+
+    /// Whether `message` is an object whose `content` is `null` or missing (`content == null`
+    /// in pi's projection, spec: tree-and-context.md §7.2 rule 7).
+    pub fn has_null_content(&self) -> bool {
+        self.null_content
     }
 
     /// Whether this is a `message` entry holding an assistant message; pi creates a session
@@ -242,10 +264,13 @@ impl Entry {
     /// other byte of the line; a missing member is appended last (as a JavaScript assignment
     /// adds it). Used where pith must re-link a copied entry (spec: divergences.md "Writing").
     ///
-    /// Errors: a message when `value` is not JSON or the result is not an entry.
-    pub fn with_member(&self, key: &str, value: &str) -> Result<Entry, String> {
-        scan::scan(value.as_bytes()).map_err(|e| format!("{value}: {e}"))?;
-        let text = scan::set_member(&self.raw, key, value).ok_or("the entry is not an object")?;
+    /// Errors: [`crate::Error::InvalidEntry`] when `value` is not JSON or the result is not
+    /// an entry.
+    pub fn with_member(&self, key: &str, value: &str) -> Result<Entry, crate::Error> {
+        let invalid = |reason: String| crate::Error::InvalidEntry { reason };
+        scan::scan(value.as_bytes()).map_err(|e| invalid(format!("{value}: {e}")))?;
+        let text = scan::set_member(&self.raw, key, value)
+            .ok_or_else(|| invalid("the entry is not an object".to_owned()))?;
         Entry::parse(&text, self.line)
     }
 
@@ -322,12 +347,16 @@ mod tests {
     #[test]
     fn non_entries_are_named() {
         assert_eq!(
-            Entry::parse("42", 1).err().as_deref(),
+            Entry::parse("42", 1)
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some("a JSON value that is not an object")
         );
         assert_eq!(
             Entry::parse(r#"{"type":"message","id":5}"#, 1)
                 .err()
+                .map(|e| e.to_string())
                 .as_deref(),
             Some("an entry without a string \"id\"")
         );

@@ -1,45 +1,8 @@
 //! Seams for time and ids, so tests and replays can be deterministic.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Wall-clock time in ms since the Unix epoch.
-pub trait Clock: Send + Sync {
-    /// Now, in ms since the epoch.
-    fn now_ms(&self) -> i64;
-}
-
-/// The system clock.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> i64 {
-        jiff::Timestamp::now().as_millisecond()
-    }
-}
-
-/// A clock that starts at a given instant and advances by `step_ms` on every reading.
-#[derive(Debug)]
-pub struct SteppingClock {
-    next: AtomicI64,
-    step_ms: i64,
-}
-
-impl SteppingClock {
-    /// Starts at `start_ms`, advancing `step_ms` per call.
-    pub fn new(start_ms: i64, step_ms: i64) -> SteppingClock {
-        SteppingClock {
-            next: AtomicI64::new(start_ms),
-            step_ms,
-        }
-    }
-}
-
-impl Clock for SteppingClock {
-    fn now_ms(&self) -> i64 {
-        self.next.fetch_add(self.step_ms, Ordering::Relaxed)
-    }
-}
+pub use pith_events::clock::{Clock, SteppingClock, SystemClock};
 
 /// Where new ids come from (spec: format.md §4).
 pub trait IdSource: Send + Sync {

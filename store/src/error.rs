@@ -19,6 +19,19 @@ pub enum Error {
     /// pith never reads a session from it nor writes one over it.
     #[error("{0}: not a regular file")]
     NotAFile(PathBuf),
+    /// pith would have written through a symbolic link that it did not resolve itself (a
+    /// lock file, an export, a session path replaced by a link): it never does.
+    #[error("{}: is a symbolic link; pith does not write through it (remove it if it is not meant to be there)", .0.display())]
+    Symlink(PathBuf),
+    /// A session file (or its lock file) has several hard links: another name for the same
+    /// file would have another lock, so pith refuses to write it.
+    #[error("{}: has {links} hard links (other names for the same file); pith writes a session only through its one name, so that its lock covers it. Copy the file (cp) instead of linking it, or remove the other links", path.display())]
+    HardLinked {
+        /// The file.
+        path: PathBuf,
+        /// Its link count.
+        links: u64,
+    },
     /// The file has content but its first JSON line is not a session header; pith refuses to
     /// open it and leaves it as it is (pi would overwrite it).
     #[error("not a pi session file: {path}: line {line}: {reason}")]
@@ -42,6 +55,13 @@ pub enum Error {
     /// An entry id that is not in the session (pi: `Entry <id> not found`).
     #[error("Entry {0} not found")]
     EntryNotFound(String),
+    /// A context edit for an entry that is not on the active branch (pi's `appendContextEdit`).
+    #[error("Entry {0} is not on the active branch")]
+    NotOnBranch(String),
+    /// A context edit for an entry that contributes no editable content: only custom messages
+    /// and user, assistant and toolResult messages can be edited (pi's `appendContextEdit`).
+    #[error("Entry {0} does not contribute editable model content")]
+    NotEditable(String),
     /// `--fork`/forkFrom of a file with nothing to fork.
     #[error("Cannot fork: source session file is empty or invalid: {0}")]
     EmptyForkSource(PathBuf),
@@ -57,6 +77,24 @@ pub enum Error {
         count: usize,
         /// The first few matching session files.
         candidates: Vec<String>,
+    },
+    /// A line is not an entry (invalid JSON with its byte offset, or why the value is not an
+    /// entry); the reader keeps it as a warning and goes on.
+    #[error("{reason}")]
+    InvalidEntry {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A command-line value the store parses (`--at`) is not one it takes.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The search index database failed (SQLite's error; a damaged file is rebuilt instead).
+    #[error("search index {path}: {cause}")]
+    Index {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error (in the message, so not chained as a source).
+        cause: rusqlite::Error,
     },
     /// An entry pith was asked to write could not be serialized.
     #[error("cannot serialize an entry: {0}")]

@@ -119,7 +119,7 @@ fn version_of(v: Option<&Value>) -> f64 {
         Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
         Some(Value::Bool(b)) => f64::from(u8::from(*b)),
         Some(Value::String(s)) => {
-            let t = crate::js::js_trim(s);
+            let t = pith_events::js::js_trim(s);
             if t.is_empty() {
                 0.0
             } else {

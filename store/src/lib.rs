@@ -14,11 +14,16 @@
 //! - [`session`]: pi's `SessionManager` (factories and the append API) on top of all that.
 //! - [`dirs`], [`list`], [`list_index`]: where sessions live, listing (with a rebuildable
 //!   index for thousands of sessions) and resolving `--session` arguments.
-//! - [`llm`]: `convertToLlm`, the context as a provider receives it.
+//! - [`search`]: the full-text search index of session texts (SQLite FTS5), beside the
+//!   listing index under pith's agent directory.
+//! - [`llm`]: `convertToLlm`, the context as a provider receives it; [`system`]: the replay
+//!   of `role:"system"` messages (the compaction checkpoint).
 //! - [`dump`]: the JSON shape of the conformance fixtures (`pith session dump`).
-//! - [`js`] and [`env`]: JavaScript semantics pi's results depend on; clock and id seams.
+//! - [`env`](mod@env): the id seams and the session environment (the clock lives in
+//!   `pith_events::clock`, JavaScript semantics in `pith_events::js`).
 //!
-//! Everything follows pi 0.73.1 as `../shared/spec` describes it, except where
+//! Everything follows pi 1.6.0 as `../shared/spec` describes it (files written by older pi
+//! versions read as pi 1.6.0 reads them), except where
 //! `divergences.md` has pith do better (never lose a line, never loop, never hide a session).
 
 pub mod branch_summary;
@@ -30,7 +35,6 @@ pub mod entry;
 pub mod env;
 pub mod error;
 pub mod header;
-pub mod js;
 pub mod list;
 pub mod list_index;
 pub mod llm;
@@ -38,12 +42,13 @@ pub mod load;
 pub mod migrate;
 pub mod reader;
 pub mod scan;
+pub mod search;
 pub mod session;
-pub mod tool_pairs;
+pub mod system;
 pub mod tree;
 pub mod writer;
 
-pub use context::{ContextMessage, SessionContext, build_session_context};
+pub use context::{Content, ContextMessage, SessionContext, build_session_context};
 pub use entry::Entry;
 pub use env::SessionEnv;
 pub use error::{Error, Result};

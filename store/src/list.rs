@@ -13,11 +13,11 @@ use crate::entry::decode_json;
 use crate::env::iso_from_ms;
 use crate::error::{Error, Result};
 use crate::header::Header;
-use crate::js::{js_date_value, js_trim};
 use crate::reader::{LineEvent, read_lines};
 use crate::scan;
+use pith_events::js::{js_date_value, js_trim};
 
-mod message_text;
+pub(crate) mod message_text;
 use message_text::{ContentView, MessageView};
 
 /// What the session picker shows for one file (pi's `SessionInfo`, lifecycle.md §4.1).
@@ -38,7 +38,8 @@ pub struct SessionInfo {
     /// Last activity in ms: the newest user/assistant message time, else the header time,
     /// else the file's mtime.
     pub modified_ms: f64,
-    /// Records of type `message` (every role, every branch).
+    /// Records of type `message` (every role, `system` included, every branch; lifecycle.md
+    /// §4.1).
     pub message_count: usize,
     /// Text of the first user message with text, or `"(no messages)"`.
     pub first_message: String,
@@ -98,10 +99,33 @@ pub struct Skipped {
 /// (pith never drops a file silently; spec: divergences.md "Reading").
 #[derive(Debug, Clone, Default)]
 pub struct Listing {
-    /// Sessions by `modified`, newest first; ties keep name order.
+    /// Sessions by `modified`, newest first; ties by file name, descending.
     pub sessions: Vec<SessionInfo>,
     /// Files that are not sessions or could not be read.
     pub skipped: Vec<Skipped>,
+    /// Sessions folders that exist but could not be read (permissions, not a directory): an
+    /// empty listing then means "unknown", never "no sessions".
+    pub unreadable_folders: Vec<Skipped>,
+}
+
+/// `dir` when it exists but cannot be listed; a missing folder is simply empty.
+pub(crate) fn folder_problem(dir: &Path) -> Option<Skipped> {
+    match fs::read_dir(dir) {
+        Ok(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(Skipped {
+            path: dir.to_owned(),
+            reason: format!("cannot read the sessions folder: {e}"),
+        }),
+    }
+}
+
+/// [`folder_problem`] of a sessions root and of each project folder in it.
+pub(crate) fn folder_problems_all(sessions_root: &Path) -> Vec<Skipped> {
+    std::iter::once(sessions_root.to_owned())
+        .chain(session_dirs(sessions_root))
+        .filter_map(|d| folder_problem(&d))
+        .collect()
 }
 
 /// The `SessionInfo` of one file, read in one streaming pass.
@@ -159,7 +183,7 @@ fn read_info(path: &Path, collect_texts: bool) -> Result<SessionInfo> {
         });
     };
     let header_time = match header.timestamp() {
-        Some(Value::String(s)) => crate::js::date_parse(s),
+        Some(Value::String(s)) => pith_events::js::date_parse(s),
         _ => f64::NAN,
     };
     let modified_ms = match acc.last_activity {
@@ -296,7 +320,7 @@ impl InfoBuilder {
         let t = match timestamp {
             Some(n) => Some(n),
             None => match ts.and_then(|s| scan::string_value(s.of(text))) {
-                Some(s) => Some(crate::js::date_parse(&s)).filter(|t| !t.is_nan()),
+                Some(s) => Some(pith_events::js::date_parse(&s)).filter(|t| !t.is_nan()),
                 None => None,
             },
         };
@@ -319,30 +343,103 @@ impl InfoBuilder {
 /// Most files read at once; bounded so a low open-file limit never loses sessions.
 const LIST_THREADS: usize = 4;
 
-/// Lists every `*.jsonl` directly in `dir` (`SessionManager.list`, spec: lifecycle.md §4).
-/// A missing directory lists nothing.
+/// Lists every `*.jsonl` directly in `dir`, whatever cwd its sessions belong to
+/// (`SessionManager.listAll(dir)`, spec: lifecycle.md §4; pi 0.73.1's `list(dir, dir)`). A
+/// missing directory lists nothing.
 ///
 /// Errors: none; unreadable files and non-sessions are reported in [`Listing::skipped`].
 pub fn list(dir: &Path) -> Listing {
     let files = jsonl_files(dir);
-    finish(read_all(files))
+    let mut listing = finish(read_all(files));
+    listing.unreadable_folders.extend(folder_problem(dir));
+    listing
 }
 
-/// Lists every session in every sub-directory of `sessions_root` (`SessionManager.listAll`).
+/// `SessionManager.list(cwd, dir)` (pi ≥ 0.77, spec: lifecycle.md §4): the sessions of `dir`;
+/// when `dir` is a custom directory (`custom`: not `cwd`'s default one under the agent
+/// directory), only those whose header `cwd` resolves to `cwd`.
+pub fn list_for_cwd(cwd: &str, dir: &Path, custom: bool) -> Listing {
+    let mut listing = list(dir);
+    if custom {
+        listing
+            .sessions
+            .retain(|s| session_cwd_matches(&s.cwd, cwd));
+    }
+    listing
+}
+
+/// pi's `sessionCwdMatches`: a non-empty session cwd that resolves (absolute, `.` and `..`
+/// folded, as `path.resolve` does) to the same path as `cwd`.
+pub fn session_cwd_matches(session_cwd: &str, cwd: &str) -> bool {
+    !session_cwd.is_empty() && resolve_path(session_cwd) == resolve_path(cwd)
+}
+
+/// `path.resolve(p)`: absolute against the process's directory, `.`/`..` folded lexically,
+/// no trailing separator.
+fn resolve_path(p: &str) -> PathBuf {
+    let absolute = std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p));
+    let mut out = PathBuf::new();
+    for c in absolute.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Lists every session in every sub-directory of `sessions_root` (`SessionManager.listAll()`).
 pub fn list_all(sessions_root: &Path) -> Listing {
-    let files: Vec<PathBuf> = session_dirs(sessions_root)
+    let mut listing = finish(read_all(all_session_files(sessions_root)));
+    listing.unreadable_folders = folder_problems_all(sessions_root);
+    listing
+}
+
+/// The `*.jsonl` files of every project directory under a sessions root, in the order pi's
+/// `listAll()` reads them: newest file mtime first, equal ones by file name descending, so
+/// that sessions with equal `modified` keep that order (spec: lifecycle.md §4).
+pub fn all_session_files(sessions_root: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<(f64, PathBuf)> = session_dirs(sessions_root)
         .iter()
         .flat_map(|d| jsonl_files(d))
+        .map(|p| {
+            let mtime = fs::metadata(&p)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(f64::NEG_INFINITY, |d| d.as_secs_f64());
+            (mtime, p)
+        })
         .collect();
-    finish(read_all(files))
+    files.sort_by(|(ma, a), (mb, b)| {
+        mb.total_cmp(ma)
+            .then_with(|| b.file_name().cmp(&a.file_name()))
+    });
+    files.into_iter().map(|(_, p)| p).collect()
 }
 
-/// The project directories under a sessions root, in byte order of their names.
+/// The `*.jsonl` files of every project directory under a sessions root, in no particular
+/// order and without reading their metadata (what a search index compares itself with).
+pub fn all_session_paths(sessions_root: &Path) -> Vec<PathBuf> {
+    session_dirs(sessions_root)
+        .iter()
+        .flat_map(|d| jsonl_files(d))
+        .collect()
+}
+
+/// The project directories under a sessions root (symbolic links included, as pi's
+/// `listAll()` takes them), in byte order of their names.
 pub(crate) fn session_dirs(sessions_root: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = match fs::read_dir(sessions_root) {
         Ok(rd) => rd
             .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|e| {
+                e.file_type()
+                    .is_ok_and(|t| t.is_dir() || (t.is_symlink() && e.path().is_dir()))
+            })
             .map(|e| e.path())
             .collect(),
         Err(_) => Vec::new(),
@@ -351,8 +448,10 @@ pub(crate) fn session_dirs(sessions_root: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// `*.jsonl` names directly in `dir`, in byte order of the names (what pi's readdir gives).
-pub(crate) fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+/// `*.jsonl` names directly in `dir`, by file name **descending**: pi sorts the names with
+/// `localeCompare` before its stable sort by `modified`, so ties come out in that order
+/// (pi > 0.73.1; for the names pi writes, `localeCompare` is byte order, spec README).
+pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
     let mut names: Vec<_> = match fs::read_dir(dir) {
         Ok(rd) => rd
             .filter_map(|e| e.ok())
@@ -361,9 +460,68 @@ pub(crate) fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
             .collect(),
         Err(_) => Vec::new(),
     };
-    names.sort();
+    names.sort_by(|a, b| b.cmp(a));
     names.into_iter().map(|n| dir.join(n)).collect()
 }
+
+/// Reads the full [`SessionInfo`] (with `allMessagesText`) of each of `paths` and hands them
+/// to `f` in order, with their index, until it breaks. Two threads read ahead of `f` by at
+/// most [`STREAM_AHEAD`] files, so memory holds a few sessions' texts, never all of them
+/// (`pith session list --json`).
+pub fn for_each_info(
+    paths: &[PathBuf],
+    f: &mut dyn FnMut(usize, Result<SessionInfo>) -> ControlFlow<()>,
+) {
+    let next = AtomicUsize::new(0);
+    let consumed = (Mutex::new(0usize), std::sync::Condvar::new());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<SessionInfo>)>();
+    std::thread::scope(|scope| {
+        for _ in 0..2.min(paths.len()) {
+            let tx = tx.clone();
+            let (next, consumed, stop) = (&next, &consumed, &stop);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(path) = paths.get(i) else { break };
+                    // Wait until the consumer is close enough.
+                    let (lock, cv) = consumed;
+                    let mut done = lock.lock().unwrap_or_else(|p| p.into_inner());
+                    while i >= *done + STREAM_AHEAD && !stop.load(Ordering::Relaxed) {
+                        done = cv.wait(done).unwrap_or_else(|p| p.into_inner());
+                    }
+                    drop(done);
+                    if stop.load(Ordering::Relaxed) || tx.send((i, session_info(path))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut waiting: std::collections::BTreeMap<usize, Result<SessionInfo>> =
+            std::collections::BTreeMap::new();
+        let mut want = 0;
+        'recv: for (i, info) in rx.iter() {
+            waiting.insert(i, info);
+            while let Some(info) = waiting.remove(&want) {
+                let flow = f(want, info);
+                want += 1;
+                let (lock, cv) = &consumed;
+                *lock.lock().unwrap_or_else(|p| p.into_inner()) = want;
+                cv.notify_all();
+                if flow.is_break() {
+                    stop.store(true, Ordering::Relaxed);
+                    break 'recv;
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        consumed.1.notify_all();
+    });
+}
+
+/// How many files [`for_each_info`] reads ahead of its consumer.
+pub const STREAM_AHEAD: usize = 2;
 
 fn read_all(files: Vec<PathBuf>) -> Vec<Result<SessionInfo>> {
     read_all_with(files, session_info, &|_| {})
@@ -432,8 +590,8 @@ fn finish(results: Vec<Result<SessionInfo>>) -> Listing {
     listing
 }
 
-/// By `modified`, newest first; stable, so equal times keep name order as pi's stable sort over
-/// readdir order does.
+/// By `modified`, newest first; stable, so equal times keep the order the files were read in
+/// (names descending), as pi's stable sort does.
 pub(crate) fn sort_newest_first(sessions: &mut [SessionInfo]) {
     sessions.sort_by(|a, b| b.modified_ms.total_cmp(&a.modified_ms));
 }

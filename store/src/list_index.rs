@@ -1,19 +1,25 @@
 //! The listing index: a rebuildable cache of each session file's listing fields, keyed by
 //! (path, size, mtime), so listing thousands of sessions reads only the files that changed.
 //!
-//! The JSONL files stay the truth. The index is a bincode file beside them
-//! (`.pith-list-index.bin`); a missing, unreadable or corrupt index is rebuilt without a word,
-//! and one that cannot be written (a read-only directory) is simply not kept.
+//! The JSONL files stay the truth. The index is a bincode file under pith's agent directory,
+//! keyed by the listed folder ([`crate::dirs::index_dir`]), never inside the folder: pith may
+//! not own it. A missing, unreadable or corrupt index is rebuilt without a word, and one that
+//! cannot be written is simply not kept.
 
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 
-use crate::list::{Listing, SessionInfo, Skipped, jsonl_files, read_all_with, session_dirs};
+use crate::list::{Listing, SessionInfo, Skipped, all_session_files, jsonl_files, read_all_with};
 
-/// File name of the index inside a listed directory or sessions root.
-pub const INDEX_FILE: &str = ".pith-list-index.bin";
+/// File name of the listing index inside the folder's [`crate::dirs::index_dir`].
+pub const INDEX_FILE: &str = "list.bin";
+
+/// Where the listing index of `folder` lives.
+pub fn index_path(agent_dir: &Path, folder: &Path) -> PathBuf {
+    crate::dirs::index_dir(agent_dir, folder).join(INDEX_FILE)
+}
 
 /// Bumped whenever the cached fields change meaning; an index of another format is rebuilt.
 const FORMAT: u32 = 1;
@@ -118,6 +124,9 @@ fn save(index: &Path, files: Vec<Cached>) {
     };
     // Atomic, so a concurrent lister reads the old or the new index, never half of one.
     let Some(dir) = index.parent() else { return };
+    if crate::dirs::ensure_dir(dir).is_err() {
+        return;
+    }
     let Ok(mut tmp) = tempfile::Builder::new()
         .prefix(".pith-list-index")
         .tempfile_in(dir)
@@ -203,32 +212,45 @@ fn list_files(
     listing
 }
 
-/// [`crate::list::list`] through the index in `dir`, without `allMessagesText`.
-pub fn list_indexed(dir: &Path) -> Listing {
-    list_indexed_with_progress(dir, &|_, _| {})
+/// [`crate::list::list`] through the index of `dir` (kept under `agent_dir`), without
+/// `allMessagesText`.
+pub fn list_indexed(agent_dir: &Path, dir: &Path) -> Listing {
+    list_indexed_with_progress(agent_dir, dir, &|_, _| {})
 }
 
 /// [`list_indexed`] calling `progress(loaded, total)` (files) once with the index hits
 /// counted and then after each file read, from the reading threads (pi's `onProgress`).
-pub fn list_indexed_with_progress(dir: &Path, progress: &(dyn Fn(usize, usize) + Sync)) -> Listing {
-    list_files(jsonl_files(dir), &dir.join(INDEX_FILE), progress)
+pub fn list_indexed_with_progress(
+    agent_dir: &Path,
+    dir: &Path,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Listing {
+    let mut listing = list_files(jsonl_files(dir), &index_path(agent_dir, dir), progress);
+    listing
+        .unreadable_folders
+        .extend(crate::list::folder_problem(dir));
+    listing
 }
 
-/// [`crate::list::list_all`] through the index in `sessions_root`, without `allMessagesText`.
-pub fn list_all_indexed(sessions_root: &Path) -> Listing {
-    list_all_indexed_with_progress(sessions_root, &|_, _| {})
+/// [`crate::list::list_all`] through the index of `sessions_root` (kept under `agent_dir`),
+/// without `allMessagesText`.
+pub fn list_all_indexed(agent_dir: &Path, sessions_root: &Path) -> Listing {
+    list_all_indexed_with_progress(agent_dir, sessions_root, &|_, _| {})
 }
 
 /// [`list_all_indexed`] with progress as [`list_indexed_with_progress`] reports it.
 pub fn list_all_indexed_with_progress(
+    agent_dir: &Path,
     sessions_root: &Path,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Listing {
-    let files = session_dirs(sessions_root)
-        .iter()
-        .flat_map(|d| jsonl_files(d))
-        .collect();
-    list_files(files, &sessions_root.join(INDEX_FILE), progress)
+    let mut listing = list_files(
+        all_session_files(sessions_root),
+        &index_path(agent_dir, sessions_root),
+        progress,
+    );
+    listing.unreadable_folders = crate::list::folder_problems_all(sessions_root);
+    listing
 }
 
 #[cfg(test)]
@@ -247,12 +269,15 @@ mod tests {
     #[test]
     fn the_index_is_used_refreshed_and_rebuilt() {
         let tmp = tempfile::tempdir().expect("tmp");
+        let agent = tempfile::tempdir().expect("agent");
+        let agent = agent.path();
         let root = tmp.path();
+        let index = index_path(agent, root);
         let a = write_session(&root.join("--p--"), "a.jsonl", "A", "first");
         write_session(&root.join("--q--"), "b.jsonl", "B", "second");
         std::fs::write(root.join("--q--").join("bad.jsonl"), "not json\n").expect("write");
         let plain = crate::list::list_all(root);
-        let indexed = list_all_indexed(root);
+        let indexed = list_all_indexed(agent, root);
         let strip = |l: &Listing| -> Vec<SessionInfo> {
             l.sessions
                 .iter()
@@ -264,9 +289,19 @@ mod tests {
         };
         assert_eq!(strip(&indexed), strip(&plain));
         assert_eq!(indexed.skipped.len(), 1);
-        assert!(root.join(INDEX_FILE).is_file());
+        assert!(index.is_file());
+        let mut inside: Vec<_> = std::fs::read_dir(root)
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        inside.sort();
+        assert_eq!(
+            inside,
+            ["--p--", "--q--"],
+            "nothing is written into the folder"
+        );
         // Served from the index: a cached entry wins while size and mtime match...
-        let cached = load(&root.join(INDEX_FILE));
+        let cached = load(&index);
         assert_eq!(cached.len(), 3);
         // ...and a changed file is read again.
         write_session(
@@ -275,7 +310,7 @@ mod tests {
             "A",
             "first, edited and longer",
         );
-        let again = list_all_indexed(root);
+        let again = list_all_indexed(agent, root);
         let first: Vec<&str> = again
             .sessions
             .iter()
@@ -284,27 +319,29 @@ mod tests {
         assert!(first.contains(&"first, edited and longer"), "{first:?}");
         // A deleted file leaves the index; a corrupt index is rebuilt silently.
         std::fs::remove_file(&a).expect("rm");
-        std::fs::write(root.join(INDEX_FILE), b"garbage").expect("write");
-        let after = list_all_indexed(root);
+        std::fs::write(&index, b"garbage").expect("write");
+        let after = list_all_indexed(agent, root);
         assert_eq!(after.sessions.len(), 1);
-        assert_eq!(load(&root.join(INDEX_FILE)).len(), 2);
+        assert_eq!(load(&index).len(), 2);
     }
 
     #[test]
     fn progress_counts_index_hits_then_each_file_read() {
         let tmp = tempfile::tempdir().expect("tmp");
         let dir = tmp.path();
+        let agent = tempfile::tempdir().expect("agent");
+        let agent = agent.path();
         write_session(dir, "a.jsonl", "A", "one");
         write_session(dir, "b.jsonl", "B", "two");
         let seen = std::sync::Mutex::new(Vec::new());
         let record = |d, t| seen.lock().expect("lock").push((d, t));
-        list_indexed_with_progress(dir, &record);
+        list_indexed_with_progress(agent, dir, &record);
         let mut first = std::mem::take(&mut *seen.lock().expect("lock"));
         first.sort();
         assert_eq!(first, [(0, 2), (1, 2), (2, 2)]);
         // a and b come from the index (one report), then c is read.
         write_session(dir, "c.jsonl", "C", "three");
-        list_indexed_with_progress(dir, &record);
+        list_indexed_with_progress(agent, dir, &record);
         assert_eq!(*seen.lock().expect("lock"), [(2, 3), (3, 3)]);
     }
 }

@@ -38,16 +38,19 @@ fn user_text(text: String, timestamp: i64) -> AgentMessage {
     })
 }
 
-/// Converts context messages to the user/assistant/toolResult messages a provider accepts:
-/// bash executions and summaries become user text, custom messages become user messages,
-/// `!!` executions and unknown roles are dropped.
+/// Converts context messages to the messages a provider accepts: system, user, assistant
+/// and toolResult messages pass unchanged (a provider that takes no system message in the
+/// middle of a conversation replays them, spec: tree-and-context.md §7.3); bash executions
+/// and summaries become user text, custom messages become user messages, `!!` executions and
+/// unknown roles are dropped.
 pub fn convert_to_llm(messages: &[AgentMessage]) -> Vec<AgentMessage> {
     messages
         .iter()
         .filter_map(|m| match m {
-            AgentMessage::User(_) | AgentMessage::Assistant(_) | AgentMessage::ToolResult(_) => {
-                Some(m.clone())
-            }
+            AgentMessage::System(_)
+            | AgentMessage::User(_)
+            | AgentMessage::Assistant(_)
+            | AgentMessage::ToolResult(_) => Some(m.clone()),
             AgentMessage::BashExecution(b) => (b.exclude_from_context != Some(true))
                 .then(|| user_text(bash_execution_text(b), b.timestamp)),
             AgentMessage::Custom(c) => Some(AgentMessage::User(UserMessage {

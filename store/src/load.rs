@@ -206,7 +206,10 @@ pub fn load_from<R: Read>(
         } else {
             match Entry::parse(&text, line) {
                 Ok(entry) => entries.push(entry),
-                Err(why) => warnings.push(Warning { line, problem: why }),
+                Err(why) => warnings.push(Warning {
+                    line,
+                    problem: why.to_string(),
+                }),
             }
         }
         lines.push(text);

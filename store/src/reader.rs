@@ -8,8 +8,8 @@
 use std::io::{self, BufRead, BufReader, Read};
 use std::ops::ControlFlow;
 
-use crate::js::{is_js_whitespace, js_trim};
 use crate::scan::{self, Scanned};
+use pith_events::js::{is_js_whitespace, js_trim};
 
 /// Buffer size of the reader; lines longer than this are still read whole.
 const READ_BUFFER_BYTES: usize = 64 * 1024;

@@ -171,7 +171,13 @@ impl Session {
             Err(Error::Io { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound => {
                 let cwd = cwd_override.map_or_else(process_cwd, str::to_owned);
                 let mut s = Session::fresh(cwd, Some(dir), env.clone(), None, None);
-                s.log = (mode != OpenMode::ReadOnly).then(|| LogFile::new(path));
+                let mut log = LogFile::new(path);
+                if mode == OpenMode::Write {
+                    // Taken now, not at the first write: a second process on the same new
+                    // path is refused before either runs a prompt.
+                    log.lock()?;
+                }
+                s.log = (mode != OpenMode::ReadOnly).then_some(log);
                 return Ok(s);
             }
             Err(e) => return Err(e),
@@ -196,7 +202,7 @@ impl Session {
                     file.lock()?;
                 }
                 if let (Some(lines), false) = (&log.rewrite, mode == OpenMode::ReadOnly) {
-                    atomic_write(&path, lines.iter().map(String::as_str))?;
+                    atomic_write(file.real_path(), lines.iter().map(String::as_str))?;
                     file.file_replaced_by_us();
                 }
                 if mode == OpenMode::Inspect {
@@ -347,6 +353,15 @@ impl Session {
         self.session_dir.as_deref()
     }
 
+    /// Tells the search index of the session's folder, when there is one, that the file
+    /// grew, so searches find the new entries at once (`crate::search::note_appended`; the
+    /// SessionWriter calls it after each append). Never fails.
+    pub fn note_appended(&self) {
+        if let Some(path) = self.session_file() {
+            crate::search::note_appended(&self.env.agent_dir, path);
+        }
+    }
+
     /// The session file; `None` in memory. It may not exist yet (deferred creation).
     pub fn session_file(&self) -> Option<&Path> {
         self.log.as_ref().map(LogFile::path)
@@ -364,6 +379,9 @@ impl Session {
 
     /// Takes what the writer reported since the last call (a torn tail, a replaced file).
     pub fn take_notices(&mut self) -> Vec<Notice> {
+        if let Some(log) = &mut self.log {
+            self.notices.extend(log.take_notices());
+        }
         std::mem::take(&mut self.notices)
     }
 

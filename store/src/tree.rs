@@ -11,8 +11,8 @@ use pith_events::EntryType;
 
 use crate::entry::Entry;
 use crate::error::{Error, Result};
-use crate::js::js_trim;
 use crate::load::Warning;
+use pith_events::js::js_trim;
 
 /// The current position in the tree (spec: tree-and-context.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +134,7 @@ impl SessionTree {
             return;
         };
         match fields.get("label") {
-            Some(label) if crate::js::is_truthy(label) => {
+            Some(label) if pith_events::js::is_truthy(label) => {
                 let value = pith_events::js::to_js_json(label).unwrap_or_default();
                 let timestamp = fields
                     .get("timestamp")

@@ -1,17 +1,27 @@
-//! Test support shared by pith's cross-crate tests: where the conformance fixtures are, and
-//! a Rust port of their comparison rules (`../shared/conformance/tools/lib/compare-core.mjs`).
+//! Test support shared by pith's cross-crate tests: where the conformance fixtures are (pi
+//! 1.6.0's, `../shared/conformance-1.6`), a Rust port of their comparison rules
+//! (`tools/lib/compare-core.mjs` there), the cases where pith's expected value is not pi's
+//! (`../shared/spec/divergences.md`, [`policy`]), and [`sse_server`], a local HTTP server that
+//! streams scripted model replies in small chunks, with the [`wire`] bodies and [`models`] it
+//! serves. It depends on `pith-events` and `pith-llm` only, so every crate's tests can use it.
 
 // Test support: a panic here is a failing test with its message, which is what we want.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+pub mod files;
+pub mod models;
+pub mod sse_server;
+pub mod wire;
+
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-/// The conformance folder: `$PITH_CONFORMANCE_DIR`, else `../shared/conformance` beside the
-/// checkout. Panics (failing the test, never skipping it) when it is missing.
+/// The conformance folder: `$PITH_CONFORMANCE_DIR`, else `../shared/conformance-1.6` beside
+/// the checkout (pi 1.6.0's fixtures). Panics (failing the test, never skipping it) when it is
+/// missing.
 pub fn conformance_dir() -> PathBuf {
     let dir = std::env::var_os("PITH_CONFORMANCE_DIR")
         .map(PathBuf::from)
@@ -20,7 +30,7 @@ pub fn conformance_dir() -> PathBuf {
                 .join("..")
                 .join("..")
                 .join("shared")
-                .join("conformance")
+                .join("conformance-1.6")
         });
     assert!(
         dir.join("README.md").is_file(),
@@ -30,33 +40,86 @@ pub fn conformance_dir() -> PathBuf {
     dir
 }
 
-/// Every case folder (one holding `session.jsonl`), sorted by name.
+/// The cases `index.json` lists, as `(name, kind)`. Panics when the index cannot be read.
+fn indexed_cases() -> Vec<(String, String)> {
+    let index = read_json(&conformance_dir().join("index.json"));
+    let cases: Vec<(String, String)> = index["cases"]
+        .as_array()
+        .unwrap_or_else(|| panic!("index.json has no cases array"))
+        .iter()
+        .map(|c| {
+            let field = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
+            (field("name"), field("kind"))
+        })
+        .collect();
+    assert!(!cases.is_empty(), "index.json lists no cases");
+    cases
+}
+
+/// Every session case `index.json` lists (all but listings), sorted by name. A listed case
+/// whose `session.jsonl` or `expected.json` is missing fails the calling test: a fixture is
+/// never skipped.
 pub fn case_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(conformance_dir())
-        .expect("conformance dir is readable")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("session.jsonl").is_file())
+    let root = conformance_dir();
+    let mut dirs: Vec<PathBuf> = indexed_cases()
+        .into_iter()
+        .filter(|(_, kind)| kind != "list")
+        .map(|(name, _)| {
+            let dir = root.join(&name);
+            for file in ["session.jsonl", "expected.json"] {
+                assert!(
+                    dir.join(file).is_file(),
+                    "conformance case {name}: {file} cannot be read"
+                );
+            }
+            dir
+        })
         .collect();
     dirs.sort();
     dirs
 }
 
-/// Every `_list-*` folder.
+/// Every listing case (`_list-*`) `index.json` lists; one without `sessions/` or
+/// `expected.json` fails the calling test.
 pub fn list_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(conformance_dir())
-        .expect("conformance dir is readable")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("sessions").is_dir())
+    let root = conformance_dir();
+    let mut dirs: Vec<PathBuf> = indexed_cases()
+        .into_iter()
+        .filter(|(_, kind)| kind == "list")
+        .map(|(name, _)| {
+            let dir = root.join(&name);
+            assert!(
+                dir.join("sessions").is_dir() && dir.join("expected.json").is_file(),
+                "conformance listing {name} cannot be read"
+            );
+            dir
+        })
         .collect();
     dirs.sort();
     dirs
 }
 
-/// Parses JSON of any depth (trees nest two levels per entry).
+/// Parses JSON of any depth (trees nest two levels per entry). Lone UTF-16 surrogate escapes,
+/// which JavaScript strings hold and serde_json refuses, read as U+FFFD on both sides of a
+/// comparison (divergences.md: `surrogates_fffd`).
 pub fn parse_json(text: &str) -> Value {
-    let mut de = serde_json::Deserializer::from_str(text);
+    let text = pith_events::js::without_lone_surrogates(text);
+    let mut de = serde_json::Deserializer::from_str(&text);
     de.disable_recursion_limit();
     Value::deserialize(serde_stacker::Deserializer::new(&mut de)).expect("valid JSON")
+}
+
+/// Runs `f` on a thread with a stack large enough for trees thousands of levels deep:
+/// cloning, comparing and dropping a `serde_json::Value` recurse once per level.
+pub fn with_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(1 << 30)
+            .spawn_scoped(scope, f)
+            .expect("a thread")
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// Reads and parses a JSON file.
@@ -153,7 +216,7 @@ fn looks_like_info(v: &Value) -> bool {
         .is_some_and(|o| INFO_KEYS.iter().all(|k| o.contains_key(*k)))
 }
 
-fn failure_prefix(v: &Value) -> Option<&'static str> {
+pub(crate) fn failure_prefix(v: &Value) -> Option<&'static str> {
     let s = v.as_str()?;
     if s.starts_with("error: ") {
         Some("error: ")
@@ -164,12 +227,12 @@ fn failure_prefix(v: &Value) -> Option<&'static str> {
     }
 }
 
-fn basename(s: &str) -> &str {
+pub(crate) fn basename(s: &str) -> &str {
     s.rsplit(['/', '\\']).next().unwrap_or(s)
 }
 
 fn instant(s: &str) -> Option<f64> {
-    let t = pith_store::js::date_parse(s);
+    let t = pith_events::js::date_parse(s);
     (!t.is_nan()).then_some(t)
 }
 
@@ -388,17 +451,22 @@ pub fn compare_case(expected: &Value, actual: &Value, skip: &[&str]) -> Vec<Diff
                 .collect()
         })
         .unwrap_or_default();
-    let mut actual = actual.clone();
-    if meta["random_ids"].as_bool() == Some(true) {
-        let map = positional_id_map(expected, &actual);
-        map_ids(&mut actual, &map);
-    }
+    let renamed;
+    let actual = if meta["random_ids"].as_bool() == Some(true) {
+        let mut copy = actual.clone();
+        let map = positional_id_map(expected, &copy);
+        map_ids(&mut copy, &map);
+        renamed = copy;
+        &renamed
+    } else {
+        actual
+    };
     let opts = CompareOptions {
         volatile,
         skip_top: skip.iter().map(|s| s.to_string()).collect(),
         max: 20,
     };
-    compare(expected, &actual, &opts)
+    compare(expected, actual, &opts)
 }
 
 /// The `--at` arguments that reproduce a case's `contexts_at` keys: `root` stays, an id that
@@ -423,11 +491,8 @@ pub fn at_args(expected: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Top-level members of a case compared for pith: all but `tree` for cases where
-/// divergences.md changes the tree (`corrupt-duplicate-id`).
-pub fn skipped_members(case: &str) -> BTreeSet<&'static str> {
-    match case {
-        "corrupt-duplicate-id" => BTreeSet::from(["tree"]),
-        _ => BTreeSet::new(),
-    }
-}
+mod policy;
+pub use policy::{
+    Policy, check_case, check_listing, expected_for_pith, listed_by_pi_only, listed_by_pith_only,
+    policy, refusal, tree_shows_each_line_once,
+};

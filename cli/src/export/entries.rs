@@ -14,11 +14,12 @@ use pith_events::{AgentMessage, BashExecutionMessage, SessionEntry};
 use pith_store::{Entry, SessionTree};
 use serde_json::Value;
 
-use super::html::{Esc, escaped, one_line};
+use super::html::{Esc, escaped};
 use super::markdown::write_markdown;
 use super::stats::Stats;
 use super::tools::pretty;
 use super::tree::Layout;
+use crate::text::normalized_prefix;
 use messages::{custom_row, write_custom_content};
 
 /// Sidebar texts are cut at this many characters (pi's `truncate`).
@@ -188,7 +189,7 @@ impl<'a> Renderer<'a> {
                 RowText {
                     html: format!(
                         r#"<span class="r-summary">[branch summary]:</span> {}"#,
-                        escaped(&one_line(&b.summary, ROW_CHARS))
+                        escaped(&normalized_prefix(&b.summary, ROW_CHARS))
                     ),
                     kinds: "",
                 }
@@ -245,6 +246,43 @@ impl<'a> Renderer<'a> {
                     kinds: "",
                 }
             }
+            SessionEntry::ContextEdit(c) => {
+                let target = self
+                    .tree
+                    .index_of(&c.target_id)
+                    .map(|t| format!(r##" <a href="#e{t}" class="jump" data-go="{t}">(show)</a>"##))
+                    .unwrap_or_default();
+                match &c.replacement {
+                    None => write!(
+                        out,
+                        r#"<div class="note">Entry {} left out of the context{target}</div>"#,
+                        Esc(&c.target_id)
+                    )?,
+                    Some(r) => write!(
+                        out,
+                        r#"<div class="note">Content of entry {} replaced{target}</div><pre class="args">{}</pre>"#,
+                        Esc(&c.target_id),
+                        Esc(&pretty(
+                            &serde_json::to_value(&r.content).unwrap_or_default()
+                        ))
+                    )?,
+                }
+                muted(format!("[context edit: {}]", c.target_id))
+            }
+            SessionEntry::Usage(u) => {
+                write!(
+                    out,
+                    r#"<div class="note">Usage ({}) by <b>{}/{}</b>{}</div>"#,
+                    Esc(&u.kind),
+                    Esc(&u.provider),
+                    Esc(&u.model),
+                    u.note
+                        .as_deref()
+                        .map(|n| format!(": {}", escaped(n)))
+                        .unwrap_or_default()
+                )?;
+                muted(format!("[usage: {}]", u.kind))
+            }
             SessionEntry::Unknown(v) => {
                 write!(
                     out,
@@ -265,6 +303,7 @@ impl<'a> Renderer<'a> {
 fn kind_of(d: &SessionEntry) -> (&'static str, String) {
     match d {
         SessionEntry::Message(m) => match &m.message {
+            AgentMessage::System(_) => ("setting", "System prompt and tools".into()),
             AgentMessage::User(_) => ("user", "User".into()),
             AgentMessage::Assistant(_) => ("assistant", "Assistant".into()),
             AgentMessage::ToolResult(r) if r.is_error => ("tool-result err", "Tool result".into()),
@@ -289,6 +328,8 @@ fn kind_of(d: &SessionEntry) -> (&'static str, String) {
         SessionEntry::CustomMessage(c) => (custom_class(c.display), format!("[{}]", c.custom_type)),
         SessionEntry::Label(_) => ("setting", "Label".into()),
         SessionEntry::SessionInfo(_) => ("setting", "Session name".into()),
+        SessionEntry::ContextEdit(_) => ("setting", "Context edit".into()),
+        SessionEntry::Usage(_) => ("setting", "Usage".into()),
         SessionEntry::Unknown(v) => (
             "unknown",
             format!("[{}]", v.get("type").and_then(Value::as_str).unwrap_or("?")),

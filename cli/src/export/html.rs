@@ -38,27 +38,6 @@ pub fn escaped(text: &str) -> String {
     Esc(text).to_string()
 }
 
-/// The first `max` characters of `text` with line breaks and tabs turned into spaces and the
-/// ends trimmed, plus `...` when something was cut (pi's `truncate(normalize(…))`).
-pub fn one_line(text: &str, max: usize) -> String {
-    let trimmed = text.trim();
-    let mut out: String = trimmed
-        .chars()
-        .take(max)
-        .map(|c| {
-            if matches!(c, '\n' | '\t' | '\r') {
-                ' '
-            } else {
-                c
-            }
-        })
-        .collect();
-    if trimmed.chars().nth(max).is_some() {
-        out.push_str("...");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,12 +49,5 @@ mod tests {
             "&lt;/script&gt;&lt;img src=x onerror=&#39;a()&#39;&gt; &amp; &quot;q&quot;"
         );
         assert_eq!(escaped("ünïcödé ✓"), "ünïcödé ✓");
-    }
-
-    #[test]
-    fn one_line_cuts_and_flattens() {
-        assert_eq!(one_line("  a\nb\tc  ", 10), "a b c");
-        assert_eq!(one_line("abcdef", 3), "abc...");
-        assert_eq!(one_line("äöü", 3), "äöü");
     }
 }

@@ -35,7 +35,8 @@ impl Stats {
                 AgentMessage::User(_) => self.user += 1,
                 AgentMessage::Assistant(a) => self.add_assistant(a),
                 AgentMessage::ToolResult(_) => self.tool_results += 1,
-                AgentMessage::BashExecution(_)
+                AgentMessage::System(_)
+                | AgentMessage::BashExecution(_)
                 | AgentMessage::Custom(_)
                 | AgentMessage::BranchSummary(_)
                 | AgentMessage::CompactionSummary(_)
@@ -49,6 +50,9 @@ impl Stats {
             | SessionEntry::Custom(_)
             | SessionEntry::Label(_)
             | SessionEntry::SessionInfo(_)
+            // pi's export counts neither edits nor `usage` entries (its `computeStats`).
+            | SessionEntry::ContextEdit(_)
+            | SessionEntry::Usage(_)
             | SessionEntry::Unknown(_) => {}
         }
     }

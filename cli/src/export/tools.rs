@@ -7,7 +7,8 @@ use std::io::{self, Write};
 use pith_events::{ContentBlock, ToolCall, ToolResultMessage};
 use serde_json::Value;
 
-use super::html::{Esc, one_line};
+use super::html::Esc;
+use crate::text::normalized_prefix;
 
 /// Outputs longer than this many lines start folded (pi folds at 5–20 lines by tool).
 const FOLD_LINES: usize = 20;
@@ -17,9 +18,15 @@ const MAX_ARG_DEPTH: usize = 4;
 
 /// pi's `formatToolCall`: `[read: ~/src/a.rs:10-29]`, `[bash: cargo test]`, `[name: {json}]`.
 pub fn describe_call(name: &str, args: &Value) -> String {
-    let text = |key: &str| args.get(key).map(js_string).unwrap_or_default();
+    // `String(args.key ?? "")`.
+    let text = |key: &str| {
+        args.get(key)
+            .filter(|v| !v.is_null())
+            .map(|v| pith_events::js::to_js_string(Some(v)))
+            .unwrap_or_default()
+    };
     let path_or = |default: &str| {
-        let p = args.get("path").map(js_string).unwrap_or_default();
+        let p = text("path");
         shorten_path(if p.is_empty() { default } else { &p })
     };
     match name {
@@ -63,15 +70,6 @@ pub fn describe_call(name: &str, args: &Value) -> String {
             let more = if json.chars().count() > 40 { "..." } else { "" };
             format!("[{name}: {short}{more}]")
         }
-    }
-}
-
-/// `String(value)` for the values tool arguments hold (strings as they are, others as JSON).
-fn js_string(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
     }
 }
 
@@ -249,7 +247,7 @@ pub fn describe_result(result: &ToolResultMessage, call: Option<&str>) -> String
     match call {
         Some(c) => c.to_owned(),
         None if result.tool_name.is_empty() => "[tool]".into(),
-        None => format!("[{}]", one_line(&result.tool_name, 60)),
+        None => format!("[{}]", normalized_prefix(&result.tool_name, 60)),
     }
 }
 

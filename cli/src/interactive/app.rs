@@ -13,6 +13,7 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use pith_tools::sanitize::for_terminal;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
@@ -83,6 +84,8 @@ pub struct App {
     run: Option<BoxFuture<Result<(), RuntimeError>>>,
     /// `!cmd` or `/compact` running beside the editor.
     pub(super) task: Option<JoinHandle<TaskDone>>,
+    /// The running task is `/compact` (Esc cancels it with abort, not as a command).
+    pub(super) compacting_task: bool,
     /// Text for the editor at its next read (`/fork`, `/tree`).
     pub(super) next_initial: String,
     /// The next line answers this.
@@ -151,6 +154,7 @@ impl App {
             transcript: Transcript::default(),
             run: None,
             task: None,
+            compacting_task: false,
             next_initial: String::new(),
             question: None,
             queued: parts.messages.into(),
@@ -211,6 +215,7 @@ impl App {
                 }
                 Step::TaskDone(done) => {
                     self.task = None;
+                    self.compacting_task = false;
                     self.on_task_done(done?).await?;
                     Flow::Go
                 }
@@ -230,7 +235,8 @@ impl App {
         self.rt.shutdown().await?;
         while let Ok(event) = self.events.try_recv() {
             if let RuntimeEvent::WriteFailed(n) = event {
-                self.screen.print(&style::error(&format!("pith: {n}")));
+                self.screen
+                    .print(&style::error(&format!("pith: {}", for_terminal(&n))));
             }
         }
         Ok(self.editor.is_reading())
@@ -346,7 +352,9 @@ impl App {
                 let lines = self.transcript.event(&event, columns());
                 self.screen.print_lines(&lines);
             }
-            RuntimeEvent::Notice(n) => self.screen.print(&style::warning(&format!("pith: {n}"))),
+            RuntimeEvent::Notice(n) => self
+                .screen
+                .print(&style::warning(&format!("pith: {}", for_terminal(&n)))),
             RuntimeEvent::WriteFailed(n) => self.error(&n),
             RuntimeEvent::SessionStarted { .. } => {}
         }
@@ -403,9 +411,10 @@ impl App {
         Ok(Flow::Go)
     }
 
-    /// Esc (pi's `app.interrupt`): aborts the run, or cancels the running `!cmd`.
+    /// Esc (pi's `app.interrupt`): aborts the run or cancels `/compact` (pi's `abort()`,
+    /// which ends a compaction too), or cancels the running `!cmd`.
     async fn interrupt(&mut self) -> Result<()> {
-        if self.run.is_some() {
+        if self.run.is_some() || self.compacting_task {
             self.rt.abort().await?;
         } else if self.task.is_some() {
             self.rt.abort_bash();
@@ -493,9 +502,10 @@ impl App {
 
     /// Starts `/compact` beside the editor.
     pub(super) fn start_compaction(&mut self, focus: Option<String>) {
+        self.compacting_task = true;
         let rt = self.rt.clone();
         self.task = Some(tokio::spawn(async move {
-            TaskDone::Compact(rt.compact_now(focus.as_deref()).await)
+            TaskDone::Compact(rt.compact(focus.as_deref()).await)
         }));
     }
 }

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use pith_actors::model_registry::{THINKING_LEVELS, clamp_thinking_level};
 use pith_events::{EntryType, SessionStart};
+use pith_events::{ModelRef, ThinkingLevel};
+use pith_llm::model_registry::{clamp_thinking_level, supported_thinking_levels};
 
 use super::app::{App, Flow, Question};
 use super::footer::session_info;
@@ -224,15 +225,15 @@ impl App {
     }
 
     async fn resume(&mut self) -> Result<()> {
-        let summary = self.rt.summary().await?;
+        let current = self.rt.current_session().await?;
         let (agent_dir, session_dir) = (self.env.agent_dir.clone(), self.session_dir.clone());
         let options = crate::tui::picker::PickerOptions {
-            current_session: summary.session_file.clone(),
+            current_session: current.session_file.clone(),
             ..Default::default()
         };
         let picked = view(move || {
             crate::tui::picker::pick_session_with(
-                &summary.cwd,
+                &current.cwd,
                 &agent_dir,
                 session_dir.as_deref(),
                 &options,
@@ -240,8 +241,14 @@ impl App {
         })
         .await;
         match picked {
-            Ok(Some(path)) => {
-                if self.switch(SessionStart::Resume(path)).await?.is_some() {
+            // /resume opens the session at its leaf, even from a search hit (switching
+            // sessions in a running runtime has no way to move the leaf yet).
+            Ok(Some(picked)) => {
+                if self
+                    .switch(SessionStart::Resume(picked.path))
+                    .await?
+                    .is_some()
+                {
                     self.status("Resumed session");
                 }
             }
@@ -307,86 +314,13 @@ impl App {
     }
 
     async fn clone_session(&mut self) -> Result<()> {
-        if self.rt.summary().await?.leaf_id.is_none() {
+        if self.rt.current_session().await?.leaf_id.is_none() {
             self.status("Nothing to clone yet");
             return Ok(());
         }
         if self.switch(SessionStart::Clone).await?.is_some() {
             self.next_initial.clear();
             self.status("Cloned to new session");
-        }
-        Ok(())
-    }
-
-    /// `/tree`: the tree view; its label changes are applied, then the move (with the branch
-    /// summary chosen there), then the target's text goes to the editor (spec:
-    /// tree-and-context.md §9).
-    async fn tree(&mut self) -> Result<()> {
-        let session = self.session().await?;
-        if session.entries().is_empty() {
-            self.status("No entries in session");
-            return Ok(());
-        }
-        let leaf = session.leaf_id().map(str::to_owned);
-        // pi's `treeFilterMode` and `branchSummary.skipPrompt` settings.
-        let settings =
-            pith_actors::settings::Settings::load(&self.env.agent_dir, session.cwd().as_ref());
-        let options = crate::tui::tree::TreeOptions {
-            filter: settings
-                .get("treeFilterMode")
-                .and_then(|v| v.as_str())
-                .and_then(crate::tui::tree::FilterMode::from_setting)
-                .unwrap_or_default(),
-            initial_selected: None,
-            skip_summary_prompt: settings
-                .get("branchSummary.skipPrompt")
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false),
-        };
-        let outcome = match view(move || crate::tui::tree::show_tree_with(&session, &options)).await
-        {
-            Ok(o) => o,
-            Err(e) => {
-                self.error(&format!("{e:#}"));
-                return Ok(());
-            }
-        };
-        for (id, label) in &outcome.labels {
-            if let Err(e) = self.rt.set_label(id, label.as_deref()).await {
-                self.error(&e.to_string());
-            }
-        }
-        let Some(target) = outcome.navigate else {
-            return Ok(());
-        };
-        if leaf.as_deref() == Some(target.entry_id.as_str()) {
-            self.status("Already at this point");
-            return Ok(());
-        }
-        if target.summarize {
-            self.status("Summarizing branch...");
-        }
-        let options = pith_actors::compactor::TreeOptions {
-            summarize: target.summarize,
-            custom_instructions: target.custom_instructions,
-            ..Default::default()
-        };
-        // The summary is written while the editor is not reading: keep typed keys off the
-        // screen and out of the next prompt (the summary cannot be cancelled yet).
-        let quiet = target.summarize.then(QuietInput::new);
-        let navigated = self.rt.navigate_tree(&target.entry_id, options).await;
-        drop(quiet);
-        match navigated {
-            Ok(nav) if nav.cancelled => self.status("Navigation cancelled"),
-            Ok(nav) => {
-                self.drain_events();
-                self.show_history().await?;
-                if let Some(text) = nav.editor_text {
-                    self.next_initial = text;
-                }
-                self.status("Navigated to selected point");
-            }
-            Err(e) => self.error(&e.to_string()),
         }
         Ok(())
     }
@@ -428,13 +362,13 @@ impl App {
     }
 
     async fn session_cmd(&mut self) -> Result<()> {
-        let summary = self.rt.summary().await?;
+        let current = self.rt.current_session().await?;
         let name = self.session().await?.session_name();
         let context = self.rt.context().await?;
         let lines = session_info(
             name.as_deref(),
-            summary.session_file.as_deref(),
-            &summary.session_id,
+            current.session_file.as_deref(),
+            &current.session_id,
             &context.messages,
         );
         self.screen.print_lines(&lines);
@@ -444,7 +378,7 @@ impl App {
     /// `/model [pattern]`: resolved as `--model` is (a `:level` suffix sets the thinking
     /// level; otherwise the current level is kept, clamped to the new model).
     async fn model(&mut self, pattern: &str) -> Result<()> {
-        let cwd = self.rt.summary().await?.cwd;
+        let cwd = self.rt.current_session().await?.cwd;
         if pattern.is_empty() {
             crate::model_choice::list_models(&self.env.agent_dir, None)?;
             let current = self.choice.model.qualified_id();
@@ -455,7 +389,7 @@ impl App {
         }
         let suffixed = pattern
             .rsplit_once(':')
-            .is_some_and(|(_, level)| THINKING_LEVELS.contains(&level));
+            .is_some_and(|(_, level)| level.parse::<ThinkingLevel>().is_ok());
         let request = crate::model_choice::Request {
             provider: None,
             model: Some(pattern),
@@ -479,12 +413,12 @@ impl App {
                     return Ok(());
                 }
             };
-        let model = (choice.model.provider.clone(), choice.model.id.clone());
+        let model = ModelRef::new(&choice.model.provider, &choice.model.id);
         if let Err(e) = self.rt.set_model(provider, model).await {
             self.error(&e.to_string());
             return Ok(());
         }
-        if let Err(e) = self.rt.set_thinking_level(&choice.thinking_level).await {
+        if let Err(e) = self.rt.set_thinking_level(choice.thinking_level).await {
             self.error(&e.to_string());
         }
         let id = choice.model.id.clone();
@@ -496,9 +430,9 @@ impl App {
     async fn thinking(&mut self, level: &str) -> Result<()> {
         let model = &self.choice.model;
         if level.is_empty() {
-            let supported: Vec<&str> = THINKING_LEVELS
+            let supported: Vec<&str> = supported_thinking_levels(model)
                 .into_iter()
-                .filter(|l| clamp_thinking_level(model, l) == *l)
+                .map(ThinkingLevel::as_str)
                 .collect();
             let text = format!(
                 "Thinking level: {} (available: {})",
@@ -508,18 +442,18 @@ impl App {
             self.status(&text);
             return Ok(());
         }
-        if !THINKING_LEVELS.contains(&level) {
+        let Ok(asked) = level.parse::<ThinkingLevel>() else {
             self.error(&format!(
                 "unknown thinking level {level}: use one of {}",
-                THINKING_LEVELS.join(", ")
+                ThinkingLevel::list()
             ));
             return Ok(());
-        }
-        let clamped = clamp_thinking_level(model, level);
-        match self.rt.set_thinking_level(&clamped).await {
+        };
+        let clamped = clamp_thinking_level(model, asked);
+        match self.rt.set_thinking_level(clamped).await {
             Ok(()) => {
-                self.choice.thinking_level = clamped.clone();
-                if clamped == level {
+                self.choice.thinking_level = clamped;
+                if clamped == asked {
                     self.status(&format!("Thinking level: {clamped}"));
                 } else {
                     self.status(&format!(
@@ -577,7 +511,7 @@ impl App {
             let session = self.session().await?;
             super::export_jsonl::export_jsonl(&session, &self.env, std::path::Path::new(p))
         } else {
-            match self.rt.summary().await?.session_file {
+            match self.rt.current_session().await?.session_file {
                 Some(file) if file.exists() => {
                     crate::export::export_html(&file, path.as_deref().map(std::path::Path::new))
                 }
@@ -609,7 +543,9 @@ impl App {
 
 /// Runs a full-screen view off the async threads; a view that panics is an error like any
 /// other, and the interactive mode goes on.
-async fn view<T: Send + 'static>(show: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(super) async fn view<T: Send + 'static>(
+    show: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     tokio::task::spawn_blocking(show)
         .await
         .unwrap_or_else(|e| Err(anyhow::anyhow!("the view failed: {e}")))
@@ -629,34 +565,6 @@ pub fn path_argument(args: &str) -> Option<String> {
             .unwrap_or_default()
             .to_owned(),
     )
-}
-
-/// While it lives, the terminal neither echoes nor buffers lines; dropping it restores the
-/// terminal and throws away what was typed meanwhile.
-struct QuietInput {
-    saved: Option<rustix::termios::Termios>,
-}
-
-impl QuietInput {
-    fn new() -> QuietInput {
-        use rustix::termios::{LocalModes, OptionalActions, tcgetattr, tcsetattr};
-        let saved = tcgetattr(std::io::stdin()).ok();
-        if let Some(mut quiet) = saved.clone() {
-            quiet.local_modes &= !(LocalModes::ECHO | LocalModes::ICANON);
-            let _ = tcsetattr(std::io::stdin(), OptionalActions::Now, &quiet);
-        }
-        QuietInput { saved }
-    }
-}
-
-impl Drop for QuietInput {
-    fn drop(&mut self) {
-        use rustix::termios::{OptionalActions, QueueSelector, tcflush, tcsetattr};
-        if let Some(saved) = &self.saved {
-            let _ = tcflush(std::io::stdin(), QueueSelector::IFlush);
-            let _ = tcsetattr(std::io::stdin(), OptionalActions::Now, saved);
-        }
-    }
 }
 
 #[cfg(test)]

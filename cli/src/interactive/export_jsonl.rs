@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use pith_store::writer::{Replace, replace_file};
 use pith_store::{Session, SessionEnv};
 
 /// Writes the branch of `session` to `path` (relative to the process's directory, parent
@@ -29,9 +30,10 @@ pub fn export_jsonl(session: &Session, env: &SessionEnv, path: &Path) -> Result<
         out.push('\n');
         parent = serde_json::to_string(entry.id())?;
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&path, out).with_context(|| format!("writing {}", path.display()))?;
+    // Beside the destination, then renamed into place; never through a symlink.
+    replace_file(&path, Replace::RegularOrNothing, |w| {
+        std::io::Write::write_all(w, out.as_bytes())
+    })
+    .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }

@@ -5,6 +5,8 @@
 use pith_events::{AgentMessage, BashExecutionMessage, ContentBlock, StopReason, UserContent};
 use serde_json::json;
 
+use pith_tools::sanitize::for_terminal;
+
 use super::screen::{split_row, thousands, truncate};
 use super::{style, tools};
 
@@ -12,7 +14,7 @@ use super::{style, tools};
 const COMMAND_PREVIEW: usize = 20;
 
 /// The lines of `message`, starting with a blank line (pi's `Spacer(1)`); empty for messages
-/// pi does not show (hidden custom messages, unknown roles).
+/// pi does not show (hidden custom messages, system messages, unknown roles).
 pub fn message_lines(message: &AgentMessage, cols: usize) -> Vec<String> {
     let mut out = vec![String::new()];
     match message {
@@ -52,7 +54,10 @@ pub fn message_lines(message: &AgentMessage, cols: usize) -> Vec<String> {
             if !c.display {
                 return Vec::new();
             }
-            out.push(style::label(&style::bold(&format!("[{}]", c.custom_type))));
+            out.push(style::label(&style::bold(&format!(
+                "[{}]",
+                for_terminal(&c.custom_type)
+            ))));
             out.extend(wrap(&c.content.joined_text("\n"), cols, &|s| s.into()));
         }
         AgentMessage::BranchSummary(_) => {
@@ -60,7 +65,8 @@ pub fn message_lines(message: &AgentMessage, cols: usize) -> Vec<String> {
             out.push("Branch summary".into());
         }
         AgentMessage::CompactionSummary(c) => out.extend(compaction_lines(c.tokens_before)),
-        AgentMessage::Unknown(_) => return Vec::new(),
+        // pi's transcript does not show the prompt and tool state it records.
+        AgentMessage::System(_) | AgentMessage::Unknown(_) => return Vec::new(),
     }
     out
 }
@@ -82,6 +88,8 @@ pub fn user_lines(text: &str, cols: usize) -> Vec<String> {
 
 /// The end of a failed or aborted reply (pi's assistant message component).
 pub fn stop_lines(stop: StopReason, error: Option<&str>) -> Vec<String> {
+    let error = error.map(for_terminal);
+    let error = error.as_deref();
     match stop {
         StopReason::Aborted => {
             let text = match error {
@@ -109,13 +117,15 @@ pub fn compaction_lines(tokens_before: u64) -> Vec<String> {
 /// A `!command` and its output (pi's bash execution component, collapsed): `$ command`, the
 /// last 20 lines, then `(cancelled)`, `(exit N)` and where the full output is.
 pub fn user_command_lines(run: &BashExecutionMessage, cols: usize) -> Vec<String> {
-    let header = format!("$ {}", run.command);
+    let header = format!("$ {}", for_terminal(&run.command));
     let mut out = vec![if run.exclude_from_context == Some(true) {
         style::bold(&style::muted(&truncate(&header, cols)))
     } else {
         style::bold(&truncate(&header, cols))
     }];
-    let output = run.output.trim_end();
+    // Stripped when it was recorded by pith; a session file can hold anything.
+    let output = for_terminal(&run.output);
+    let output = output.trim_end();
     let lines: Vec<&str> = if output.is_empty() {
         Vec::new()
     } else {
@@ -138,7 +148,8 @@ pub fn user_command_lines(run: &BashExecutionMessage, cols: usize) -> Vec<String
     }
     if let Some(path) = &run.full_output_path {
         status.push(style::warning(&format!(
-            "Output truncated. Full output: {path}"
+            "Output truncated. Full output: {}",
+            for_terminal(path)
         )));
     }
     if !status.is_empty() {
@@ -149,10 +160,13 @@ pub fn user_command_lines(run: &BashExecutionMessage, cols: usize) -> Vec<String
 
 /// `text` broken into rows for a terminal `cols` wide (at spaces where possible), each styled.
 /// One column stays free: a row exactly as wide as the terminal wraps early in some.
+///
+/// The text comes from a model, a session file or a user: escape sequences and control
+/// characters are removed first (`pith_tools::sanitize::for_terminal`).
 pub fn wrap(text: &str, cols: usize, styled: &dyn Fn(&str) -> String) -> Vec<String> {
     let cols = cols.saturating_sub(1);
     let mut out = Vec::new();
-    for line in text.split('\n') {
+    for line in for_terminal(text).split('\n') {
         let mut rest = line.to_owned();
         while let Some((row, more)) = split_row(&rest, cols) {
             out.push(styled(&row));

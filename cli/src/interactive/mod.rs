@@ -18,10 +18,12 @@ mod editor;
 mod export_jsonl;
 mod footer;
 mod messages;
+mod quiet_wait;
 mod screen;
 mod style;
 mod tools;
 mod transcript;
+mod tree_command;
 
 use std::collections::HashSet;
 use std::io::IsTerminal;
@@ -29,11 +31,11 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 
-use pith_actors::auth::Credentials;
-use pith_actors::model_registry::ModelRegistry;
+use pith_llm::auth::Credentials;
+use pith_llm::model_registry::ModelRegistry;
 use pith_store::SessionEnv;
 
-use crate::startup::{RunArgs, Started, check_flags, install_trace, start};
+use crate::startup::{RunArgs, Started, check_flags, start};
 
 /// Runs the interactive mode until the user quits (exit status 0). Without a terminal on
 /// stdin it is print mode, as in pi. `-r` opens the session picker first (nothing picked:
@@ -54,8 +56,13 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
         let env = SessionEnv::system();
         let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
         match crate::tui::picker::pick_session(&cwd, &env.agent_dir, args.session_dir.as_deref())? {
-            Some(path) => {
-                args.session = Some(path.to_string_lossy().into_owned());
+            Some(picked) => {
+                // `PATH@ENTRY` opens at a search hit's entry (startup::split_entry).
+                let path = picked.path.to_string_lossy().into_owned();
+                args.session = Some(match picked.entry {
+                    Some(entry) => format!("{path}@{entry}"),
+                    None => path,
+                });
                 args.continue_recent = false;
             }
             None => {
@@ -64,7 +71,9 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
             }
         }
     }
-    let _trace_guard = args.trace.as_deref().map(install_trace).transpose()?;
+    // The screen is the terminal: diagnostics go to the log file only.
+    let _log =
+        crate::logging::install(&pith_store::dirs::agent_dir(), args.trace.as_deref(), false)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

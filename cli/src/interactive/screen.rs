@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use rustyline::ExternalPrinter;
-use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+use unicode_width::UnicodeWidthChar;
 
 /// The printer the editor thread hands over; `None` when stdout is not a terminal.
 pub type Printer = Box<dyn ExternalPrinter + Send>;
@@ -39,7 +39,7 @@ impl Screen {
     }
 
     fn write(&mut self, text: &str) {
-        let mut text = text.to_owned();
+        let mut text = only_styles(text);
         if !text.ends_with('\n') {
             text.push('\n');
         }
@@ -71,6 +71,41 @@ impl Screen {
     }
 }
 
+/// `text` with every control character and escape sequence removed except SGR styles
+/// (`ESC [ digits;… m`, all that pith's own `style` module writes), and tabs and newlines.
+///
+/// The last line of defence: what the transcript shows from a model, a tool or a file was
+/// already passed through `pith_tools::sanitize::for_terminal` where it entered (which also
+/// removes colours); this makes sure that nothing missed there can set the clipboard, the
+/// window title or move the cursor.
+pub fn only_styles(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if c == '\u{1b}' {
+            let sgr = rest[1..]
+                .strip_prefix('[')
+                .map(|r| {
+                    r.len()
+                        - r.trim_start_matches(|d: char| d.is_ascii_digit() || d == ';')
+                            .len()
+                })
+                .filter(|&n| rest[2 + n..].starts_with('m'));
+            if let Some(n) = sgr {
+                out.push_str(&rest[..3 + n]);
+                rest = &rest[3 + n..];
+                continue;
+            }
+        } else if matches!(c, '\n' | '\t')
+            || !(c.is_control() || (0xFFF9..=0xFFFB).contains(&u32::from(c)))
+        {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 /// The terminal's width in columns (80 when unknown, as rustyline assumes).
 pub fn columns() -> usize {
     match rustix::termios::tcgetwinsize(std::io::stdout()) {
@@ -79,28 +114,11 @@ pub fn columns() -> usize {
     }
 }
 
-/// Display width of `text` in columns (wide characters count 2).
-pub fn width(text: &str) -> usize {
-    UnicodeWidthStr::width(text)
-}
+pub use crate::text::width;
 
 /// `text` cut to `cols` columns, ending in `…` when cut.
 pub fn truncate(text: &str, cols: usize) -> String {
-    if width(text) <= cols {
-        return text.to_owned();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w + 1 > cols {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    out.push('…');
-    out
+    crate::text::truncate(text, cols, "…")
 }
 
 /// Splits the first row off `text` when it is wider than `cols`: at the last space that
@@ -161,6 +179,19 @@ pub fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_pith_styles_reach_the_terminal() {
+        assert_eq!(
+            only_styles("\u{1b}[1m> hi\u{1b}[22m\ttab\nline"),
+            "\u{1b}[1m> hi\u{1b}[22m\ttab\nline"
+        );
+        // OSC 52 (clipboard), a title, cursor moves, C1 controls: their escapes are gone.
+        assert_eq!(
+            only_styles("a\u{1b}]52;c;aGk=\u{7}b\u{1b}[2Jc\u{9b}31md\r"),
+            "a]52;c;aGk=b[2Jc31md"
+        );
+    }
 
     #[test]
     fn rows_break_at_the_last_space() {

@@ -8,6 +8,20 @@ use serde_json::Value;
 use super::screen::truncate;
 use super::style;
 
+/// `value` with every string passed through `pith_tools::sanitize::for_terminal`.
+fn sanitized(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(pith_tools::sanitize::for_terminal(s)),
+        Value::Array(items) => Value::Array(items.iter().map(sanitized).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (pith_tools::sanitize::for_terminal(k), sanitized(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// pi's `BASH_PREVIEW_LINES`.
 const BASH_PREVIEW: usize = 5;
 /// pi's collapsed read/write preview.
@@ -17,6 +31,10 @@ const OTHER_PREVIEW: usize = 20;
 
 /// The lines announcing a call of `name` with `args` (pi's `renderCall`), each within `cols`.
 pub fn call_lines(name: &str, args: &Value, cols: usize) -> Vec<String> {
+    // Arguments come from the model: no escape sequence reaches the terminal.
+    let args = &sanitized(args);
+    let name = &pith_tools::sanitize::for_terminal(name);
+    let name = name.as_str();
     let path = || {
         let raw = args
             .get("path")
@@ -136,10 +154,23 @@ pub fn result_lines(name: &str, result: &Value, is_error: bool, cols: usize) -> 
                 .and_then(|d| d.get("fullOutputPath"))
                 .and_then(Value::as_str)
             {
-                out.push(style::warning(&format!("[Full output: {path}]")));
+                out.push(style::warning(&format!(
+                    "[Full output: {}]",
+                    pith_tools::sanitize::for_terminal(path)
+                )));
             }
         }
         "read" => {
+            // pi 1.6.0: the model saw a placeholder instead of the image.
+            if let Some(model) = details
+                .and_then(|d| d.get("imageUnsupportedByModel"))
+                .and_then(Value::as_str)
+            {
+                out.push(style::warning(&format!(
+                    "[{} does not support images; it saw a placeholder instead]",
+                    pith_tools::sanitize::for_terminal(model)
+                )));
+            }
             out.extend(
                 lines
                     .iter()
@@ -202,8 +233,9 @@ fn diff_lines(diff: &str, cols: usize) -> Vec<String> {
     out
 }
 
-/// pi's `getTextOutput`: the text blocks joined with newlines, `\r` removed; images as a
-/// placeholder (pith draws no images in the terminal).
+/// pi's `getTextOutput`: the text blocks joined with newlines, cleaned for the terminal
+/// ([`pith_tools::sanitize::for_terminal`]: escape sequences, control characters and `\r`
+/// removed); images as a placeholder (pith draws no images in the terminal).
 pub fn text_output(result: &Value) -> String {
     let Some(blocks) = result.get("content").and_then(Value::as_array) else {
         return String::new();
@@ -220,9 +252,9 @@ pub fn text_output(result: &Value) -> String {
             )),
             _ => None,
         })
+        .map(|t| pith_tools::sanitize::for_terminal(&t))
         .collect::<Vec<_>>()
         .join("\n")
-        .replace('\r', "")
 }
 
 fn trim_trailing_empty(mut lines: Vec<&str>) -> Vec<&str> {
@@ -253,6 +285,23 @@ mod tests {
             .iter()
             .map(|l| ansi.replace_all(l, "").into_owned())
             .collect()
+    }
+
+    #[test]
+    fn results_reach_the_terminal_without_live_escapes() {
+        let result = json!({"content": [{"type": "text", "text": "a\u{1b}]52;c;aGk=\u{7}b\r\n"}]});
+        assert_eq!(text_output(&result), "ab\n");
+        let image = json!({
+            "content": [{"type": "text", "text": "Read image file [image/png]"}],
+            "details": {"imageUnsupportedByModel": "text-only"}
+        });
+        assert_eq!(
+            plain(result_lines("read", &image, false, 80)),
+            [
+                "[text-only does not support images; it saw a placeholder instead]",
+                "Read image file [image/png]"
+            ]
+        );
     }
 
     #[test]

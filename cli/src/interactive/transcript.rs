@@ -12,6 +12,8 @@ use pith_events::{
 };
 
 use super::messages::{compaction_lines, message_lines, stop_lines, user_lines, user_text, wrap};
+use pith_tools::sanitize::{for_terminal, split_incomplete_ansi_suffix};
+
 use super::screen::split_row;
 use super::{style, tools};
 
@@ -24,8 +26,12 @@ enum Block {
 /// What the transcript keeps between events.
 #[derive(Default)]
 pub struct Transcript {
-    /// The streamed block's text after its last printed row.
+    /// The streamed block's text after its last printed row (already made safe for the
+    /// terminal).
     partial: String,
+    /// An escape sequence still unfinished at the end of the last delta: held back so that it
+    /// is removed whole once the next delta completes it.
+    pending_escape: String,
     /// The block streaming now.
     block: Option<Block>,
     /// Content indices of the streaming reply already shown (the rest is shown at its end).
@@ -109,7 +115,8 @@ impl Transcript {
                 let secs = delay_ms.div_ceil(1000);
                 self.status_line(
                     style::warning(&format!(
-                        "Retrying ({attempt}/{max_attempts}) in {secs}s... ({error_message})"
+                        "Retrying ({attempt}/{max_attempts}) in {secs}s... ({})",
+                        for_terminal(error_message)
                     )),
                     &mut out,
                 );
@@ -119,7 +126,7 @@ impl Transcript {
                 attempt,
                 final_error,
             } => {
-                let error = final_error.as_deref().unwrap_or("Unknown error");
+                let error = for_terminal(final_error.as_deref().unwrap_or("Unknown error"));
                 self.status_line(
                     style::error(&format!(
                         "Error: Retry failed after {attempt} attempts: {error}"
@@ -146,7 +153,7 @@ impl Transcript {
                 reason == "manual",
                 result.as_ref().map(|r| r.tokens_before),
                 *aborted,
-                error_message.as_deref(),
+                error_message.as_deref().map(for_terminal).as_deref(),
                 &mut out,
             ),
             AgentEvent::AgentStart
@@ -185,8 +192,10 @@ impl Transcript {
                 self.block = None;
                 out.push(String::new());
             }
-            // Results, commands and summaries are shown by their own events or commands.
-            AgentMessage::ToolResult(_)
+            // Results, commands and summaries are shown by their own events or commands;
+            // system messages are never shown.
+            AgentMessage::System(_)
+            | AgentMessage::ToolResult(_)
             | AgentMessage::BashExecution(_)
             | AgentMessage::BranchSummary(_)
             | AgentMessage::CompactionSummary(_)
@@ -281,6 +290,8 @@ impl Transcript {
         self.last_call = None;
         out.push(String::new());
         if aborted {
+            // The caller of a manual compaction hears of the cancel here, once.
+            self.compaction_error_shown |= manual;
             out.push(if manual {
                 style::error("Error: Compaction cancelled")
             } else {
@@ -328,7 +339,13 @@ impl Transcript {
         self.last_call = None;
         // One column spare: a row exactly as wide as the terminal wraps early in some.
         let cols = cols.saturating_sub(1);
-        self.partial.push_str(delta);
+        // Model text: escape sequences and control characters never reach the terminal, even
+        // when one is split across deltas.
+        let mut text = std::mem::take(&mut self.pending_escape);
+        text.push_str(delta);
+        let (complete, pending) = split_incomplete_ansi_suffix(&text);
+        self.partial.push_str(&for_terminal(complete));
+        self.pending_escape = pending.to_owned();
         while let Some(i) = self.partial.find('\n') {
             let line: String = self.partial.drain(..=i).collect();
             let mut rest = line.trim_end_matches('\n').to_owned();
@@ -346,6 +363,8 @@ impl Transcript {
 
     /// Prints what is left of the streamed block.
     fn flush(&mut self, out: &mut Vec<String>) {
+        let pending = std::mem::take(&mut self.pending_escape);
+        self.partial.push_str(&for_terminal(&pending));
         if !self.partial.is_empty() {
             let rest = std::mem::take(&mut self.partial);
             out.push(self.styled(&rest));
@@ -378,6 +397,29 @@ mod tests {
                 delta: delta.map(str::to_owned),
             },
         }
+    }
+
+    #[test]
+    fn an_escape_sequence_split_across_deltas_is_removed_whole() {
+        let mut t = Transcript::default();
+        t.event(
+            &AgentEvent::MessageStart {
+                message: AgentMessage::Assistant(reply(Vec::new())),
+            },
+            40,
+        );
+        t.event(&update(StreamKind::TextStart, 0, None), 40);
+        let mut rows = Vec::new();
+        for delta in [
+            "copy\u{1b}]5",
+            "2;c;cHduZWQ=",
+            "\u{7}done \u{1b}[3",
+            "8;5;201mpink\n",
+        ] {
+            rows.extend(t.event(&update(StreamKind::TextDelta, 0, Some(delta)), 40));
+        }
+        rows.extend(t.event(&update(StreamKind::TextEnd, 0, None), 40));
+        assert_eq!(rows, ["copydone pink"]);
     }
 
     #[test]

@@ -204,29 +204,6 @@ pub fn parse(line: &str) -> Line {
     }
 }
 
-/// JavaScript's `String(value)` for the `type` in `Unknown command: <type>`.
-pub fn js_string(value: Option<&Value>) -> String {
-    match value {
-        None => "undefined".to_owned(),
-        Some(Value::Null) => "null".to_owned(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Bool(b)) => b.to_string(),
-        Some(Value::Number(n)) => n
-            .as_f64()
-            .map_or_else(|| n.to_string(), pith_events::js::format_js_number),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| match v {
-                // `[null].toString()` is "", unlike `String(null)`.
-                Value::Null => String::new(),
-                v => js_string(Some(v)),
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Some(Value::Object(_)) => "[object Object]".to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,14 +263,5 @@ mod tests {
             parse(r#"{"type":"extension_ui_response","id":"u"}"#),
             Line::UiResponse
         );
-    }
-
-    #[test]
-    fn types_print_as_javascript_prints_them() {
-        assert_eq!(js_string(None), "undefined");
-        assert_eq!(js_string(Some(&json!(5))), "5");
-        assert_eq!(js_string(Some(&json!(1.5))), "1.5");
-        assert_eq!(js_string(Some(&json!([1, null, "a"]))), "1,,a");
-        assert_eq!(js_string(Some(&json!({"a": 1}))), "[object Object]");
     }
 }

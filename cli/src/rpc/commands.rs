@@ -18,9 +18,6 @@ use super::framing::Response;
 /// pi's refusal of a prompt while a run streams.
 const BUSY: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
 
-/// The agent's refusal of a prompt while its run streams (before `agent_end`).
-const AGENT_BUSY: &str = "Agent is already processing";
-
 /// pith's `SessionStart::New` has no parent to record.
 const NO_PARENT_SESSION: &str =
     "pith cannot set parentSession on a new session yet; send new_session without it";
@@ -87,7 +84,7 @@ fn bash_result(run: BashExecutionMessage) -> Value {
 /// read back from the entry the compaction appended.
 async fn compact(rt: RuntimeHandle, focus: Option<String>) -> Outcome {
     let focus = focus.filter(|f| !f.trim().is_empty());
-    let id = rt.compact_now(focus.as_deref()).await.map_err(failed)?;
+    let id = rt.compact(focus.as_deref()).await.map_err(failed)?;
     let snapshot = rt.snapshot().await.map_err(failed)?;
     let entry = snapshot
         .entries
@@ -338,7 +335,7 @@ impl Rpc {
                 self.tracked.streaming = true;
                 return Answer::BeforeEvents(Ok(None));
             }
-            Err(RuntimeError::Failed(e)) if e.starts_with(AGENT_BUSY) => {}
+            Err(RuntimeError::AgentBusy) => {}
             Err(e) => return Answer::Now(Err(failed(e))),
         }
         // pi tests the option for truthiness, and anything but "followUp" steers.
@@ -374,7 +371,7 @@ impl Rpc {
         requested: Value,
         current: impl Fn(&Settings) -> Value,
     ) -> Outcome {
-        let cwd = self.rt.summary().await.map_err(failed)?.cwd;
+        let cwd = self.rt.current_session().await.map_err(failed)?.cwd;
         let now = current(&Settings::load(&self.env.agent_dir, Path::new(&cwd)));
         if now == requested {
             return Ok(None);

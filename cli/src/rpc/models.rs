@@ -6,14 +6,15 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pith_actors::auth::Credentials;
-use pith_actors::model::{Api, Model};
-use pith_actors::model_registry::{
-    DEFAULT_THINKING_LEVEL, ModelRegistry, THINKING_LEVELS, clamp_thinking_level,
-};
-use pith_actors::provider::Provider;
 use pith_actors::runtime::RuntimeHandle;
 use pith_actors::settings::Settings;
+use pith_events::{ModelRef, ThinkingLevel};
+use pith_llm::auth::Credentials;
+use pith_llm::model::{Api, Model};
+use pith_llm::model_registry::{
+    DEFAULT_THINKING_LEVEL, ModelRegistry, clamp_thinking_level, supported_thinking_levels,
+};
+use pith_llm::provider::Provider;
 use pith_store::SessionEnv;
 
 use crate::model_choice::Choice;
@@ -24,10 +25,10 @@ pub struct Models {
     /// The current model (pi's Model object in `get_state`).
     pub current: Model,
     /// The current thinking level, clamped to `current`.
-    pub thinking: String,
-    /// Providers built so far, by `(provider, id)`: going back to a model reuses its
-    /// provider, so the offline model's script is not restarted.
-    providers: Vec<((String, String), Arc<dyn Provider>)>,
+    pub thinking: ThinkingLevel,
+    /// Providers built so far, by model: going back to a model reuses its provider, so the
+    /// offline model's script is not restarted.
+    providers: Vec<(ModelRef, Arc<dyn Provider>)>,
     /// `--faux-script`, for the offline model.
     faux_script: Option<PathBuf>,
     /// `--api-key`, which belongs to the first model's provider.
@@ -48,7 +49,7 @@ impl Models {
         env: SessionEnv,
         cwd: PathBuf,
     ) -> Models {
-        let key = (choice.model.provider.clone(), choice.model.id.clone());
+        let key = ModelRef::new(&choice.model.provider, &choice.model.id);
         Models {
             api_key: api_key.map(|k| (choice.model.provider.clone(), k)),
             current: choice.model,
@@ -118,7 +119,7 @@ impl Models {
     /// pi's `setModel` after the lookup: the runtime's model (recorded as `model_change`), then
     /// the thinking level carried over and clamped to the new model.
     async fn switch_to(&mut self, rt: &RuntimeHandle, model: Model) -> Result<(), String> {
-        let key = (model.provider.clone(), model.id.clone());
+        let key = ModelRef::new(&model.provider, &model.id);
         let provider = match self.providers.iter().find(|(k, _)| *k == key) {
             Some((_, p)) => p.clone(),
             None => {
@@ -132,7 +133,7 @@ impl Models {
                 let choice = Choice {
                     model: model.clone(),
                     api_key,
-                    thinking_level: self.thinking.clone(),
+                    thinking_level: self.thinking,
                 };
                 let script = match model.api {
                     Api::Faux => self.faux_script.as_deref(),
@@ -150,23 +151,32 @@ impl Models {
         // pi's `_getThinkingLevelForModelSwitch`: a model that cannot think holds no level
         // of its own, so the user's default comes back.
         let carried = if self.current.reasoning {
-            self.thinking.clone()
+            Some(self.thinking)
         } else {
             Settings::load(&self.env.agent_dir, &self.cwd)
                 .get("defaultThinkingLevel")
                 .and_then(|v| v.as_str())
-                .map_or_else(|| DEFAULT_THINKING_LEVEL.to_owned(), str::to_owned)
+                .map_or(Some(DEFAULT_THINKING_LEVEL), |l| l.parse().ok())
         };
         self.current = model;
-        self.set_thinking(rt, &carried).await
+        self.set_level(rt, carried).await
     }
 
-    /// `set_thinking_level`: `level` clamped to the model; recorded only when it changes.
+    /// `set_thinking_level`: `level` clamped to the model; recorded only when it changes. A
+    /// level pi does not know clamps like the lowest one (pi's `clampThinkingLevel`).
     ///
     /// Errors: the runtime's.
     pub async fn set_thinking(&mut self, rt: &RuntimeHandle, level: &str) -> Result<(), String> {
-        let level = clamp_thinking_level(&self.current, level);
-        rt.set_thinking_level(&level)
+        self.set_level(rt, level.parse().ok()).await
+    }
+
+    async fn set_level(
+        &mut self,
+        rt: &RuntimeHandle,
+        level: Option<ThinkingLevel>,
+    ) -> Result<(), String> {
+        let level = clamp_thinking_level(&self.current, level.unwrap_or_default());
+        rt.set_thinking_level(level)
             .await
             .map_err(|e| e.to_string())?;
         self.thinking = level;
@@ -177,11 +187,14 @@ impl Models {
     /// cannot think.
     ///
     /// Errors: the runtime's.
-    pub async fn cycle_thinking(&mut self, rt: &RuntimeHandle) -> Result<Option<String>, String> {
+    pub async fn cycle_thinking(
+        &mut self,
+        rt: &RuntimeHandle,
+    ) -> Result<Option<ThinkingLevel>, String> {
         if !self.current.reasoning {
             return Ok(None);
         }
-        let levels = supported_levels(&self.current);
+        let levels = supported_thinking_levels(&self.current);
         let next = levels
             .iter()
             .position(|l| *l == self.thinking)
@@ -189,17 +202,9 @@ impl Models {
         let Some(level) = levels.get(next) else {
             return Ok(None);
         };
-        self.set_thinking(rt, level).await?;
-        Ok(Some(self.thinking.clone()))
+        self.set_level(rt, Some(*level)).await?;
+        Ok(Some(self.thinking))
     }
-}
-
-/// pi's `getSupportedThinkingLevels`: the levels clamping leaves as they are.
-fn supported_levels(model: &Model) -> Vec<&'static str> {
-    THINKING_LEVELS
-        .into_iter()
-        .filter(|l| clamp_thinking_level(model, l) == *l)
-        .collect()
 }
 
 #[cfg(test)]
@@ -208,7 +213,13 @@ mod tests {
 
     #[test]
     fn supported_levels_follow_the_models_map() {
-        let mut model = pith_actors::model_registry::faux_model();
+        let supported_levels = |m: &Model| -> Vec<&'static str> {
+            supported_thinking_levels(m)
+                .into_iter()
+                .map(ThinkingLevel::as_str)
+                .collect()
+        };
+        let mut model = pith_llm::model_registry::faux_model();
         assert_eq!(supported_levels(&model), ["off"]);
         model.reasoning = true;
         assert_eq!(

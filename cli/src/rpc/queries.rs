@@ -4,9 +4,9 @@
 
 use serde_json::{Value, json};
 
-use pith_actors::model::Model;
 use pith_actors::writer::Snapshot;
 use pith_events::{AgentMessage, ContentBlock, EntryType, StopReason};
+use pith_llm::model::Model;
 use pith_store::SessionTree;
 use pith_store::compaction::{calculate_context_tokens, estimate_context_tokens};
 
@@ -135,6 +135,6 @@ pub fn last_assistant_text(messages: &[AgentMessage]) -> Option<String> {
             _ => None,
         })
         .collect();
-    let trimmed = pith_store::js::js_trim(&text);
+    let trimmed = pith_events::js::js_trim(&text);
     (!trimmed.is_empty()).then(|| trimmed.to_owned())
 }

@@ -8,8 +8,8 @@
 //!   ratatui's `TestBackend`; only a thin loop touches the terminal.
 //! - [`search`]: pi's session search (fuzzy tokens, `"phrases"`, `re:regex`).
 //! - [`terminal`]: taking the terminal and giving it back on every exit path.
-//! - [`input`]: the one-line text box and key predicates; [`text`]: display widths;
-//!   [`style`]: pi's colour roles; [`progress`]: a stderr progress bar for long work.
+//! - [`input`]: the one-line text box and key predicates; [`style`]: pi's colour roles;
+//!   [`progress`]: a stderr progress bar for long work. Display widths are in `crate::text`.
 //!
 //! Keys are pi 0.73.1's defaults; each view's module docs list them and the views show pi's
 //! hint lines. Key events are `ratatui::crossterm::event::KeyEvent` (crossterm 0.29).
@@ -20,7 +20,6 @@ pub mod progress;
 pub mod search;
 pub mod style;
 pub mod terminal;
-pub mod text;
 pub mod tree;
 
 #[cfg(test)]

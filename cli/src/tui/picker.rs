@@ -13,18 +13,21 @@
 //! Ctrl+Backspace on an empty search) delete to the trash, after Enter confirms.
 //!
 //! Listing goes through the store's listing index, so opening the picker on thousands of
-//! sessions reads only files that changed. The full message texts a search needs (pi searches
-//! every user and assistant text) are read only once a query is typed, newest session first,
-//! with progress in the header; until then a session is searched by its id, name, first
-//! message and cwd.
+//! sessions reads only files that changed. A query searches every user and assistant text
+//! through the store's search index (`pith_store::search`): the first query of a scope brings
+//! the index up to date on a background thread, with progress in the header, while each query
+//! is answered at once from what is indexed; rows show the matching snippet, and Enter opens
+//! the session at the matching entry. Sessions whose id, name, first message or cwd match as
+//! pi's picker matches them are listed after the index's hits.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use pith_store::list::session_info;
+use pith_store::list::{all_session_paths, jsonl_files};
 use pith_store::list_index::{list_all_indexed_with_progress, list_indexed_with_progress};
+use pith_store::search::{SearchIndex, index_folder, parse_query};
 use pith_store::{OpenMode, Session, SessionEnv, dirs};
 
 use super::progress::Progress;
@@ -39,7 +42,16 @@ pub mod trash;
 mod tests;
 
 use render::{CHROME_ROWS, RenderEnv};
-use state::{PickerAction, PickerState, Request, Scope, ScopeData};
+use state::{PickerAction, PickerState, Request, Scope, ScopeData, SearchHit};
+
+/// What the user picked: a session, and the entry of the search hit when there was one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picked {
+    /// The session file.
+    pub path: PathBuf,
+    /// Open with the leaf at this entry (a search hit's).
+    pub entry: Option<String>,
+}
 
 /// How the picker is opened.
 #[derive(Debug, Clone, Default)]
@@ -61,7 +73,7 @@ pub fn pick_session(
     cwd: &str,
     agent_dir: &Path,
     session_dir: Option<&Path>,
-) -> Result<Option<PathBuf>> {
+) -> Result<Option<Picked>> {
     pick_session_with(cwd, agent_dir, session_dir, &PickerOptions::default())
 }
 
@@ -73,7 +85,7 @@ pub fn pick_session_with(
     agent_dir: &Path,
     session_dir: Option<&Path>,
     options: &PickerOptions,
-) -> Result<Option<PathBuf>> {
+) -> Result<Option<Picked>> {
     require_tty()?;
     let current_dir = match session_dir {
         Some(d) => d.to_owned(),
@@ -89,9 +101,13 @@ pub fn pick_session_with(
     // progress bar on stderr.
     let _ = state.take_requests();
     let progress = Progress::new("Loading sessions");
-    let listing = list_indexed_with_progress(&dirs.current, &|d, t| progress.update(d, t));
+    let listing =
+        list_indexed_with_progress(agent_dir, &dirs.current, &|d, t| progress.update(d, t));
     progress.finish();
-    report_skipped(&mut state, listing.skipped.len());
+    report_skipped(
+        &mut state,
+        listing.skipped.len() + listing.unreadable_folders.len(),
+    );
     state.set_listing(Scope::Current, ScopeData::new(listing.sessions));
     let mut screen = Screen::enter()?;
     run(&mut screen, &mut state, &dirs)
@@ -107,14 +123,19 @@ struct Dirs {
 enum Loaded {
     Progress(Scope, usize, usize),
     Listing(Scope, ScopeData, usize),
-    Texts(Scope, Vec<(PathBuf, String)>, usize),
+    /// Search-index build progress; `None` when the index is complete.
+    Indexing(Scope, Option<(usize, usize)>),
+    Search(Scope, String, Vec<SearchHit>),
+    /// The search index failed; searching falls back to the listing fields.
+    SearchFailed(String),
 }
 
-fn run(screen: &mut Screen, state: &mut PickerState, dirs: &Dirs) -> Result<Option<PathBuf>> {
+fn run(screen: &mut Screen, state: &mut PickerState, dirs: &Dirs) -> Result<Option<Picked>> {
     let (tx, rx) = mpsc::channel();
+    let mut searchers: [Option<Sender<String>>; 2] = [None, None];
     loop {
         for request in state.take_requests() {
-            start_load(request, state, dirs, tx.clone());
+            start_load(request, dirs, tx.clone(), &mut searchers);
         }
         if drain(&rx, state) {
             return Ok(None);
@@ -131,7 +152,7 @@ fn run(screen: &mut Screen, state: &mut PickerState, dirs: &Dirs) -> Result<Opti
         };
         match state.handle_key(key) {
             PickerAction::None => {}
-            PickerAction::Select(path) => return Ok(Some(path)),
+            PickerAction::Select { path, entry } => return Ok(Some(Picked { path, entry })),
             PickerAction::Cancel => return Ok(None),
             PickerAction::Rename { path, name } => match rename(&path, &name, &dirs.agent) {
                 Ok(()) => state.renamed(&path, &name),
@@ -181,29 +202,39 @@ fn drain(rx: &Receiver<Loaded>, state: &mut PickerState) -> bool {
                 report_skipped(state, skipped);
                 close |= state.set_listing(scope, data);
             }
-            Loaded::Texts(scope, texts, done) => state.add_texts(scope, texts, done),
+            Loaded::Indexing(scope, progress) => state.set_index_progress(scope, progress),
+            Loaded::Search(scope, query, hits) => state.set_search(scope, query, hits),
+            Loaded::SearchFailed(e) => {
+                state.set_status(format!("Search index: {e}"), true, secs(4));
+            }
         }
     }
     close
 }
 
-fn start_load(request: Request, state: &PickerState, dirs: &Dirs, tx: Sender<Loaded>) {
+fn start_load(
+    request: Request,
+    dirs: &Dirs,
+    tx: Sender<Loaded>,
+    searchers: &mut [Option<Sender<String>>; 2],
+) {
     match request {
         Request::Listing(scope) => {
             let (dir, all) = match scope {
                 Scope::Current => (dirs.current.clone(), false),
                 Scope::All => (dirs.root.clone(), true),
             };
+            let agent = dirs.agent.clone();
             std::thread::spawn(move || {
                 let progress = |d, t| {
                     let _ = tx.send(Loaded::Progress(scope, d, t));
                 };
                 let listing = if all {
-                    list_all_indexed_with_progress(&dir, &progress)
+                    list_all_indexed_with_progress(&agent, &dir, &progress)
                 } else {
-                    list_indexed_with_progress(&dir, &progress)
+                    list_indexed_with_progress(&agent, &dir, &progress)
                 };
-                let skipped = listing.skipped.len();
+                let skipped = listing.skipped.len() + listing.unreadable_folders.len();
                 let _ = tx.send(Loaded::Listing(
                     scope,
                     ScopeData::new(listing.sessions),
@@ -211,35 +242,123 @@ fn start_load(request: Request, state: &PickerState, dirs: &Dirs, tx: Sender<Loa
                 ));
             });
         }
-        Request::Texts(scope) => {
-            let paths: Vec<PathBuf> = state.sessions().iter().map(|s| s.path.clone()).collect();
-            std::thread::spawn(move || read_texts(scope, paths, &tx));
+        Request::Search(scope, query) => {
+            let slot = match scope {
+                Scope::Current => 0,
+                Scope::All => 1,
+            };
+            let searcher = searchers[slot].get_or_insert_with(|| start_searcher(scope, dirs, tx));
+            let _ = searcher.send(query);
         }
     }
 }
 
-/// Reads `allMessagesText` of each file, newest first, in batches so the list updates as it
-/// goes; stops when the picker has closed.
-fn read_texts(scope: Scope, paths: Vec<PathBuf>, tx: &Sender<Loaded>) {
-    const BATCH: usize = 64;
-    let mut batch = Vec::with_capacity(BATCH);
-    for (n, path) in paths.iter().enumerate() {
-        // A file that fails now keeps what the listing had.
-        if let Ok(info) = session_info(path) {
-            batch.push((path.clone(), info.all_messages_text));
-        }
-        let done = n + 1;
-        if batch.len() == BATCH || done == paths.len() {
-            let texts = std::mem::take(&mut batch);
-            if tx.send(Loaded::Texts(scope, texts, done)).is_err() {
+/// Starts the scope's search threads: one brings the index up to date (reporting
+/// progress), the other answers queries, always the latest one, from what is indexed.
+fn start_searcher(scope: Scope, dirs: &Dirs, tx: Sender<Loaded>) -> Sender<String> {
+    let (qtx, qrx) = mpsc::channel::<String>();
+    let agent = dirs.agent.clone();
+    let (folder, all) = match scope {
+        Scope::Current => (dirs.current.clone(), false),
+        Scope::All => (dirs.root.clone(), true),
+    };
+    let limit_dirs =
+        (!all && index_folder(&agent, &folder) != folder).then(|| vec![folder.clone()]);
+    {
+        let (agent, folder, limit_dirs, tx) = (
+            agent.clone(),
+            folder.clone(),
+            limit_dirs.clone(),
+            tx.clone(),
+        );
+        std::thread::spawn(move || build_index(scope, &agent, &folder, all, limit_dirs, &tx));
+    }
+    std::thread::spawn(move || {
+        let mut index = None;
+        while let Ok(mut query) = qrx.recv() {
+            // Only the latest query matters: typing sends one per key.
+            while let Ok(newer) = qrx.try_recv() {
+                query = newer;
+            }
+            if index.is_none() {
+                match SearchIndex::open(&agent, &folder) {
+                    Ok(i) => index = Some(i),
+                    Err(e) => {
+                        let _ = tx.send(Loaded::SearchFailed(e.to_string()));
+                        continue;
+                    }
+                }
+            }
+            let Some(ix) = &index else { continue };
+            let parsed = parse_query(&query);
+            let hits = match ix.search(&parsed, limit_dirs.as_deref(), Some(SEARCH_LIMIT)) {
+                Ok(h) => h,
+                Err(e) => {
+                    let _ = tx.send(Loaded::SearchFailed(e.to_string()));
+                    index = None;
+                    continue;
+                }
+            };
+            let hits = hits
+                .into_iter()
+                .map(|h| SearchHit {
+                    path: h.path,
+                    entry: h.entry_id,
+                    snippet: h.snippet,
+                })
+                .collect();
+            if tx.send(Loaded::Search(scope, query, hits)).is_err() {
                 return;
             }
         }
-    }
-    if paths.is_empty() {
-        let _ = tx.send(Loaded::Texts(scope, Vec::new(), 0));
-    }
+    });
+    qtx
 }
+
+/// Brings the scope's search index up to date, reporting progress; waits while another
+/// process builds it (showing how far that one got).
+fn build_index(
+    scope: Scope,
+    agent: &Path,
+    folder: &Path,
+    all: bool,
+    limit_dirs: Option<Vec<PathBuf>>,
+    tx: &Sender<Loaded>,
+) {
+    let files = if all {
+        all_session_paths(folder)
+    } else {
+        jsonl_files(folder)
+    };
+    let result = (|| -> pith_store::Result<()> {
+        let index = SearchIndex::open(agent, folder)?;
+        let lock = loop {
+            if let Some(l) = index.try_lock() {
+                break l;
+            }
+            if let Ok(c) = index.coverage(&files, limit_dirs.as_deref()) {
+                let _ = tx.send(Loaded::Indexing(scope, Some((c.indexed, c.total))));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        let progress = |d: usize, t: usize| {
+            if d < t {
+                let _ = tx.send(Loaded::Indexing(scope, Some((d, t))));
+            }
+        };
+        let index = index.sync(&files, limit_dirs.as_deref(), &progress)?;
+        drop(lock);
+        drop(index);
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let _ = tx.send(Loaded::SearchFailed(e.to_string()));
+    }
+    let _ = tx.send(Loaded::Indexing(scope, None));
+}
+
+/// Most hits a picker search shows.
+const SEARCH_LIMIT: usize = 500;
 
 /// Names a session as pi's picker does (`SessionManager.open(file).appendSessionInfo(name)`).
 ///

@@ -1,10 +1,11 @@
 //! The session picker's search, as pi's `session-selector-search.js` and pi-tui's
 //! `fuzzyMatch` define it (spec: lifecycle.md §8 "Session picker").
 //!
-//! A query is either `re:<pattern>` (a case-insensitive regex) or whitespace-separated tokens
-//! where `"a quoted phrase"` must appear as is (case and runs of whitespace ignored) and every
-//! other token must match fuzzily (its characters in order). Every token must match. Scores
-//! are pi's: lower is better. The text searched is `id name allMessagesText cwd`.
+//! The query language itself (`re:`, `"phrases"`, fuzzy words) lives in
+//! `pith_store::search::query`, shared with the search index; this module is pi's in-memory
+//! matcher over a listing: fuzzy tokens match when their characters appear in order, every
+//! token must match, and scores are pi's (lower is better). The text searched is
+//! `id name allMessagesText cwd`.
 //!
 //! Differences from pi, both invisible in practice: positions count Unicode scalar values
 //! where JavaScript counts UTF-16 units (only scores of text with emoji and other astral
@@ -12,82 +13,7 @@
 //! back-references; such a pattern shows pi's "invalid regex" state, an empty list).
 
 use pith_store::list::SessionInfo;
-use regex::{Regex, RegexBuilder};
-
-/// One token of a token query.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Token {
-    /// Characters in order, anywhere (pi-tui `fuzzyMatch`).
-    Fuzzy(String),
-    /// A quoted phrase: a substring after lower-casing and collapsing whitespace.
-    Phrase(String),
-}
-
-/// A parsed query (pi's `parseSearchQuery`).
-#[derive(Debug, Clone)]
-pub enum Query {
-    /// Tokens that must all match; none ⇒ everything matches.
-    Tokens(Vec<Token>),
-    /// `re:<pattern>`, compiled case-insensitively.
-    Regex(Regex),
-    /// `re:` with an empty or invalid pattern: nothing matches.
-    Invalid(String),
-}
-
-/// Parses `query` (pi's `parseSearchQuery`): `re:` prefix ⇒ regex; otherwise tokens, where a
-/// quote starts and ends a phrase; unbalanced quotes ⇒ plain whitespace tokens (quotes kept).
-pub fn parse_query(query: &str) -> Query {
-    let trimmed = query.trim();
-    if trimmed.is_empty() {
-        return Query::Tokens(Vec::new());
-    }
-    if let Some(pattern) = trimmed.strip_prefix("re:") {
-        let pattern = pattern.trim();
-        if pattern.is_empty() {
-            return Query::Invalid("Empty regex".into());
-        }
-        return match RegexBuilder::new(pattern).case_insensitive(true).build() {
-            Ok(re) => Query::Regex(re),
-            Err(e) => Query::Invalid(e.to_string()),
-        };
-    }
-    let mut tokens = Vec::new();
-    let mut buf = String::new();
-    let mut in_quote = false;
-    let flush = |buf: &mut String, tokens: &mut Vec<Token>, phrase: bool| {
-        let v = buf.trim().to_owned();
-        buf.clear();
-        if !v.is_empty() {
-            tokens.push(if phrase {
-                Token::Phrase(v)
-            } else {
-                Token::Fuzzy(v)
-            });
-        }
-    };
-    for ch in trimmed.chars() {
-        if ch == '"' {
-            flush(&mut buf, &mut tokens, in_quote);
-            in_quote = !in_quote;
-            continue;
-        }
-        if !in_quote && ch.is_whitespace() {
-            flush(&mut buf, &mut tokens, false);
-            continue;
-        }
-        buf.push(ch);
-    }
-    if in_quote {
-        return Query::Tokens(
-            trimmed
-                .split_whitespace()
-                .map(|t| Token::Fuzzy(t.to_owned()))
-                .collect(),
-        );
-    }
-    flush(&mut buf, &mut tokens, false);
-    Query::Tokens(tokens)
-}
+pub use pith_store::search::query::{Query, Token, parse_query};
 
 /// What a session is searched by, prepared once: pi's `id name allMessagesText cwd`.
 #[derive(Debug, Clone, Default)]
@@ -150,10 +76,7 @@ pub fn match_doc(doc: &SearchDoc, query: &Query) -> Option<f64> {
 }
 
 fn normalize_whitespace_lower(s: &str) -> String {
-    s.to_lowercase()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+    pith_store::search::query::normalize(s)
 }
 
 /// pi-tui's `fuzzyMatch(query, text)`: `Some(score)` when the characters of `query` appear in

@@ -9,15 +9,15 @@ use crate::scan;
 /// calls and thinking blocks are skipped, not parsed into values).
 /// `TEXT = false` skips decoding `content` (only its presence counts).
 #[derive(Default)]
-pub(super) struct MessageView<const TEXT: bool> {
+pub(crate) struct MessageView<const TEXT: bool> {
     /// `content`, when the member exists.
-    pub(super) content: Option<ContentView>,
+    pub(crate) content: Option<ContentView>,
     /// `timestamp`, when it is a number.
-    pub(super) timestamp: Option<f64>,
+    pub(crate) timestamp: Option<f64>,
 }
 
 /// `content` as `extractTextContent` sees it.
-pub(super) enum ContentView {
+pub(crate) enum ContentView {
     Text(String),
     Blocks(Vec<String>),
     /// Content pi would crash on (an object, null, a number): no text.
@@ -26,7 +26,7 @@ pub(super) enum ContentView {
 
 impl ContentView {
     /// String content as is; the `text` of `type:"text"` blocks joined by `" "`.
-    pub(super) fn text(self) -> String {
+    pub(crate) fn text(self) -> String {
         match self {
             ContentView::Text(s) => s,
             ContentView::Blocks(texts) => texts.join(" "),
@@ -36,7 +36,7 @@ impl ContentView {
 }
 
 impl<const TEXT: bool> MessageView<TEXT> {
-    pub(super) fn read(raw: &str) -> Option<MessageView<TEXT>> {
+    pub(crate) fn read(raw: &str) -> Option<MessageView<TEXT>> {
         let text = scan::without_lone_surrogates(raw);
         let mut de = serde_json::Deserializer::from_str(&text);
         de.disable_recursion_limit();

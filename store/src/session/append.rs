@@ -5,15 +5,18 @@ use serde_json::Value;
 
 use pith_events::js::to_js_json;
 use pith_events::{
-    AgentMessage, BranchSummaryEntry, CompactionEntry, CustomEntry, CustomMessageEntry, LabelEntry,
-    MessageEntry, ModelChangeEntry, SessionEntry, SessionInfoEntry, ThinkingLevelChangeEntry,
+    AgentMessage, BranchSummaryEntry, CompactionEntry, ContentBlock, ContextEditEntry,
+    ContextReplacement, CustomEntry, CustomMessageEntry, EntryType, LabelEntry, MessageEntry,
+    ModelChangeEntry, SessionEntry, SessionInfoEntry, ThinkingLevelChangeEntry, UsageEntry,
     UserContent,
 };
 
 use super::{ID_ATTEMPTS, Session};
-use crate::entry::Entry;
+use crate::entry::{Entry, Role};
 use crate::error::{Error, Result};
-use crate::js::js_trim;
+use pith_events::js::js_trim;
+
+use crate::system::current_system_message;
 
 impl Session {
     /// A fresh entry id, collision-checked against every id in the session.
@@ -95,7 +98,8 @@ impl Session {
         })
     }
 
-    /// `appendCompaction` (`first_kept_entry_id` is not validated, as in pi).
+    /// `appendCompaction` keeping from `first_kept_entry_id` (not validated, as in pi), without
+    /// usage; see [`Session::append_compaction_entry`].
     ///
     /// Errors: as [`Session::flush`].
     pub fn append_compaction(
@@ -106,17 +110,64 @@ impl Session {
         details: Option<Value>,
         from_hook: Option<bool>,
     ) -> Result<String> {
-        let (summary, first_kept_entry_id) = (summary.to_owned(), first_kept_entry_id.to_owned());
+        self.append_compaction_entry(
+            summary,
+            Some(first_kept_entry_id),
+            tokens_before,
+            details,
+            from_hook,
+            None,
+        )
+    }
+
+    /// `appendCompaction(summary, firstKeptEntryId, tokensBefore, details, fromHook, usage)`
+    /// as pi 1.6.0 writes it (spec: compaction.md §4.1, format.md §2.3): `None` as the first
+    /// kept id stores the entry's own id (retain-none: nothing before it is kept); `usage` is
+    /// the summary request's; `systemMessage` is the checkpoint of the prompt and tools, the
+    /// replay of every system message of the current context, stamped with the compaction's
+    /// time (absent when the context holds no system message and no tool).
+    ///
+    /// Errors: as [`Session::flush`].
+    pub fn append_compaction_entry(
+        &mut self,
+        summary: &str,
+        first_kept_entry_id: Option<&str>,
+        tokens_before: u64,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+        usage: Option<Value>,
+    ) -> Result<String> {
+        let summary = summary.to_owned();
+        let first_kept_entry_id = first_kept_entry_id.map(str::to_owned);
+        let checkpoint = {
+            let context = self.build_context();
+            let systems: Vec<Value> = context
+                .messages
+                .iter()
+                .filter(|m| m.is_system())
+                .filter_map(|m| serde_json::from_str(&m.to_json()).ok())
+                .collect();
+            current_system_message(&systems)
+        };
         self.append(|id, parent_id, timestamp| {
+            let system_message = checkpoint.map(|mut c| {
+                let ms = pith_events::js::date_parse(&timestamp);
+                if let (Some(obj), false) = (c.as_object_mut(), ms.is_nan()) {
+                    obj.insert("timestamp".into(), Value::from(ms as i64));
+                }
+                c
+            });
             SessionEntry::Compaction(CompactionEntry {
+                first_kept_entry_id: first_kept_entry_id.unwrap_or_else(|| id.clone()),
                 id,
                 parent_id,
                 timestamp,
                 summary,
-                first_kept_entry_id,
                 tokens_before,
                 details,
+                usage,
                 from_hook,
+                system_message,
             })
         })
     }
@@ -165,11 +216,12 @@ impl Session {
         })
     }
 
-    /// `appendSessionInfo`: stores `name` trimmed; an empty name clears it.
+    /// `appendSessionInfo`: stores `name` with every run of line breaks turned into one space,
+    /// then trimmed (pi ≥ 0.80; spec: tree-and-context.md §5); an empty name clears it.
     ///
     /// Errors: as [`Session::flush`].
     pub fn append_session_info(&mut self, name: &str) -> Result<String> {
-        let name = js_trim(name).to_owned();
+        let name = js_trim(&collapse_breaks(name)).to_owned();
         self.append(|id, parent_id, timestamp| {
             SessionEntry::SessionInfo(SessionInfoEntry {
                 id,
@@ -199,8 +251,87 @@ impl Session {
         })
     }
 
+    /// `appendContextEdit(targetId, replacement)` (pi ≥ 0.87; spec: tree-and-context.md §2.1):
+    /// `None` leaves the target out of the context, `Some(content)` replaces its content (a
+    /// string for an assistant or toolResult target is stored as one text block).
+    ///
+    /// Errors: [`Error::EntryNotFound`] for an unknown target, [`Error::NotOnBranch`] when it
+    /// is not on the path to the leaf, [`Error::NotEditable`] unless it is a custom message or
+    /// a user, assistant or toolResult message; as [`Session::flush`].
+    pub fn append_context_edit(
+        &mut self,
+        target_id: &str,
+        replacement: Option<UserContent>,
+    ) -> Result<String> {
+        let target = self
+            .tree
+            .get(target_id)
+            .ok_or_else(|| Error::EntryNotFound(target_id.to_owned()))?;
+        if !self
+            .tree
+            .get_branch(None)
+            .iter()
+            .any(|e| std::ptr::eq(*e, target))
+        {
+            return Err(Error::NotOnBranch(target_id.to_owned()));
+        }
+        let as_blocks = match (target.kind(), target.role()) {
+            (EntryType::CustomMessage, _) | (EntryType::Message, Some(Role::User)) => false,
+            (EntryType::Message, Some(Role::Assistant | Role::ToolResult)) => true,
+            _ => return Err(Error::NotEditable(target_id.to_owned())),
+        };
+        let replacement = replacement.map(|content| ContextReplacement {
+            content: match content {
+                UserContent::Text(text) if as_blocks => {
+                    UserContent::Blocks(vec![ContentBlock::text(text)])
+                }
+                other => other,
+            },
+        });
+        let target_id = target_id.to_owned();
+        self.append(|id, parent_id, timestamp| {
+            SessionEntry::ContextEdit(ContextEditEntry {
+                id,
+                parent_id,
+                timestamp,
+                target_id,
+                replacement,
+            })
+        })
+    }
+
+    /// `appendUsage(kind, provider, model, usage, note?)` (pi ≥ 0.86): model usage that is not
+    /// an assistant message, never part of the context; an empty note is left out.
+    ///
+    /// Errors: as [`Session::flush`].
+    pub fn append_usage(
+        &mut self,
+        kind: &str,
+        provider: &str,
+        model: &str,
+        usage: Value,
+        note: Option<&str>,
+    ) -> Result<String> {
+        let (kind, provider, model) = (kind.to_owned(), provider.to_owned(), model.to_owned());
+        let note = note.filter(|n| !n.is_empty()).map(str::to_owned);
+        self.append(|id, parent_id, timestamp| {
+            SessionEntry::Usage(UsageEntry {
+                id,
+                parent_id,
+                timestamp,
+                kind,
+                provider,
+                model,
+                usage,
+                note,
+            })
+        })
+    }
+
     /// `branchWithSummary`: moves the leaf to `from` (`None` = root) and appends a
-    /// `branch_summary` there with `fromId = from ?? "root"` (spec: tree-and-context.md §2).
+    /// `branch_summary` there whose `fromId` is the leaf before the move (the last entry of the
+    /// path left behind), or `"root"` when the leaf was null (pi ≥ 0.84.3; spec:
+    /// tree-and-context.md §2–3).
     ///
     /// Errors: [`Error::EntryNotFound`]; as [`Session::flush`].
     pub fn branch_with_summary(
@@ -210,12 +341,12 @@ impl Session {
         details: Option<Value>,
         from_hook: Option<bool>,
     ) -> Result<String> {
+        let from_id = self.tree.leaf_id().unwrap_or("root").to_owned();
         match from {
             Some(id) => self.tree.branch(id)?,
             None => self.tree.reset_leaf(),
         }
         let summary = summary.to_owned();
-        let from_id = from.unwrap_or("root").to_owned();
         self.append(|id, parent_id, timestamp| {
             SessionEntry::BranchSummary(BranchSummaryEntry {
                 id,
@@ -224,8 +355,27 @@ impl Session {
                 from_id,
                 summary,
                 details,
+                usage: None,
                 from_hook,
             })
         })
     }
+}
+
+/// `name.replace(/[\r\n]+/g, " ")`: every run of CR/LF characters becomes one space.
+fn collapse_breaks(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut in_break = false;
+    for c in name.chars() {
+        if matches!(c, '\r' | '\n') {
+            if !in_break {
+                out.push(' ');
+            }
+            in_break = true;
+        } else {
+            out.push(c);
+            in_break = false;
+        }
+    }
+    out
 }

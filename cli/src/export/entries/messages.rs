@@ -10,13 +10,14 @@ use pith_events::{
 use regex::Regex;
 
 use super::{ROW_CHARS, Renderer, RowText};
-use crate::export::html::{Esc, escaped, one_line};
+use crate::export::html::{Esc, escaped};
 use crate::export::markdown::write_markdown;
 use crate::export::stats::format_tokens;
 use crate::export::tools::{
     describe_call, describe_result, joined_text, pretty, write_call, write_images, write_result,
     write_text_block,
 };
+use crate::text::normalized_prefix;
 
 impl Renderer<'_> {
     pub(super) fn write_message(
@@ -25,6 +26,14 @@ impl Renderer<'_> {
         m: &AgentMessage,
     ) -> io::Result<RowText> {
         Ok(match m {
+            AgentMessage::System(sys) => {
+                let value = serde_json::to_value(sys).unwrap_or_default();
+                write!(out, r#"<pre class="args">{}</pre>"#, Esc(&pretty(&value)))?;
+                RowText {
+                    html: r#"<span class="r-muted">[system prompt and tools]</span>"#.into(),
+                    kinds: "k-set",
+                }
+            }
             AgentMessage::User(u) => {
                 let text = match &u.content {
                     UserContent::Text(s) => s.clone(),
@@ -54,7 +63,7 @@ impl Renderer<'_> {
                         if let Some(msg) = skill.user_message {
                             html.push_str(&format!(
                                 r#" · <span class="r-user">user:</span> {}"#,
-                                escaped(&one_line(msg, ROW_CHARS))
+                                escaped(&normalized_prefix(msg, ROW_CHARS))
                             ));
                         }
                         html
@@ -67,7 +76,7 @@ impl Renderer<'_> {
                         }
                         format!(
                             r#"<span class="r-user">user:</span> {}"#,
-                            escaped(&one_line(&text, ROW_CHARS))
+                            escaped(&normalized_prefix(&text, ROW_CHARS))
                         )
                     }
                 };
@@ -96,7 +105,7 @@ impl Renderer<'_> {
                 RowText {
                     html: format!(
                         r#"<span class="r-tool">[bash]:</span> {}"#,
-                        escaped(&one_line(&b.command, ROW_CHARS))
+                        escaped(&normalized_prefix(&b.command, ROW_CHARS))
                     ),
                     kinds: "",
                 }
@@ -112,7 +121,7 @@ impl Renderer<'_> {
                 RowText {
                     html: format!(
                         r#"<span class="r-summary">[branch summary]:</span> {}"#,
-                        escaped(&one_line(&b.summary, ROW_CHARS))
+                        escaped(&normalized_prefix(&b.summary, ROW_CHARS))
                     ),
                     kinds: "",
                 }
@@ -210,13 +219,13 @@ impl Renderer<'_> {
         let has_text = !text.trim().is_empty();
         let role = r#"<span class="r-assistant">assistant:</span> "#;
         let html = if has_text {
-            format!("{role}{}", escaped(&one_line(&text, ROW_CHARS)))
+            format!("{role}{}", escaped(&normalized_prefix(&text, ROW_CHARS)))
         } else if a.stop_reason == StopReason::Aborted {
             format!(r#"{role}<span class="r-muted">(aborted)</span>"#)
         } else if let Some(e) = &a.error_message {
             format!(
                 r#"{role}<span class="r-error">{}</span>"#,
-                escaped(&one_line(e, ROW_CHARS))
+                escaped(&normalized_prefix(e, ROW_CHARS))
             )
         } else {
             format!(r#"{role}<span class="r-muted">(no text)</span>"#)
@@ -295,7 +304,7 @@ pub(super) fn custom_row(custom_type: &str, content: &UserContent) -> RowText {
         html: format!(
             r#"<span class="r-custom">[{}]:</span> {}"#,
             escaped(custom_type),
-            escaped(&one_line(&content.joined_text(""), ROW_CHARS))
+            escaped(&normalized_prefix(&content.joined_text(""), ROW_CHARS))
         ),
         kinds: "",
     }

@@ -7,8 +7,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::state::{NameFilter, PickerState, Scope};
+use crate::text::{one_line, truncate, truncate_spans, width};
 use crate::tui::style;
-use crate::tui::text::{one_line, truncate, truncate_spans, width};
 
 /// What rendering needs from outside the state, fixed in tests.
 #[derive(Debug, Clone)]
@@ -121,9 +121,10 @@ fn header(state: &PickerState, width: usize) -> Vec<Line<'static>> {
         right.push(Span::styled("○ Current Folder | ", style::muted()));
         right.push(Span::styled("◉ All", style::accent()));
     }
-    if let Some((done, total)) = state.reading_texts() {
+    if let Some((done, total)) = state.indexing() {
+        // Searches answer from what is indexed meanwhile.
         right.push(Span::styled(
-            format!("  Reading {done}/{total}"),
+            format!("  Indexing {done}/{total}"),
             style::accent(),
         ));
     }
@@ -255,7 +256,14 @@ fn list(state: &PickerState, env: &RenderEnv, width: usize) -> Vec<Line<'static>
         let deleting = state.confirming_delete.as_deref() == Some(session.path.as_path());
         let current = state.is_current_session(row.index);
         let prefix = row.prefix();
-        let text = one_line(session.name.as_deref().unwrap_or(&session.first_message));
+        let text = match state.hit(row.index) {
+            // The snippet is what the search found; a name, when there is one, leads it.
+            Some(hit) => one_line(&match &session.name {
+                Some(name) => format!("{} › {}", one_line(name), hit.snippet),
+                None => format!("› {}", hit.snippet),
+            }),
+            None => one_line(session.name.as_deref().unwrap_or(&session.first_message)),
+        };
         let mut right = format!(
             "{} {}",
             session.message_count,

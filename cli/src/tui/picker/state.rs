@@ -38,8 +38,14 @@ pub enum NameFilter {
 pub enum PickerAction {
     /// Nothing; redraw.
     None,
-    /// The user chose this session file.
-    Select(PathBuf),
+    /// The user chose this session file; `entry` is the search hit's entry (open the session
+    /// with its leaf there), when the row came from a search.
+    Select {
+        /// The session file.
+        path: PathBuf,
+        /// The matching entry's id.
+        entry: Option<String>,
+    },
     /// The user backed out.
     Cancel,
     /// Append a `session_info` entry named `name` (trimmed, non-empty) to `path`, then call
@@ -56,21 +62,32 @@ pub enum PickerAction {
 }
 
 /// A load the state is waiting for (see [`PickerState::take_requests`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// List the scope's sessions, then call [`PickerState::set_listing`].
     Listing(Scope),
-    /// Read the full message texts of the scope's sessions for searching, then call
-    /// [`PickerState::add_texts`].
-    Texts(Scope),
+    /// Search the scope's texts through the search index (building it first, with
+    /// [`PickerState::set_index_progress`]), then call [`PickerState::set_search`].
+    Search(Scope, String),
 }
 
-/// Progress of loading the message texts a search needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Texts {
-    Missing,
-    Loading { done: usize, total: usize },
-    Loaded,
+/// One search answer's hit for a listed session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    /// The session file.
+    pub path: PathBuf,
+    /// The entry whose text matched (`None`: the header's id or cwd).
+    pub entry: Option<String>,
+    /// A one-line excerpt around the match.
+    pub snippet: String,
+}
+
+/// The index's answer to the scope's latest query.
+#[derive(Debug, Clone, Default)]
+struct Answer {
+    query: String,
+    /// Hits by listed session index, best first.
+    hits: Vec<(usize, SearchHit)>,
 }
 
 /// A listing prepared for the picker: the sessions plus what threading and search need.
@@ -82,7 +99,12 @@ pub struct ScopeData {
     /// Real path of each session's `parentSession`, when it is a string.
     parent: Vec<Option<PathBuf>>,
     docs: Vec<SearchDoc>,
-    texts: Texts,
+    by_path: std::collections::HashMap<PathBuf, usize>,
+    /// The latest search answer, and the query last asked for.
+    answer: Option<Answer>,
+    asked: Option<String>,
+    /// Index build progress `(done, total)` while it builds.
+    indexing: Option<(usize, usize)>,
 }
 
 impl ScopeData {
@@ -102,17 +124,20 @@ impl ScopeData {
             })
             .collect();
         let docs = sessions.iter().map(SearchDoc::new).collect();
-        let texts = if sessions.iter().all(|s| !s.all_messages_text.is_empty()) {
-            Texts::Loaded
-        } else {
-            Texts::Missing
-        };
+        let by_path = sessions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.path.clone(), i))
+            .collect();
         ScopeData {
             sessions,
             canon,
             parent,
             docs,
-            texts,
+            by_path,
+            answer: None,
+            asked: None,
+            indexing: None,
         }
     }
 
@@ -222,12 +247,24 @@ impl PickerState {
         self.loading[slot(self.scope)]
     }
 
-    /// The shown scope's text-loading progress `(read, total)` while a search waits for it.
-    pub fn reading_texts(&self) -> Option<(usize, usize)> {
-        match self.data(self.scope)?.texts {
-            Texts::Loading { done, total } => Some((done, total)),
-            Texts::Missing | Texts::Loaded => None,
+    /// The shown scope's search-index build progress `(indexed, total)` while it builds
+    /// (searches meanwhile answer from what is indexed).
+    pub fn indexing(&self) -> Option<(usize, usize)> {
+        self.data(self.scope)?.indexing
+    }
+
+    /// The search hit behind session `index` of the shown scope, for the current query.
+    pub fn hit(&self, index: usize) -> Option<&SearchHit> {
+        let d = self.data(self.scope)?;
+        let answer = d.answer.as_ref()?;
+        if answer.query != self.query.value().trim() {
+            return None;
         }
+        answer
+            .hits
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, h)| h)
     }
 
     /// Why the query matches nothing: an empty or invalid `re:` pattern.
@@ -252,8 +289,8 @@ impl PickerState {
         d.canon.get(index) == Some(cur)
     }
 
-    /// Loads the state is waiting for, each returned once: the shown scope's listing, and its
-    /// texts while the query is not empty.
+    /// Loads the state is waiting for, each returned once: the shown scope's listing, and a
+    /// search whenever the query changed (the caller runs only the latest).
     pub fn take_requests(&mut self) -> Vec<Request> {
         let mut out = Vec::new();
         let s = slot(self.scope);
@@ -262,19 +299,43 @@ impl PickerState {
             self.loading[s].get_or_insert((0, 0));
             out.push(Request::Listing(self.scope));
         }
-        if !self.query.value().trim().is_empty() {
-            let scope = self.scope;
-            if let Some(d) = self.data_mut(scope)
-                && d.texts == Texts::Missing
-            {
-                d.texts = Texts::Loading {
-                    done: 0,
-                    total: d.sessions.len(),
-                };
-                out.push(Request::Texts(scope));
-            }
+        let query = self.query.value().trim().to_owned();
+        let scope = self.scope;
+        if !query.is_empty()
+            && let Some(d) = self.data_mut(scope)
+            && d.asked.as_deref() != Some(query.as_str())
+        {
+            d.asked = Some(query.clone());
+            out.push(Request::Search(scope, query));
         }
         out
+    }
+
+    /// Search-index build progress for `scope`; `None` once the index is complete. When the
+    /// build completes, the current query is asked again (its answer was partial).
+    pub fn set_index_progress(&mut self, scope: Scope, progress: Option<(usize, usize)>) {
+        if let Some(d) = self.data_mut(scope) {
+            d.indexing = progress;
+            if progress.is_none() {
+                d.asked = None;
+            }
+        }
+    }
+
+    /// The search index answered `query` for `scope` (hits best first); hits for sessions
+    /// the listing does not hold are left out.
+    pub fn set_search(&mut self, scope: Scope, query: String, hits: Vec<SearchHit>) {
+        let Some(d) = self.data_mut(scope) else {
+            return;
+        };
+        let hits = hits
+            .into_iter()
+            .filter_map(|h| d.by_path.get(&h.path).map(|&i| (i, h)))
+            .collect();
+        d.answer = Some(Answer { query, hits });
+        if scope == self.scope {
+            self.refilter();
+        }
     }
 
     /// Listing progress for `scope`.
@@ -297,29 +358,6 @@ impl PickerState {
             self.refilter();
         }
         scope == Scope::All && empty && self.current.as_ref().is_some_and(|c| c.sessions.is_empty())
-    }
-
-    /// Full texts for some sessions of `scope` (`(path, allMessagesText)`), with the count
-    /// read so far out of `total`; refilters when they belong to the shown scope.
-    pub fn add_texts(&mut self, scope: Scope, texts: Vec<(PathBuf, String)>, done: usize) {
-        let Some(d) = self.data_mut(scope) else {
-            return;
-        };
-        for (path, text) in texts {
-            if let Some(i) = d.sessions.iter().position(|s| s.path == path) {
-                d.sessions[i].all_messages_text = text;
-                d.docs[i] = SearchDoc::new(&d.sessions[i]);
-            }
-        }
-        let total = d.sessions.len();
-        d.texts = if done >= total {
-            Texts::Loaded
-        } else {
-            Texts::Loading { done, total }
-        };
-        if scope == self.scope {
-            self.refilter();
-        }
     }
 
     /// Shows a message for `ttl` (counted from the next [`PickerState::tick`]).
@@ -383,6 +421,14 @@ impl PickerState {
             retain_by(&mut d.canon, &keep);
             retain_by(&mut d.parent, &keep);
             retain_by(&mut d.docs, &keep);
+            d.by_path = d
+                .sessions
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.path.clone(), i))
+                .collect();
+            d.answer = None;
+            d.asked = None;
         }
         self.refilter();
     }
@@ -416,16 +462,7 @@ impl PickerState {
             if matches!(parsed, Query::Invalid(_)) {
                 Vec::new()
             } else {
-                filter_and_sort(
-                    &d.sessions,
-                    &d.docs,
-                    candidates.into_iter(),
-                    &parsed,
-                    self.sort,
-                )
-                .into_iter()
-                .map(Row::flat)
-                .collect()
+                searched_rows(d, &candidates, &query, &parsed, self.sort)
             }
         };
         self.selected = self.selected.min(self.rows.len().saturating_sub(1));
@@ -486,7 +523,13 @@ impl PickerState {
                 (self.selected + self.max_visible).min(self.rows.len().saturating_sub(1));
         } else if is_confirm(&key) {
             if let Some(s) = self.selected_session() {
-                return PickerAction::Select(s.path.clone());
+                let path = s.path.clone();
+                let entry = self
+                    .rows
+                    .get(self.selected)
+                    .and_then(|r| self.hit(r.index))
+                    .and_then(|h| h.entry.clone());
+                return PickerAction::Select { path, entry };
             }
         } else if is_cancel(&key) {
             return PickerAction::Cancel;
@@ -554,4 +597,39 @@ impl PickerState {
         }
         PickerAction::None
     }
+}
+
+/// The rows of a search: the index's hits (best first, or newest first in the recent sort),
+/// then sessions whose listing fields (id, name, first message, cwd) match as pi's picker
+/// matches them, which the index may not cover yet.
+fn searched_rows(
+    d: &ScopeData,
+    candidates: &[usize],
+    query: &str,
+    parsed: &Query,
+    sort: SortMode,
+) -> Vec<Row> {
+    let allowed: std::collections::HashSet<usize> = candidates.iter().copied().collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut rows: Vec<usize> = Vec::new();
+    if let Some(answer) = d.answer.as_ref().filter(|a| a.query == query.trim()) {
+        for (i, _) in &answer.hits {
+            if allowed.contains(i) && seen.insert(*i) {
+                rows.push(*i);
+            }
+        }
+    }
+    let rest: Vec<usize> = filter_and_sort(
+        &d.sessions,
+        &d.docs,
+        candidates.iter().copied().filter(|i| !seen.contains(i)),
+        parsed,
+        sort,
+    );
+    rows.extend(rest);
+    if sort == SortMode::Recent {
+        // Sessions are newest first, so their index order is the recent order.
+        rows.sort_unstable();
+    }
+    rows.into_iter().map(Row::flat).collect()
 }

@@ -7,7 +7,7 @@ use ratatui::crossterm::event::KeyCode;
 use serde_json::json;
 
 use super::render::{RenderEnv, format_age, lines};
-use super::state::{NameFilter, PickerAction, PickerState, Request, Scope, ScopeData};
+use super::state::{NameFilter, PickerAction, PickerState, Request, Scope, ScopeData, SearchHit};
 use crate::tui::search::SortMode;
 use crate::tui::testing::{ch, ctrl, key, screen};
 
@@ -193,36 +193,64 @@ fn search_by_words_phrases_and_regex() {
 }
 
 #[test]
-fn an_indexed_listing_loads_texts_when_a_search_starts() {
+fn a_search_asks_the_index_and_shows_its_hits_with_snippets() {
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     project(tmp.path());
     let mut state = PickerState::new(None, true);
     let _ = state.take_requests();
-    let listing = list_indexed(tmp.path());
-    assert!(
-        listing
-            .sessions
-            .iter()
-            .all(|s| s.all_messages_text.is_empty())
-    );
+    let listing = list_indexed(agent.path(), tmp.path());
     state.set_listing(Scope::Current, ScopeData::new(listing.sessions));
     assert!(state.take_requests().is_empty());
     for c in "\"the lexer\"".chars() {
         state.handle_key(ch(c));
     }
-    // "done with the lexer" is an assistant text: not searchable until the texts arrive.
+    // "done with the lexer" is an assistant text: found only once the index answers.
     assert!(shown(&state).is_empty());
-    assert_eq!(state.take_requests(), vec![Request::Texts(Scope::Current)]);
-    assert_eq!(state.reading_texts(), Some((0, 4)));
-    assert!(state.take_requests().is_empty(), "asked once");
-    let texts: Vec<(PathBuf, String)> = list(tmp.path())
-        .sessions
+    let query = "\"the lexer\"".to_owned();
+    assert_eq!(
+        state.take_requests(),
+        vec![Request::Search(Scope::Current, query.clone())]
+    );
+    assert!(state.take_requests().is_empty(), "asked once per query");
+    state.set_index_progress(Scope::Current, Some((1, 4)));
+    let text = screen(lines(&state, &env(), 120), 120, 12);
+    assert!(text.contains("Indexing 1/4"), "{text}");
+    let index = pith_store::search::SearchIndex::open(agent.path(), tmp.path())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let files = pith_store::list::jsonl_files(tmp.path());
+    let index = index
+        .sync(&files, None, &|_, _| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    let hits: Vec<SearchHit> = index
+        .search(&pith_store::search::parse_query(&query), None, None)
+        .unwrap_or_else(|e| panic!("{e}"))
         .into_iter()
-        .map(|s| (s.path, s.all_messages_text))
+        .map(|h| SearchHit {
+            path: h.path,
+            entry: h.entry_id,
+            snippet: h.snippet,
+        })
         .collect();
-    state.add_texts(Scope::Current, texts, 4);
-    assert_eq!(state.reading_texts(), None);
+    assert_eq!(hits.len(), 1);
+    state.set_search(Scope::Current, query.clone(), hits.clone());
+    state.set_index_progress(Scope::Current, None);
     assert_eq!(shown(&state), ["parent"]);
+    let text = screen(lines(&state, &env(), 120), 120, 12);
+    assert!(text.contains("done with the lexer"), "{text}");
+    // The index finished: the query is asked again for a complete answer.
+    assert_eq!(
+        state.take_requests(),
+        vec![Request::Search(Scope::Current, query)]
+    );
+    // Enter opens the session at the entry that matched.
+    assert_eq!(
+        state.handle_key(key(KeyCode::Enter)),
+        PickerAction::Select {
+            path: hits[0].path.clone(),
+            entry: hits[0].entry.clone()
+        }
+    );
 }
 
 #[test]
@@ -272,7 +300,10 @@ fn navigation_and_selection() {
     assert_eq!(state.selected, 3);
     assert_eq!(
         state.handle_key(key(KeyCode::Enter)),
-        PickerAction::Select(files[3].clone())
+        PickerAction::Select {
+            path: files[3].clone(),
+            entry: None
+        }
     );
     // A page of 2 rows out of 4 shows the position.
     let text = screen(lines(&state, &env(), 80), 80, 16);

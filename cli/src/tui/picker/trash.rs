@@ -29,7 +29,16 @@ pub fn move_to_trash(session: &Path, agent_dir: &Path) -> Result<PathBuf> {
         .file_name()
         .with_context(|| format!("{} is not a file path", session.display()))?;
     let dest = free_name(&dir, &name.to_string_lossy());
-    match fs::rename(session, &dest) {
+    // NOREPLACE: whatever appeared at `dest` since `free_name` looked is never replaced.
+    let renamed = rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        session,
+        rustix::fs::CWD,
+        &dest,
+        rustix::fs::RenameFlags::NOREPLACE,
+    )
+    .map_err(io::Error::from);
+    match renamed {
         Ok(()) => Ok(dest),
         Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
             copy_then_remove(session, &dest)?;

@@ -10,7 +10,8 @@ use pith_store::Session;
 use pith_store::tree::Tree;
 use serde_json::Value;
 
-use crate::tui::text::one_line;
+use crate::text::one_line;
+use pith_events::js::{is_truthy, to_js_string};
 
 /// The colour role of a piece of an entry's line (pi's theme names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,19 +146,9 @@ fn empty_assistant(v: &Value) -> bool {
     // pi: `stopReason && stopReason !== "stop" && stopReason !== "toolUse"`.
     let error_or_aborted = match &m["stopReason"] {
         Value::String(s) => !s.is_empty() && s != "stop" && s != "toolUse",
-        other => truthy(other),
+        other => is_truthy(other),
     };
     !has_text(&m["content"]) && !error_or_aborted
-}
-
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(_) | Value::Object(_) => true,
-    }
 }
 
 /// pi's `hasTextContent`.
@@ -180,7 +171,7 @@ fn extract(content: &Value) -> String {
             let mut out = String::new();
             for b in blocks {
                 if b["type"] == "text" {
-                    out.push_str(&js_string(&b["text"]));
+                    out.push_str(&to_js_string(Some(&b["text"])));
                     if out.chars().count() >= MAX {
                         return out.chars().take(MAX).collect();
                     }
@@ -192,21 +183,12 @@ fn extract(content: &Value) -> String {
     }
 }
 
-/// JavaScript's `String(x)` for what entries hold (`undefined`/null print as such).
-fn js_string(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "null".into(),
-        other => other.to_string(),
-    }
-}
-
 /// `a || b || ""` over JSON members, then `String(…)`.
 fn first_truthy(a: &Value, b: &Value, fallback: &str) -> String {
-    if truthy(a) {
-        js_string(a)
-    } else if truthy(b) {
-        js_string(b)
+    if is_truthy(a) {
+        to_js_string(Some(a))
+    } else if is_truthy(b) {
+        to_js_string(Some(b))
     } else {
         fallback.to_owned()
     }
@@ -253,14 +235,14 @@ fn display(v: &Value, calls: &HashMap<String, (String, Value)>, home: &str) -> V
                 Value::Array(blocks) => blocks
                     .iter()
                     .filter(|b| b["type"] == "text")
-                    .map(|b| js_string(&b["text"]))
+                    .map(|b| to_js_string(Some(&b["text"])))
                     .collect(),
                 _ => String::new(),
             };
             vec![
                 (
                     Tone::Custom,
-                    format!("[{}]: ", one_line(&js_string(&v["customType"]))),
+                    format!("[{}]: ", one_line(&to_js_string(Some(&v["customType"])))),
                 ),
                 (Tone::Text, one_line(&content)),
             ]
@@ -280,26 +262,32 @@ fn display(v: &Value, calls: &HashMap<String, (String, Value)>, home: &str) -> V
         ],
         "model_change" => vec![(
             Tone::Dim,
-            one_line(&format!("[model: {}]", js_string(&v["modelId"]))),
+            one_line(&format!("[model: {}]", to_js_string(Some(&v["modelId"])))),
         )],
         "thinking_level_change" => vec![(
             Tone::Dim,
-            one_line(&format!("[thinking: {}]", js_string(&v["thinkingLevel"]))),
+            one_line(&format!(
+                "[thinking: {}]",
+                to_js_string(Some(&v["thinkingLevel"]))
+            )),
         )],
         "custom" => vec![(
             Tone::Dim,
-            one_line(&format!("[custom: {}]", js_string(&v["customType"]))),
+            one_line(&format!(
+                "[custom: {}]",
+                to_js_string(Some(&v["customType"]))
+            )),
         )],
         "label" => {
             let label = match &v["label"] {
                 Value::Null => "(cleared)".to_owned(),
-                other => js_string(other),
+                other => to_js_string(Some(other)),
             };
             vec![(Tone::Dim, one_line(&format!("[label: {label}]")))]
         }
         "session_info" => {
-            let name = if truthy(&v["name"]) {
-                js_string(&v["name"])
+            let name = if is_truthy(&v["name"]) {
+                to_js_string(Some(&v["name"]))
             } else {
                 "empty".into()
             };
@@ -319,16 +307,16 @@ fn searchable(v: &Value) -> String {
     let mut parts: Vec<String> = Vec::new();
     match v["type"].as_str().unwrap_or("") {
         "message" => {
-            parts.push(js_string(&m["role"]));
-            if truthy(&m["content"]) {
+            parts.push(to_js_string(Some(&m["role"])));
+            if is_truthy(&m["content"]) {
                 parts.push(extract(&m["content"]));
             }
-            if m["role"] == "bashExecution" && truthy(&m["command"]) {
-                parts.push(js_string(&m["command"]));
+            if m["role"] == "bashExecution" && is_truthy(&m["command"]) {
+                parts.push(to_js_string(Some(&m["command"])));
             }
         }
         "custom_message" => {
-            parts.push(js_string(&v["customType"]));
+            parts.push(to_js_string(Some(&v["customType"])));
             match &v["content"] {
                 Value::String(s) => parts.push(s.clone()),
                 other => parts.push(extract(other)),
@@ -337,31 +325,31 @@ fn searchable(v: &Value) -> String {
         "compaction" => parts.push("compaction".into()),
         "branch_summary" => {
             parts.push("branch summary".into());
-            parts.push(js_string(&v["summary"]));
+            parts.push(to_js_string(Some(&v["summary"])));
         }
         "session_info" => {
             parts.push("title".into());
-            if truthy(&v["name"]) {
-                parts.push(js_string(&v["name"]));
+            if is_truthy(&v["name"]) {
+                parts.push(to_js_string(Some(&v["name"])));
             }
         }
         "model_change" => {
             parts.push("model".into());
-            parts.push(js_string(&v["modelId"]));
+            parts.push(to_js_string(Some(&v["modelId"])));
         }
         "thinking_level_change" => {
             parts.push("thinking".into());
-            parts.push(js_string(&v["thinkingLevel"]));
+            parts.push(to_js_string(Some(&v["thinkingLevel"])));
         }
         "custom" => {
             parts.push("custom".into());
-            parts.push(js_string(&v["customType"]));
+            parts.push(to_js_string(Some(&v["customType"])));
         }
         "label" => {
             parts.push("label".into());
             parts.push(match &v["label"] {
                 Value::Null => String::new(),
-                other => js_string(other),
+                other => to_js_string(Some(other)),
             });
         }
         _ => {}

@@ -11,8 +11,8 @@ use ratatui::widgets::Paragraph;
 use super::layout::Row;
 use super::nodes::Tone;
 use super::state::{Mode, SUMMARY_CHOICES, TreeState};
+use crate::text::{truncate, truncate_spans};
 use crate::tui::style;
-use crate::tui::text::{truncate, truncate_spans};
 
 /// Lines around the tree rows: borders, title, help, search, blank, status, blank.
 pub const CHROME_ROWS: usize = 9;

@@ -1,0 +1,431 @@
+//! Agent: pi's agent loop (spec: agent-and-events.md §1–3).
+//!
+//! A run (one `prompt`) is a task the Agent actor spawns (`run.rs`), so that steering,
+//! follow-ups and abort keep flowing through the mailbox while the run streams. The run
+//! persists through the SessionWriter on `message_end` of user, assistant, toolResult and
+//! custom messages, awaiting each append: entries reach the file in event order. It asks the
+//! Projection for the context before every model call and fsyncs at every turn end. User
+//! commands (`!cmd`) run beside it (`user_command.rs`).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use pith_events::{AgentEvent, AgentMessage, BashExecutionMessage, ModelRef, ThinkingLevel};
+use pith_llm::provider::Provider;
+use pith_store::env::Clock;
+use pith_tools::tool::Toolset;
+
+use crate::RuntimeError;
+use crate::compactor::CompactorMsg;
+use crate::envelope::{Envelope, MessageKind, Origin};
+use crate::event::EventSink;
+use crate::extension_host::Extensions;
+use crate::projection::ProjectionRef;
+use crate::trace::{ActorName, Trace};
+use crate::writer::WriterRef;
+
+mod auto_retry;
+mod run;
+mod tool_calls;
+mod user_command;
+
+#[cfg(test)]
+mod tests;
+
+use run::Run;
+
+/// What a run leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// Nothing: the agent is idle.
+    Idle,
+    /// The reply failed transiently and the retry wait is over: send the context again.
+    ErrorRetry,
+    /// The reply overflowed and the session was compacted: send it again without the reply.
+    OverflowRetry,
+}
+
+/// A user shell command: `!cmd`, or `!!cmd` (kept out of the context).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserCommand {
+    /// The command line, without the `!`.
+    pub command: String,
+    /// `!!cmd`: recorded, but never sent to the model.
+    pub exclude_from_context: bool,
+}
+
+/// Messages of the Agent.
+#[derive(Debug)]
+pub enum AgentMsg {
+    /// Start a run with this prompt text; answered once the run has started, or with
+    /// [`RuntimeError::AgentBusy`] while one runs (queue it with `Steer`/`FollowUp`).
+    Prompt {
+        /// The prompt.
+        text: String,
+        /// Started, or why not.
+        reply: RpcReplyPort<Result<(), RuntimeError>>,
+    },
+    /// Queue a steering message (delivered after the current tool calls).
+    Steer {
+        /// The message.
+        text: String,
+    },
+    /// Queue a follow-up (delivered when the run would otherwise end).
+    FollowUp {
+        /// The message.
+        text: String,
+    },
+    /// Abort the current run; answered when the agent is idle.
+    Abort {
+        /// Idle.
+        reply: RpcReplyPort<()>,
+    },
+    /// Answered with whether no run is active.
+    IsIdle {
+        /// No run is active.
+        reply: RpcReplyPort<bool>,
+    },
+    /// Answered once no run is active: after `agent_end`, the compaction check, an overflow
+    /// retry and any prompt that waited for them.
+    WhenIdle {
+        /// Idle.
+        reply: RpcReplyPort<()>,
+    },
+    /// The run compacts (before its prompt) or is about to emit `agent_end` (`true`), or
+    /// goes on with its turns (`false`) (internal): prompts sent meanwhile wait for the run
+    /// instead of being refused.
+    Deferring {
+        /// Prompts wait from now on (`true`) or not (`false`).
+        deferring: bool,
+    },
+    /// The run task finished (internal).
+    RunFinished,
+    /// Run a user shell command in the session cwd (spec: agent-and-events.md §5); answered
+    /// with the recorded message when it finished, or an error when another one is running.
+    /// Recorded at once when idle, else at the start of the next prompt, as pi does.
+    Bash {
+        /// The command.
+        command: UserCommand,
+        /// What was recorded.
+        reply: RpcReplyPort<Result<BashExecutionMessage, RuntimeError>>,
+    },
+    /// Cancel the running user command.
+    AbortBash,
+    /// Use this model from the next request on (a running request finishes on the old one).
+    SetModel {
+        /// Serves the model.
+        provider: Arc<dyn Provider>,
+        /// The model.
+        model: ModelRef,
+    },
+    /// Use this thinking level from the next request on.
+    SetThinkingLevel {
+        /// The level.
+        level: ThinkingLevel,
+    },
+    /// A user command finished (internal).
+    BashDone {
+        /// What it printed and how it ended.
+        message: Box<BashExecutionMessage>,
+        /// The caller of [`AgentMsg::Bash`].
+        reply: RpcReplyPort<Result<BashExecutionMessage, RuntimeError>>,
+    },
+}
+
+impl MessageKind for AgentMsg {
+    fn kind(&self) -> &'static str {
+        match self {
+            AgentMsg::Prompt { .. } => "prompt",
+            AgentMsg::Steer { .. } => "steer",
+            AgentMsg::FollowUp { .. } => "follow_up",
+            AgentMsg::Abort { .. } => "abort",
+            AgentMsg::IsIdle { .. } => "is_idle",
+            AgentMsg::WhenIdle { .. } => "when_idle",
+            AgentMsg::Deferring { .. } => "deferring",
+            AgentMsg::RunFinished => "run_finished",
+            AgentMsg::Bash { .. } => "bash",
+            AgentMsg::AbortBash => "abort_bash",
+            AgentMsg::SetModel { .. } => "set_model",
+            AgentMsg::SetThinkingLevel { .. } => "set_thinking_level",
+            AgentMsg::BashDone { .. } => "bash_done",
+        }
+    }
+}
+
+/// What the agent needs from its subtree.
+#[derive(Clone)]
+pub struct AgentArgs {
+    /// Persists messages.
+    pub writer: WriterRef,
+    /// Answers context requests.
+    pub projection: ProjectionRef,
+    /// The model.
+    pub provider: Arc<dyn Provider>,
+    /// Which model is requested.
+    pub model: ModelRef,
+    /// Thinking level.
+    pub thinking_level: ThinkingLevel,
+    /// Tools the model may call.
+    pub tools: Toolset,
+    /// The session's working directory: tools resolve paths against it.
+    pub cwd: std::path::PathBuf,
+    /// The system prompt sent with every request of a run; `None` sends none.
+    pub system_prompt: Option<String>,
+    /// Where events go.
+    pub events: EventSink,
+    /// Timestamps of messages.
+    pub clock: Arc<dyn Clock>,
+    /// Session id, for spans.
+    pub session_id: String,
+    /// The session cwd's settings (queue modes, retries, the shell command prefix).
+    pub settings: crate::settings::Settings,
+    /// Extensions: each event is handled by those that subscribed to it before the run goes
+    /// on (so an entry an extension appends on `message_end` lands before the message, as in
+    /// pi), then it goes to frontends.
+    pub extensions: Extensions,
+    /// Decides after each run whether to compact.
+    pub compactor: ActorRef<Envelope<CompactorMsg>>,
+}
+
+/// Steering and follow-up messages waiting for the run.
+#[derive(Default)]
+struct Queues {
+    steering: VecDeque<String>,
+    follow_up: VecDeque<String>,
+}
+
+/// The agent's state.
+pub struct AgentState {
+    args: Arc<AgentArgs>,
+    queues: Arc<Mutex<Queues>>,
+    retry_attempt: Arc<std::sync::atomic::AtomicU32>,
+    /// Cancels the current run; `None` when no run is active.
+    abort: Option<CancellationToken>,
+    /// [`AgentMsg::Abort`] callers: answered when the current run has ended.
+    waiting_for_run_end: Vec<RpcReplyPort<()>>,
+    /// [`AgentMsg::WhenIdle`] callers: answered when no run is left, waiting prompts included.
+    waiting_for_idle: Vec<RpcReplyPort<()>>,
+    /// The run is compacting or past `agent_end`: prompts wait in `deferred`.
+    deferring: bool,
+    /// Prompts that arrived while deferring, oldest first, with their traces.
+    deferred: VecDeque<(Trace, String)>,
+    /// Cancels the running user command; `None` when none runs.
+    bash_abort: Option<CancellationToken>,
+    /// User commands that finished during a run: recorded before the next prompt.
+    pending_bash: Vec<AgentMessage>,
+}
+
+/// The Agent actor.
+pub struct Agent;
+
+impl Agent {
+    /// Starts a run for the prompt traced by `cause`; its messages are caused by it, and its
+    /// span stays open until the run ends.
+    fn start_run(
+        me: &ActorRef<Envelope<AgentMsg>>,
+        state: &mut AgentState,
+        cause: &Trace,
+        text: String,
+    ) {
+        let abort = CancellationToken::new();
+        state.abort = Some(abort.clone());
+        let from = Origin::new(ActorName::Agent, cause);
+        let run = Run {
+            args: state.args.clone(),
+            queues: state.queues.clone(),
+            abort,
+            from,
+            me: me.clone(),
+            last_reply: Mutex::new(None),
+            retry_attempt: state.retry_attempt.clone(),
+            pending_bash: std::mem::take(&mut state.pending_bash),
+            overflowed: None,
+        };
+        // Not a "message" span: the run is the prompt's work, not a message of its own.
+        let span = tracing::info_span!(
+            "run",
+            actor = "Agent",
+            session = %state.args.session_id,
+            correlation = cause.correlation,
+        );
+        tokio::spawn(
+            async move {
+                let mut run = run;
+                let mut text = Some(text);
+                loop {
+                    let after = run.run(text.take()).await;
+                    if run.abort.is_cancelled() {
+                        break;
+                    }
+                    match after {
+                        After::Idle => break,
+                        // A transient error: the same context again (the failed reply is
+                        // left out of every request, agent-and-events.md §4).
+                        After::ErrorRetry => {}
+                        // An overflowed reply is retried once, after the Compactor compacted.
+                        After::OverflowRetry => {
+                            if run.overflowed.is_some() {
+                                break;
+                            }
+                            run.overflowed = run.last_reply.lock().ok().and_then(|mut r| r.take());
+                        }
+                    }
+                }
+                run.from.cast(&run.me, AgentMsg::RunFinished);
+            }
+            .instrument(span),
+        );
+    }
+
+    fn with_args(state: &mut AgentState, change: impl FnOnce(&mut AgentArgs)) {
+        let mut args = (*state.args).clone();
+        change(&mut args);
+        state.args = Arc::new(args);
+    }
+
+    async fn on(
+        me: &ActorRef<Envelope<AgentMsg>>,
+        state: &mut AgentState,
+        trace: &Trace,
+        msg: AgentMsg,
+    ) {
+        let from = Origin::new(ActorName::Agent, trace);
+        match msg {
+            AgentMsg::Prompt { text, reply } => {
+                if state.deferring {
+                    // A compaction may be running: the prompt waits and starts when the run
+                    // is over (prompts sent during a compaction are not lost).
+                    state.deferred.push_back((trace.clone(), text));
+                    let _ = reply.send(Ok(()));
+                    return;
+                }
+                if state.abort.is_some() {
+                    let _ = reply.send(Err(RuntimeError::AgentBusy));
+                    return;
+                }
+                Self::start_run(me, state, trace, text);
+                let _ = reply.send(Ok(()));
+            }
+            AgentMsg::Deferring { deferring } => state.deferring = deferring,
+            AgentMsg::Bash { command, reply } => {
+                Self::start_user_command(me, state, &from, command, reply)
+            }
+            AgentMsg::BashDone { message, reply } => {
+                Self::user_command_done(state, &from, *message, reply).await;
+            }
+            AgentMsg::AbortBash => {
+                if let Some(abort) = &state.bash_abort {
+                    abort.cancel();
+                }
+            }
+            AgentMsg::SetModel { provider, model } => Self::with_args(state, |args| {
+                args.provider = provider;
+                args.model = model;
+            }),
+            AgentMsg::SetThinkingLevel { level } => {
+                Self::with_args(state, |args| args.thinking_level = level)
+            }
+            AgentMsg::Steer { text } => {
+                if let Ok(mut q) = state.queues.lock() {
+                    q.steering.push_back(text);
+                }
+                emit_queue(&state.args.events, &state.queues);
+            }
+            AgentMsg::FollowUp { text } => {
+                if let Ok(mut q) = state.queues.lock() {
+                    q.follow_up.push_back(text);
+                }
+                emit_queue(&state.args.events, &state.queues);
+            }
+            AgentMsg::Abort { reply } => match &state.abort {
+                Some(abort) => {
+                    abort.cancel();
+                    state.waiting_for_run_end.push(reply);
+                }
+                None => {
+                    let _ = reply.send(());
+                }
+            },
+            AgentMsg::IsIdle { reply } => {
+                let _ = reply.send(state.abort.is_none());
+            }
+            AgentMsg::WhenIdle { reply } => {
+                if state.abort.is_none() {
+                    let _ = reply.send(());
+                } else {
+                    state.waiting_for_idle.push(reply);
+                }
+            }
+            AgentMsg::RunFinished => {
+                state.abort = None;
+                state.deferring = false;
+                // The run an abort waited for is over, even if a waiting prompt starts now.
+                for waiter in state.waiting_for_run_end.drain(..) {
+                    let _ = waiter.send(());
+                }
+                if let Some((cause, text)) = state.deferred.pop_front() {
+                    // Later ones follow it, as prompts queued during a run would. Whoever
+                    // waits for the rest waits for this run too: it was asked for before.
+                    if let Ok(mut q) = state.queues.lock() {
+                        q.follow_up.extend(state.deferred.drain(..).map(|(_, t)| t));
+                    }
+                    Self::start_run(me, state, &cause, text);
+                } else {
+                    for waiter in state.waiting_for_idle.drain(..) {
+                        let _ = waiter.send(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Actor for Agent {
+    type Msg = Envelope<AgentMsg>;
+    type State = AgentState;
+    type Arguments = AgentArgs;
+
+    async fn pre_start(
+        &self,
+        _me: ActorRef<Envelope<AgentMsg>>,
+        args: AgentArgs,
+    ) -> Result<AgentState, ActorProcessingErr> {
+        Ok(AgentState {
+            args: Arc::new(args),
+            queues: Arc::default(),
+            retry_attempt: Arc::default(),
+            abort: None,
+            waiting_for_run_end: Vec::new(),
+            waiting_for_idle: Vec::new(),
+            deferring: false,
+            deferred: VecDeque::new(),
+            bash_abort: None,
+            pending_bash: Vec::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        me: ActorRef<Envelope<AgentMsg>>,
+        Envelope { trace, msg }: Envelope<AgentMsg>,
+        state: &mut AgentState,
+    ) -> Result<(), ActorProcessingErr> {
+        let span = trace.span(&ActorName::Agent, msg.kind(), &state.args.session_id);
+        Self::on(&me, state, &trace, msg).instrument(span).await;
+        Ok(())
+    }
+}
+
+/// Tells frontends and extensions what is queued (`queue_update`).
+fn emit_queue(events: &EventSink, queues: &Arc<Mutex<Queues>>) {
+    if let Ok(q) = queues.lock() {
+        events.emit(AgentEvent::QueueUpdate {
+            steering: q.steering.iter().cloned().collect(),
+            follow_up: q.follow_up.iter().cloned().collect(),
+        });
+    }
+}

@@ -1,0 +1,150 @@
+//! Running the tool calls of one assistant message (spec: agent-and-events.md §1.3).
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use pith_events::{AgentEvent, AgentMessage, ContentBlock, ToolResultMessage};
+
+use super::Run;
+use pith_tools::tool::{ToolContext, ToolError, ToolModel, ToolOutput};
+
+impl Run {
+    /// Runs a turn's tool calls (spec: agent-and-events.md §1.3, parallel mode):
+    /// `tool_execution_start` for each in call order, unknown tools answered at once, the
+    /// others run concurrently with `tool_execution_update`/`tool_execution_end` in completion
+    /// order. Returns the toolResult messages in call order.
+    pub(super) async fn run_tools(&self, calls: &[(String, String, Value)]) -> Vec<AgentMessage> {
+        enum Report {
+            Progress(usize, ToolOutput),
+            Done(usize, Result<ToolOutput, ToolError>),
+        }
+        let mut outcomes: Vec<Option<(Vec<ContentBlock>, Value, bool)>> = vec![None; calls.len()];
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut running = 0usize;
+        for (index, (id, name, args)) in calls.iter().enumerate() {
+            self.emit(AgentEvent::ToolExecutionStart {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                args: args.clone(),
+            })
+            .await;
+            let Some(tool) = self.args.tools.get(name) else {
+                // pi's error results carry `details: {}` (agent-and-events.md §1.3).
+                let outcome = (
+                    vec![ContentBlock::text(format!("Tool {name} not found"))],
+                    json!({}),
+                    true,
+                );
+                self.end_tool(id, name, &outcome).await;
+                outcomes[index] = Some(outcome);
+                continue;
+            };
+            let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+            let ctx = ToolContext {
+                cwd: self.args.cwd.clone(),
+                abort: self.abort.clone(),
+                tool_call_id: id.clone(),
+                progress: Some(progress_tx),
+                output_dir: self.args.tools.output_dir().clone(),
+                model: Some(ToolModel {
+                    id: self.args.model.id.clone(),
+                    accepts_images: self.args.provider.accepts_images(&self.args.model.id),
+                }),
+            };
+            let call = tool.run(args.clone(), ctx);
+            let tx = tx.clone();
+            running += 1;
+            // Each execution is a span of its own in traces.
+            let span = tracing::info_span!("tool", tool = %name, call = %id);
+            tokio::spawn(
+                async move {
+                    let forward = {
+                        let tx = tx.clone();
+                        tokio::spawn(async move {
+                            while let Some(p) = progress_rx.recv().await {
+                                let _ = tx.send(Report::Progress(index, p));
+                            }
+                        })
+                    };
+                    // A panicking tool is a failed call, not a dead agent.
+                    let result = match tokio::spawn(call.in_current_span()).await {
+                        Ok(result) => result,
+                        Err(e) => Err(ToolError::Failed(format!("the tool failed: {e}"))),
+                    };
+                    let _ = forward.await;
+                    let _ = tx.send(Report::Done(index, result));
+                }
+                .instrument(span),
+            );
+        }
+        drop(tx);
+        while running > 0 {
+            let Some(report) = rx.recv().await else { break };
+            match report {
+                Report::Progress(index, partial) => {
+                    let (id, name, args) = &calls[index];
+                    self.emit(AgentEvent::ToolExecutionUpdate {
+                        tool_call_id: id.clone(),
+                        tool_name: name.clone(),
+                        args: args.clone(),
+                        partial_result: result_json(&partial.content, &partial.details),
+                    })
+                    .await;
+                }
+                Report::Done(index, result) => {
+                    running -= 1;
+                    let outcome = match result {
+                        Ok(out) => (out.content, out.details, false),
+                        Err(e) => (vec![ContentBlock::text(e.to_string())], json!({}), true),
+                    };
+                    let (id, name, _) = &calls[index];
+                    self.end_tool(id, name, &outcome).await;
+                    outcomes[index] = Some(outcome);
+                }
+            }
+        }
+        calls
+            .iter()
+            .zip(outcomes)
+            .map(|((id, name, _), outcome)| {
+                let (content, details, is_error) = outcome.unwrap_or_else(|| {
+                    (
+                        vec![ContentBlock::text("the tool call was lost")],
+                        json!({}),
+                        true,
+                    )
+                });
+                AgentMessage::ToolResult(ToolResultMessage {
+                    tool_call_id: id.clone(),
+                    tool_name: name.clone(),
+                    content,
+                    // pi leaves `details` out when a tool gives none.
+                    details: (!details.is_null()).then_some(details),
+                    is_error,
+                    timestamp: self.args.clock.now_ms(),
+                })
+            })
+            .collect()
+    }
+
+    async fn end_tool(&self, id: &str, name: &str, outcome: &(Vec<ContentBlock>, Value, bool)) {
+        self.emit(AgentEvent::ToolExecutionEnd {
+            tool_call_id: id.to_owned(),
+            tool_name: name.to_owned(),
+            result: result_json(&outcome.0, &outcome.1),
+            is_error: outcome.2,
+        })
+        .await;
+    }
+}
+
+/// A tool result as pi's events carry it: `{content, details}`, without `details` when the
+/// tool gave none (JSON `undefined` disappears).
+fn result_json(content: &[ContentBlock], details: &Value) -> Value {
+    if details.is_null() {
+        json!({ "content": content })
+    } else {
+        json!({ "content": content, "details": details })
+    }
+}

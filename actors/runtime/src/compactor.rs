@@ -1,0 +1,480 @@
+//! Compactor: owns compaction decisions (spec: compaction.md).
+//!
+//! [`CompactorMsg::Compact`] is pi's `/compact [focus]`: the cut point and the messages to
+//! summarize come from `pith_store::compaction::prepare_compaction`, the summary from the current
+//! model (history, plus the prefix of a split turn), followed by the file-list tags; the entry
+//! records `details` and `fromHook: false`. [`CompactorMsg::AfterRun`] is pi's
+//! `_checkCompaction`: the Agent sends each run's last reply and waits, so prompts that arrive
+//! meanwhile start after the compaction; an overflowed reply is compacted away and retried
+//! once ([`NextStep::Retry`]), a reply over the threshold is compacted and not retried.
+//! [`CompactorMsg::CompactWith`] appends a compaction with a summary given by the caller (an
+//! extension's, or a test's). The user's abort cancels a running compaction at once (pi's
+//! `Compaction cancelled`, `compaction_end {aborted: true}`), and nothing is written.
+//!
+//! Unlike pi, `/compact` does not abort a running turn first: the Runtime hands it to the
+//! Compactor once the agent is idle, so no compaction ever happens with tool calls pending.
+
+use std::sync::Arc;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use pith_events::{
+    AgentMessage, AssistantMessage, CompactionPlan, CompactionResult, EntryType, ExtensionEvent,
+    ModelRef, ThinkingLevel,
+};
+use pith_store::compaction::{
+    CompactionPreparation, CompactionSettings, estimate_context_tokens, prepare_compaction,
+};
+use pith_store::{Leaf, SessionTree};
+
+use crate::RuntimeError;
+use crate::envelope::{Envelope, MessageKind, Origin};
+use crate::event::EventSink;
+use crate::extension::Verdict;
+use crate::extension_host::Extensions;
+use crate::projection::ProjectionRef;
+use crate::summarize::{
+    HISTORY_INSTRUCTIONS, SummaryFailure, SummaryOptions, TURN_PREFIX_INSTRUCTIONS,
+    UPDATE_INSTRUCTIONS, request_text, serialize_conversation, summarize_trimming,
+};
+use crate::trace::ActorName;
+use crate::tree_navigator::LeafGuard;
+use crate::writer::{Append, Snapshot, WriterRef};
+use pith_llm::provider::Provider;
+
+/// Messages of the Compactor.
+#[derive(Debug)]
+pub enum CompactorMsg {
+    /// Compact now with this summary (the caller's, not the model's), keeping the leaf
+    /// entry; answered with the compaction entry's id, or why not.
+    CompactWith {
+        /// The summary.
+        summary: String,
+        /// The entry's id.
+        reply: RpcReplyPort<Result<String, RuntimeError>>,
+    },
+    /// `/compact [focus]`: prepare as pi does, summarize through the model, append; answered
+    /// with the entry's id, or pi's error (`Already compacted`, `Nothing to compact (session
+    /// too small)`, `Summarization failed: …`).
+    Compact {
+        /// What the summary should focus on.
+        focus: Option<String>,
+        /// Cancelled by the user's abort: the compaction ends with `Compaction cancelled`
+        /// and writes nothing.
+        abort: CancellationToken,
+        /// The entry's id.
+        reply: RpcReplyPort<Result<String, RuntimeError>>,
+    },
+    /// A run ended with this reply: compact on overflow or over the threshold
+    /// (compaction.md §3); answered when done, so the Agent starts nothing meanwhile.
+    AfterRun {
+        /// The run's last reply.
+        last_reply: Box<AssistantMessage>,
+        /// The run was itself the retry after an overflow.
+        retried: bool,
+        /// The run's abort: cancels the compaction too (pi's `abort()`).
+        abort: CancellationToken,
+        /// Whether the Agent sends the request again.
+        reply: RpcReplyPort<NextStep>,
+    },
+    /// A prompt is about to start: compact first if the last reply in the context calls for
+    /// it (compaction.md §3 (b)); answered when done.
+    BeforePrompt {
+        /// The run's abort: cancels the compaction too.
+        abort: CancellationToken,
+        /// Done.
+        reply: RpcReplyPort<()>,
+    },
+    /// Summarize with this model from now on (it follows the session's model, as in pi).
+    SetModel {
+        /// Serves the model.
+        provider: Arc<dyn Provider>,
+        /// The model.
+        model: ModelRef,
+    },
+    /// Compaction summaries use this thinking level from now on (it follows the session's
+    /// level, as in pi: compaction.md §7).
+    SetThinkingLevel {
+        /// The level.
+        level: ThinkingLevel,
+    },
+}
+
+impl MessageKind for CompactorMsg {
+    fn kind(&self) -> &'static str {
+        match self {
+            CompactorMsg::CompactWith { .. } => "compact_with",
+            CompactorMsg::Compact { .. } => "compact",
+            CompactorMsg::AfterRun { .. } => "after_run",
+            CompactorMsg::BeforePrompt { .. } => "before_prompt",
+            CompactorMsg::SetModel { .. } => "set_model",
+            CompactorMsg::SetThinkingLevel { .. } => "set_thinking_level",
+        }
+    }
+}
+
+/// Why a compaction appended nothing.
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    /// pi's `Already compacted` / `Nothing to compact (session too small)`: not a failure for
+    /// an automatic compaction.
+    #[error("{}", if *.0 { "Already compacted" } else { "Nothing to compact (session too small)" })]
+    Nothing(bool),
+    /// The summary or the append failed (pi's `Summarization failed: …`).
+    #[error("{0}")]
+    Failed(String),
+    /// An extension cancelled it.
+    #[error("Compaction cancelled")]
+    Cancelled,
+}
+
+impl From<Refusal> for RuntimeError {
+    fn from(refusal: Refusal) -> RuntimeError {
+        match refusal {
+            Refusal::Nothing(true) => RuntimeError::AlreadyCompacted,
+            Refusal::Nothing(false) => RuntimeError::NothingToCompact,
+            Refusal::Failed(text) => RuntimeError::CompactionFailed(text),
+            Refusal::Cancelled => RuntimeError::CompactionCancelled,
+        }
+    }
+}
+
+/// What the Compactor needs.
+pub struct CompactorArgs {
+    /// Appends the entry.
+    pub writer: WriterRef,
+    /// Answers context questions.
+    pub projection: ProjectionRef,
+    /// The model that writes summaries.
+    pub provider: Arc<dyn Provider>,
+    /// Which model that is.
+    pub model: ModelRef,
+    /// The session's thinking level, which compaction summaries (not branch summaries) are
+    /// asked with.
+    pub thinking_level: ThinkingLevel,
+    /// `compaction.*` settings of the session's cwd.
+    pub settings: CompactionSettings,
+    /// The session's extensions.
+    pub extensions: Extensions,
+    /// Where `compaction_start` / `compaction_end` go.
+    pub events: EventSink,
+    /// Shared with the TreeNavigator: held from the snapshot to the append.
+    pub leaf_guard: LeafGuard,
+    /// The session, for traces.
+    pub session_id: String,
+}
+
+/// The Compactor actor.
+pub struct Compactor;
+
+impl Compactor {
+    async fn snapshot(args: &CompactorArgs, from: &Origin) -> Result<Snapshot, RuntimeError> {
+        Ok(args.writer.snapshot(from).await?)
+    }
+
+    async fn compact_with(
+        args: &CompactorArgs,
+        from: &Origin,
+        summary: String,
+    ) -> Result<String, RuntimeError> {
+        let snapshot = Self::snapshot(args, from).await?;
+        let Leaf::At(leaf) = snapshot.leaf else {
+            return Err(RuntimeError::NothingToCompact);
+        };
+        let first_kept_entry_id = snapshot.entries[leaf].id().to_owned();
+        let tokens_before = match args.projection.context(from).await {
+            Ok(ctx) => estimate_context_tokens(&ctx.messages).tokens,
+            Err(_) => 0,
+        };
+        args.writer
+            .append(
+                from,
+                Append::Compaction {
+                    summary,
+                    first_kept_entry_id,
+                    tokens_before,
+                    details: None,
+                    from_hook: Some(false),
+                },
+            )
+            .await
+    }
+
+    async fn compact(
+        args: &CompactorArgs,
+        from: &Origin,
+        reason: &str,
+        snapshot: Snapshot,
+        focus: Option<String>,
+        abort: &CancellationToken,
+    ) -> Result<(String, CompactionResult), Refusal> {
+        let Leaf::At(leaf) = snapshot.leaf else {
+            return Err(Refusal::Nothing(false));
+        };
+        let (mut tree, _) = SessionTree::new(snapshot.entries);
+        tree.set_leaf(Leaf::At(leaf));
+        let path = tree.path_to(leaf);
+        let Some(prep) = prepare_compaction(&tree, &path, &args.settings) else {
+            let last_is_compaction = tree.entries()[leaf].kind() == &EntryType::Compaction;
+            return Err(Refusal::Nothing(last_is_compaction));
+        };
+        let first_kept_entry_id = prep
+            .first_kept_entry_id
+            .clone()
+            .unwrap_or_else(|| tree.entries()[leaf].id().to_owned());
+        let plan = CompactionPlan {
+            first_kept_entry_id: Some(first_kept_entry_id.clone()),
+            messages_to_summarize: prep.messages_to_summarize.clone(),
+            turn_prefix_messages: prep.turn_prefix_messages.clone(),
+            is_split_turn: prep.is_split_turn,
+            tokens_before: prep.tokens_before,
+            previous_summary: prep.previous_summary.clone(),
+        };
+        let asked = ExtensionEvent::SessionBeforeCompact {
+            reason: reason.to_owned(),
+            preparation: Box::new(plan),
+            custom_instructions: focus.clone(),
+        };
+        let (summary, details, from_extension) = match args.extensions.consult(from, asked).await {
+            Verdict::Cancel(_) => return Err(Refusal::Cancelled),
+            Verdict::Summary(s) => (s.summary, s.details, true),
+            Verdict::Continue => {
+                let summary = Self::model_summary(args, &prep, focus, abort).await?;
+                (summary, Some(prep.file_ops.details()), false)
+            }
+        };
+        // pi: "If the abort signal fired ⇒ Compaction cancelled"; nothing is written.
+        if abort.is_cancelled() {
+            return Err(Refusal::Cancelled);
+        }
+        let result = CompactionResult {
+            summary,
+            first_kept_entry_id,
+            tokens_before: prep.tokens_before,
+            details: details.clone().unwrap_or(serde_json::Value::Null),
+        };
+        let id = args
+            .writer
+            .append(
+                from,
+                Append::Compaction {
+                    summary: result.summary.clone(),
+                    first_kept_entry_id: result.first_kept_entry_id.clone(),
+                    tokens_before: result.tokens_before,
+                    details,
+                    from_hook: Some(from_extension),
+                },
+            )
+            .await
+            .map_err(|e| Refusal::Failed(e.to_string()))?;
+        args.extensions
+            .tell(
+                from,
+                ExtensionEvent::SessionCompact {
+                    entry_id: id.clone(),
+                    summary: result.summary.clone(),
+                    from_extension,
+                },
+                &[],
+            )
+            .await;
+        Ok((id, result))
+    }
+
+    /// The model's summary of `prep`: history (and a split turn's prefix), then the file lists
+    /// (compaction.md §7), each asked with the session's thinking level and its share of
+    /// `reserveTokens`.
+    async fn model_summary(
+        args: &CompactorArgs,
+        prep: &CompactionPreparation,
+        focus: Option<String>,
+        abort: &CancellationToken,
+    ) -> Result<String, Refusal> {
+        // A cancelled request is a cancelled compaction, not a failed one.
+        let failed = |what: &str, e: SummaryFailure| {
+            if abort.is_cancelled() {
+                Refusal::Cancelled
+            } else {
+                Refusal::Failed(format!("{what}: {e}"))
+            }
+        };
+        let provider = args.provider.as_ref();
+        let instructions = if prep.previous_summary.is_some() {
+            UPDATE_INSTRUCTIONS
+        } else {
+            HISTORY_INSTRUCTIONS
+        };
+        let history = |messages: &[AgentMessage]| {
+            request_text(
+                &serialize_conversation(messages),
+                prep.previous_summary.as_deref(),
+                instructions,
+                focus.as_deref(),
+            )
+        };
+        let model = &args.model;
+        let reserve = args.settings.reserve_tokens;
+        let history_options = SummaryOptions::history(reserve, args.thinking_level);
+        let summarize_history = || {
+            summarize_trimming(
+                provider,
+                model,
+                &history_options,
+                &prep.messages_to_summarize,
+                history,
+                abort.clone(),
+            )
+        };
+        let mut summary = if prep.is_split_turn && !prep.turn_prefix_messages.is_empty() {
+            // pi asks for both at once, history first; one after the other keeps a scripted
+            // model's replies in that order.
+            let history_part = if prep.messages_to_summarize.is_empty() {
+                "No prior history.".to_owned()
+            } else {
+                summarize_history()
+                    .await
+                    .map_err(|e| failed("Summarization failed", e))?
+            };
+            let prefix_request = |messages: &[AgentMessage]| {
+                request_text(
+                    &serialize_conversation(messages),
+                    None,
+                    TURN_PREFIX_INSTRUCTIONS,
+                    None,
+                )
+            };
+            let prefix = summarize_trimming(
+                provider,
+                model,
+                &SummaryOptions::turn_prefix(reserve, args.thinking_level),
+                &prep.turn_prefix_messages,
+                prefix_request,
+                abort.clone(),
+            )
+            .await
+            .map_err(|e| failed("Turn prefix summarization failed", e))?;
+            format!("{history_part}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix}")
+        } else {
+            summarize_history()
+                .await
+                .map_err(|e| failed("Summarization failed", e))?
+        };
+        summary.push_str(&prep.file_ops.summary_suffix());
+        Ok(summary)
+    }
+}
+
+/// pi's message when the retry after an overflow compaction overflowed again.
+pub const OVERFLOW_GAVE_UP: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
+
+/// What started a compaction (`reason` of the compaction events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    Manual,
+    Threshold,
+    Overflow,
+}
+
+impl Trigger {
+    fn reason(self) -> &'static str {
+        match self {
+            Trigger::Manual => "manual",
+            Trigger::Threshold => "threshold",
+            Trigger::Overflow => "overflow",
+        }
+    }
+}
+
+/// What the Agent does after a run, as the Compactor decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextStep {
+    /// Nothing more: the run is over.
+    Idle,
+    /// The reply overflowed and the session was compacted: send the request again, without
+    /// the overflowed reply (compaction.md §3, step 5).
+    Retry,
+}
+
+impl Compactor {
+    async fn on(state: &mut CompactorArgs, from: &Origin, msg: CompactorMsg) {
+        match msg {
+            CompactorMsg::CompactWith { summary, reply } => {
+                let _ = reply.send(Self::compact_with(state, from, summary).await);
+            }
+            CompactorMsg::Compact {
+                focus,
+                abort,
+                reply,
+            } => {
+                let answer = match Self::snapshot(state, from).await {
+                    Ok(snapshot) => Self::announced(
+                        state,
+                        from,
+                        Trigger::Manual,
+                        false,
+                        snapshot,
+                        focus,
+                        &abort,
+                    )
+                    .await
+                    .map_err(RuntimeError::from),
+                    Err(e) => Err(e),
+                };
+                let _ = reply.send(answer.map(|(id, _)| id));
+            }
+            CompactorMsg::SetModel { provider, model } => {
+                state.provider = provider;
+                state.model = model;
+            }
+            CompactorMsg::SetThinkingLevel { level } => state.thinking_level = level,
+            CompactorMsg::BeforePrompt { abort, reply } => {
+                Self::before_prompt(state, from, &abort).await;
+                let _ = reply.send(());
+            }
+            CompactorMsg::AfterRun {
+                last_reply,
+                retried,
+                abort,
+                reply,
+            } => {
+                let next = Self::after_run(state, from, &last_reply, retried, &abort).await;
+                let _ = reply.send(next);
+            }
+        }
+    }
+}
+
+impl Actor for Compactor {
+    type Msg = Envelope<CompactorMsg>;
+    type State = CompactorArgs;
+    type Arguments = CompactorArgs;
+
+    async fn pre_start(
+        &self,
+        _me: ActorRef<Envelope<CompactorMsg>>,
+        args: CompactorArgs,
+    ) -> Result<CompactorArgs, ActorProcessingErr> {
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        _me: ActorRef<Envelope<CompactorMsg>>,
+        Envelope { trace, msg }: Envelope<CompactorMsg>,
+        state: &mut CompactorArgs,
+    ) -> Result<(), ActorProcessingErr> {
+        let span = trace.span(&ActorName::Compactor, msg.kind(), &state.session_id);
+        let from = Origin::new(ActorName::Compactor, &trace);
+        // Every message but the model switches reads the leaf and may append at it.
+        let guard = state.leaf_guard.clone();
+        let _held = guard.lock().await;
+        Self::on(state, &from, msg).instrument(span).await;
+        Ok(())
+    }
+}
+
+mod checks;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,392 @@
+//! Extensions: one actor each, implementing a small trait.
+//!
+//! An extension subscribes to the events it wants by name (pi's names: `session_start`,
+//! `session_before_fork`, `message_end`, …), may cancel the `session_before_*` events with a
+//! reason the user sees, appends custom entries and custom messages through the context it is
+//! handed, and may register slash commands. Adding an extension is adding one value that
+//! implements [`Extension`]; the runtime spawns an [`ExtensionActor`] for it in every session
+//! subtree (fresh per session, as pi reloads extensions per runtime).
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use serde_json::{Value, json};
+use tracing::Instrument;
+
+use std::sync::Arc;
+
+use pith_events::{AgentEvent, AgentMessage, EntryType, ExtensionEvent, UserContent};
+use pith_store::Entry;
+
+use crate::envelope::{Envelope, MessageKind, Origin};
+use crate::trace::ActorName;
+use crate::writer::{Append, WriterRef};
+
+/// An extension's answer to an event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Go on.
+    Continue,
+    /// Cancel the operation (only honoured for cancellable events); the reason is shown.
+    Cancel(String),
+    /// Use this summary instead of asking the model (only honoured for
+    /// `session_before_compact` and `session_before_tree`; the entry gets `fromHook: true`).
+    Summary(SuppliedSummary),
+}
+
+/// A summary an extension supplies (spec: compaction.md §10). For a compaction, pith keeps
+/// its own cut point and token count; pi lets the extension set those too.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuppliedSummary {
+    /// The summary text, used verbatim.
+    pub summary: String,
+    /// The entry's `details`.
+    pub details: Option<Value>,
+}
+
+/// Something an extension asks the session to do, carried out after its handler returns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExtensionAction {
+    /// `pi.appendEntry(customType, data)`: a `custom` entry (never in the context).
+    AppendEntry {
+        /// Extension id.
+        custom_type: String,
+        /// Its data.
+        data: Option<Value>,
+    },
+    /// `pi.sendMessage` while idle: a `custom_message` entry (part of the context).
+    SendMessage {
+        /// Extension id.
+        custom_type: String,
+        /// Text.
+        content: String,
+        /// Shown in the UI.
+        display: bool,
+    },
+}
+
+/// What a handler sees and can do.
+#[derive(Debug, Default)]
+pub struct ExtensionContext {
+    /// The session's entries at `session_start` (file order); empty for other events.
+    pub entries: Vec<Entry>,
+    /// Actions to carry out, in order.
+    pub actions: Vec<ExtensionAction>,
+}
+
+impl ExtensionContext {
+    /// Queues a `custom` entry.
+    pub fn append_entry(&mut self, custom_type: &str, data: Option<Value>) {
+        self.actions.push(ExtensionAction::AppendEntry {
+            custom_type: custom_type.to_owned(),
+            data,
+        });
+    }
+
+    /// Queues a `custom_message` entry.
+    pub fn send_message(&mut self, custom_type: &str, content: &str, display: bool) {
+        self.actions.push(ExtensionAction::SendMessage {
+            custom_type: custom_type.to_owned(),
+            content: content.to_owned(),
+            display,
+        });
+    }
+}
+
+/// A slash command an extension registers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlashCommand {
+    /// Name without the slash.
+    pub name: String,
+    /// One line for `/help`.
+    pub description: String,
+}
+
+/// An extension (spec: agent-and-events.md §6).
+///
+/// ```
+/// use pith_actors::extension::{Extension, ExtensionContext, Verdict};
+/// use pith_events::{AgentEvent, ExtensionEvent};
+///
+/// #[derive(Default)]
+/// struct TurnLog;
+///
+/// impl Extension for TurnLog {
+///     fn name(&self) -> &str { "turn-log" }
+///     fn subscriptions(&self) -> &[&str] { &["turn_end"] }
+///     fn on_event(&mut self, event: &ExtensionEvent, ctx: &mut ExtensionContext) -> Verdict {
+///         if let ExtensionEvent::Agent(e) = event {
+///             if let AgentEvent::TurnEnd { turn_index, .. } = &**e {
+///                 ctx.append_entry("turn-log", Some(serde_json::json!({ "turn": turn_index })));
+///             }
+///         }
+///         Verdict::Continue
+///     }
+/// }
+/// ```
+pub trait Extension: Send + 'static {
+    /// Its name, used in errors and traces.
+    fn name(&self) -> &str;
+    /// Event names it wants; it is sent no others.
+    fn subscriptions(&self) -> &[&str];
+    /// Handles one event. [`Verdict::Cancel`] cancels the `session_before_*` events;
+    /// [`Verdict::Summary`] answers `session_before_compact`/`_tree`.
+    fn on_event(&mut self, event: &ExtensionEvent, ctx: &mut ExtensionContext) -> Verdict;
+    /// The slash commands it registers.
+    fn commands(&self) -> Vec<SlashCommand> {
+        Vec::new()
+    }
+    /// Runs one of its commands; returns the text to show.
+    fn on_command(&mut self, _name: &str, _args: &str, _ctx: &mut ExtensionContext) -> String {
+        String::new()
+    }
+}
+
+/// Messages of an extension actor.
+#[derive(Debug)]
+pub enum ExtensionMsg {
+    /// An event; answered with the verdict once handled and its actions carried out.
+    Event {
+        /// The event.
+        event: Box<ExtensionEvent>,
+        /// The session's entries (file order) for `session_start`; empty for other events.
+        entries: Vec<Entry>,
+        /// The verdict ([`Verdict::Continue`] for events that cannot be answered).
+        reply: RpcReplyPort<Verdict>,
+    },
+    /// A slash command; answered with the text to show.
+    Command {
+        /// Its name, without the slash.
+        name: String,
+        /// What followed the name.
+        args: String,
+        /// The text.
+        reply: RpcReplyPort<String>,
+    },
+    /// Answered with the extension's commands.
+    Commands {
+        /// The commands.
+        reply: RpcReplyPort<Vec<SlashCommand>>,
+    },
+}
+
+impl MessageKind for ExtensionMsg {
+    fn kind(&self) -> &'static str {
+        match self {
+            ExtensionMsg::Event { event, .. } => event.name(),
+            ExtensionMsg::Command { .. } => "command",
+            ExtensionMsg::Commands { .. } => "commands",
+        }
+    }
+}
+
+/// What an extension actor is started with.
+pub struct ExtensionArgs {
+    /// The extension.
+    pub extension: Box<dyn Extension>,
+    /// Where its entries go.
+    pub writer: WriterRef,
+    /// The session, for traces.
+    pub session_id: String,
+}
+
+/// State of an extension actor.
+pub struct ExtensionState {
+    extension: Box<dyn Extension>,
+    writer: WriterRef,
+    /// `Extension:<name>` in traces.
+    name: ActorName,
+    session_id: String,
+}
+
+/// The actor that hosts one [`Extension`].
+pub struct ExtensionActor;
+
+impl ExtensionActor {
+    async fn carry_out(from: &Origin, writer: &WriterRef, actions: Vec<ExtensionAction>) {
+        for action in actions {
+            let append = match action {
+                ExtensionAction::AppendEntry { custom_type, data } => {
+                    Append::Custom { custom_type, data }
+                }
+                ExtensionAction::SendMessage {
+                    custom_type,
+                    content,
+                    display,
+                } => Append::CustomMessage {
+                    custom_type,
+                    content: UserContent::Text(content),
+                    display,
+                    details: None,
+                },
+            };
+            if let Err(e) = writer.append(from, append).await {
+                tracing::error!("extension action not persisted: {e}");
+            }
+        }
+    }
+}
+
+impl Actor for ExtensionActor {
+    type Msg = Envelope<ExtensionMsg>;
+    type State = ExtensionState;
+    type Arguments = ExtensionArgs;
+
+    async fn pre_start(
+        &self,
+        _me: ActorRef<Envelope<ExtensionMsg>>,
+        args: ExtensionArgs,
+    ) -> Result<ExtensionState, ActorProcessingErr> {
+        let name = ActorName::Extension(Arc::from(args.extension.name()));
+        Ok(ExtensionState {
+            extension: args.extension,
+            writer: args.writer,
+            name,
+            session_id: args.session_id,
+        })
+    }
+
+    async fn handle(
+        &self,
+        _me: ActorRef<Envelope<ExtensionMsg>>,
+        Envelope { trace, msg }: Envelope<ExtensionMsg>,
+        state: &mut ExtensionState,
+    ) -> Result<(), ActorProcessingErr> {
+        let span = trace.span(&state.name, msg.kind(), &state.session_id);
+        let from = Origin::new(state.name.clone(), &trace);
+        async {
+            match msg {
+                ExtensionMsg::Event {
+                    event,
+                    entries,
+                    reply,
+                } => {
+                    let verdict = if state.extension.subscriptions().contains(&event.name()) {
+                        let mut ctx = ExtensionContext {
+                            entries,
+                            actions: Vec::new(),
+                        };
+                        let v = state.extension.on_event(&event, &mut ctx);
+                        Self::carry_out(&from, &state.writer, ctx.actions).await;
+                        match v {
+                            Verdict::Cancel(_) if !event.is_cancellable() => Verdict::Continue,
+                            Verdict::Summary(_) if !event.takes_a_summary() => Verdict::Continue,
+                            v => v,
+                        }
+                    } else {
+                        Verdict::Continue
+                    };
+                    let _ = reply.send(verdict);
+                }
+                ExtensionMsg::Command { name, args, reply } => {
+                    let mut ctx = ExtensionContext::default();
+                    let text = state.extension.on_command(&name, &args, &mut ctx);
+                    Self::carry_out(&from, &state.writer, ctx.actions).await;
+                    let _ = reply.send(text);
+                }
+                ExtensionMsg::Commands { reply } => {
+                    let _ = reply.send(state.extension.commands());
+                }
+            }
+        }
+        .instrument(span)
+        .await;
+        Ok(())
+    }
+}
+
+/// Example: counts the prompts of a session in `custom` entries (`{"count": n}`) and picks the
+/// count up again from the log on every `session_start` — state that survives restarts and
+/// resumes because it lives in the event log. Registers `/count`.
+#[derive(Debug, Default)]
+pub struct PromptCounter {
+    count: u64,
+}
+
+impl PromptCounter {
+    /// The `customType` of its entries.
+    pub const CUSTOM_TYPE: &'static str = "prompt-counter";
+}
+
+impl Extension for PromptCounter {
+    fn name(&self) -> &str {
+        "prompt-counter"
+    }
+
+    fn subscriptions(&self) -> &[&str] {
+        &["session_start", "message_end"]
+    }
+
+    fn on_event(&mut self, event: &ExtensionEvent, ctx: &mut ExtensionContext) -> Verdict {
+        match event {
+            ExtensionEvent::SessionStart { .. } => {
+                self.count = ctx
+                    .entries
+                    .iter()
+                    .rev()
+                    .filter(|e| e.kind() == &EntryType::Custom)
+                    .find_map(|e| {
+                        let v: Value = e.decode_as().ok()?;
+                        (v["customType"] == Self::CUSTOM_TYPE)
+                            .then(|| v["data"]["count"].as_u64())
+                            .flatten()
+                    })
+                    .unwrap_or(0);
+            }
+            ExtensionEvent::Agent(e) => {
+                if let AgentEvent::MessageEnd {
+                    message: AgentMessage::User(_),
+                } = &**e
+                {
+                    self.count += 1;
+                    ctx.append_entry(Self::CUSTOM_TYPE, Some(json!({ "count": self.count })));
+                }
+            }
+            _ => {}
+        }
+        Verdict::Continue
+    }
+
+    fn commands(&self) -> Vec<SlashCommand> {
+        vec![SlashCommand {
+            name: "count".into(),
+            description: "How many prompts this session has had".into(),
+        }]
+    }
+
+    fn on_command(&mut self, _name: &str, _args: &str, _ctx: &mut ExtensionContext) -> String {
+        format!("{} prompt(s) in this session", self.count)
+    }
+}
+
+/// Example: refuses `/fork` and `/clone` while the agent is running (forking a half-written
+/// turn would copy a tool call without its result).
+#[derive(Debug, Default)]
+pub struct NoForkWhileRunning {
+    running: bool,
+}
+
+impl Extension for NoForkWhileRunning {
+    fn name(&self) -> &str {
+        "no-fork-while-running"
+    }
+
+    fn subscriptions(&self) -> &[&str] {
+        &["agent_start", "agent_end", "session_before_fork"]
+    }
+
+    fn on_event(&mut self, event: &ExtensionEvent, _ctx: &mut ExtensionContext) -> Verdict {
+        match event {
+            ExtensionEvent::Agent(e) => {
+                match &**e {
+                    AgentEvent::AgentStart => self.running = true,
+                    AgentEvent::AgentEnd { .. } => self.running = false,
+                    _ => {}
+                }
+                Verdict::Continue
+            }
+            ExtensionEvent::SessionBeforeFork { .. } if self.running => {
+                Verdict::Cancel("the agent is still running; fork when it has finished".into())
+            }
+            _ => Verdict::Continue,
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! Extensions that cancel or supply compaction and branch summaries.
+
+use super::support::*;
+
+/// Answers the compaction and tree hooks: cancels when the focus says "cancel", otherwise
+/// supplies the summary; logs the after-events as custom entries.
+struct Hooks;
+
+impl pith_actors::extension::Extension for Hooks {
+    fn name(&self) -> &str {
+        "hooks"
+    }
+
+    fn subscriptions(&self) -> &[&str] {
+        &[
+            "session_before_compact",
+            "session_compact",
+            "session_before_tree",
+            "session_tree",
+        ]
+    }
+
+    fn on_event(
+        &mut self,
+        event: &pith_events::ExtensionEvent,
+        ctx: &mut pith_actors::extension::ExtensionContext,
+    ) -> pith_actors::extension::Verdict {
+        use pith_actors::extension::{SuppliedSummary, Verdict};
+        use pith_events::ExtensionEvent as E;
+        match event {
+            E::SessionBeforeCompact {
+                custom_instructions,
+                ..
+            }
+            | E::SessionBeforeTree {
+                custom_instructions,
+                ..
+            } if custom_instructions.as_deref() == Some("cancel") => {
+                Verdict::Cancel("not now".into())
+            }
+            E::SessionBeforeCompact {
+                preparation,
+                reason,
+                ..
+            } => Verdict::Summary(SuppliedSummary {
+                summary: format!(
+                    "EXT {reason}: {} messages",
+                    preparation.messages_to_summarize.len()
+                ),
+                details: Some(serde_json::json!({"by":"hooks"})),
+            }),
+            E::SessionBeforeTree {
+                entries_to_summarize,
+                ..
+            } => Verdict::Summary(SuppliedSummary {
+                summary: format!("EXT BRANCH of {}", entries_to_summarize.len()),
+                details: None,
+            }),
+            E::SessionCompact { from_extension, .. } => {
+                ctx.append_entry(
+                    "hook-log",
+                    Some(serde_json::json!({"compact": from_extension})),
+                );
+                Verdict::Continue
+            }
+            E::SessionTree {
+                summary_entry_id, ..
+            } => {
+                ctx.append_entry(
+                    "hook-log",
+                    Some(serde_json::json!({"tree": summary_entry_id.is_some()})),
+                );
+                Verdict::Continue
+            }
+            _ => Verdict::Continue,
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn extensions_cancel_or_supply_compaction_and_branch_summaries() {
+    use pith_actors::tree_navigator::NavigateOptions;
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let provider = Arc::new(Recording {
+        inner: Faux::new(
+            script(
+                r#"[{"content":[{"type":"text","text":"r1"}]},{"content":[{"type":"text","text":"r2"}]}]"#,
+            ),
+            env.clock.clone(),
+        ),
+        requests: Default::default(),
+    });
+    let config = project_config(&env, provider.clone(), vec![Arc::new(|| Box::new(Hooks))]);
+    let rt = Runtime::start(config, FirstSession::New)
+        .await
+        .unwrap()
+        .handle;
+    let mut events = rt.subscribe().await.unwrap();
+    for prompt in ["one", "two"] {
+        rt.prompt(prompt).await.unwrap();
+        run_names(&mut events).await;
+    }
+    assert_eq!(
+        rt.compact(Some("cancel")).await.unwrap_err().to_string(),
+        "Compaction cancelled"
+    );
+    let compaction = rt.compact(None).await.unwrap();
+    let snap = rt.snapshot().await.unwrap();
+    let r1 = snap
+        .entries
+        .iter()
+        .find(|e| e.raw().contains(r#""text":"r1""#))
+        .unwrap()
+        .id()
+        .to_owned();
+    let leaf = snap.entries.last().unwrap().id().to_owned();
+    let cancelled = rt
+        .navigate_tree(
+            &r1,
+            NavigateOptions {
+                summarize: true,
+                custom_instructions: Some("cancel".into()),
+                ..NavigateOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(cancelled.cancelled);
+    assert_eq!(
+        rt.snapshot().await.unwrap().entries.last().unwrap().id(),
+        leaf
+    );
+    let moved = rt
+        .navigate_tree(
+            &r1,
+            NavigateOptions {
+                summarize: true,
+                ..NavigateOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(moved.from_extension, Some(true));
+    let file = rt.current_session().await.unwrap().session_file.unwrap();
+    rt.shutdown().await.unwrap();
+
+    // The model was asked only for the two replies.
+    assert_eq!(provider.requests.lock().unwrap().len(), 2);
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let c = lines
+        .iter()
+        .find(|l| l["id"] == compaction.as_str())
+        .unwrap();
+    // Everything fits in keepRecentTokens, so nothing is summarized (compaction.md §4).
+    assert_eq!(
+        (&c["summary"], &c["details"], &c["fromHook"]),
+        (
+            &serde_json::json!("EXT manual: 0 messages"),
+            &serde_json::json!({"by":"hooks"}),
+            &serde_json::json!(true)
+        )
+    );
+    let b = lines
+        .iter()
+        .find(|l| l["type"] == "branch_summary")
+        .unwrap();
+    assert_eq!(
+        (&b["summary"], &b["fromHook"]),
+        (
+            &serde_json::json!("EXT BRANCH of 4"),
+            &serde_json::json!(true)
+        )
+    );
+    assert_eq!(b["details"], serde_json::Value::Null);
+    let logs: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["customType"] == "hook-log")
+        .map(|l| &l["data"])
+        .collect();
+    assert_eq!(
+        logs,
+        [
+            &serde_json::json!({"compact": true}),
+            &serde_json::json!({"tree": true})
+        ]
+    );
+}

@@ -1,0 +1,20 @@
+//! pith-actors' integration tests, one binary: the runtime end to end on the faux model, one
+//! module per concept, and summary requests as they reach a model server.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod support;
+
+mod cancel;
+mod compaction;
+mod controls;
+mod extensions;
+mod prompts;
+mod replay;
+mod retries;
+mod sessions;
+mod settings;
+mod summarize;
+mod system_prompt;
+mod trace;
+mod tree;

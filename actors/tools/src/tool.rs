@@ -1,0 +1,166 @@
+//! The seam to tools: what the model is told about a tool ([`ToolSpec`]) and how a call runs
+//! ([`Tool::run`]) (spec: agent-and-events.md §1.3).
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use pith_events::ContentBlock;
+
+pub use pith_events::ToolSpec;
+
+use crate::spill::OutputDir;
+
+/// A finished call's result: the toolResult message's `content` and `details`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// What the model sees: text and image blocks.
+    pub content: Vec<ContentBlock>,
+    /// Tool-specific data for frontends (pi's shapes, e.g. `{truncation, fullOutputPath}`);
+    /// `null` when there is none (pi's `undefined`: the key is left out of the entry).
+    pub details: Value,
+}
+
+/// What a running call may use.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The session's working directory: relative paths resolve against it and commands run
+    /// in it.
+    pub cwd: PathBuf,
+    /// Cancelled when the user aborts; a call should stop soon after and return an error.
+    pub abort: CancellationToken,
+    /// The call's id, for progress reports.
+    pub tool_call_id: String,
+    /// Partial results while the call runs (pi's `tool_execution_update`); sending may fail
+    /// when nobody listens, which is fine.
+    pub progress: Option<mpsc::UnboundedSender<ToolOutput>>,
+    /// Where full outputs go (bash's `pi-bash-*.log`): the process's own folder, shared by
+    /// every call ([`Toolset::output_dir`]).
+    pub output_dir: OutputDir,
+    /// The model the call was made for (pi's `ctx.model`); `None` when not known.
+    pub model: Option<ToolModel>,
+}
+
+impl ToolContext {
+    /// A context for a call in `cwd` with no progress channel, a fresh output folder and no
+    /// model (for calls made outside an agent run, and tests).
+    pub fn new(cwd: impl Into<PathBuf>, abort: CancellationToken, tool_call_id: &str) -> Self {
+        Self {
+            cwd: cwd.into(),
+            abort,
+            tool_call_id: tool_call_id.to_owned(),
+            progress: None,
+            output_dir: OutputDir::new(),
+            model: None,
+        }
+    }
+}
+
+/// What a tool may know of the model it works for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolModel {
+    /// The model's id (`claude-sonnet-4-5`, …).
+    pub id: String,
+    /// Whether the model takes image input (pi: `model.input.includes("image")`). The read
+    /// tool marks an image result for a model without it
+    /// (`details.imageUnsupportedByModel`).
+    pub accepts_images: bool,
+}
+
+/// A failed call. Its text is what the model gets (`isError: true`), in pi's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The user aborted the call (pi's `Operation aborted`).
+    #[error("Operation aborted")]
+    Aborted,
+    /// Any other failure, as pi words it (`Validation failed for tool …`, `Command exited
+    /// with code 1`, a Node-style file error, …).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Tools build pi's texts as strings.
+impl From<String> for ToolError {
+    fn from(text: String) -> ToolError {
+        ToolError::Failed(text)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(text: &str) -> ToolError {
+        ToolError::Failed(text.to_owned())
+    }
+}
+
+/// A running call: `Ok` is the result, `Err` what the model gets as an error result.
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send>>;
+
+/// One tool.
+pub trait Tool: Send + Sync + 'static {
+    /// The tool's name, description and argument schema.
+    fn spec(&self) -> ToolSpec;
+
+    /// Runs one call with the model's arguments (not validated beyond JSON: a tool reports
+    /// bad arguments as an `Err`).
+    fn run(&self, args: Value, ctx: ToolContext) -> ToolFuture;
+}
+
+/// The tools a session may call, in the order they are offered to the model, and the
+/// output folder their calls (and user bash) share; clones share both.
+#[derive(Clone, Default)]
+pub struct Toolset {
+    tools: Vec<Arc<dyn Tool>>,
+    output_dir: OutputDir,
+}
+
+impl Toolset {
+    /// No tools at all.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// These tools, in this order.
+    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
+        Self {
+            tools,
+            output_dir: OutputDir::new(),
+        }
+    }
+
+    /// The folder for full outputs of this toolset's calls and of user bash: made on first
+    /// use, removed when the last clone of the toolset is dropped (see [`crate::spill`]).
+    pub fn output_dir(&self) -> &OutputDir {
+        &self.output_dir
+    }
+
+    /// The specs sent to the model.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| t.spec()).collect()
+    }
+
+    /// The tool called `name`; `None` gives pi's `Tool <name> not found` result.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.spec().name == name).cloned()
+    }
+
+    /// Tool names, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.spec().name).collect()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Toolset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}

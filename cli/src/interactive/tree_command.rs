@@ -1,0 +1,133 @@
+//! `/tree` in the interactive mode: the full-screen tree view, then the move it asks for
+//! (spec: tree-and-context.md §9), with a branch summary the user can cancel.
+
+use anyhow::Result;
+
+use pith_actors::RuntimeError;
+use pith_actors::tree_navigator::{NavigateOptions, Navigated};
+
+use super::app::App;
+use super::commands::view;
+use super::quiet_wait::QuietInput;
+
+impl App {
+    /// `/tree`: the tree view; its label changes are applied, then the move (with the branch
+    /// summary chosen there), then the target's text goes to the editor (spec:
+    /// tree-and-context.md §9).
+    pub(super) async fn tree(&mut self) -> Result<()> {
+        let mut selected = None;
+        // pi shows the tree again, on the same entry, after a summary the user cancelled.
+        while let Some(again) = self.tree_at(selected).await? {
+            selected = Some(again);
+        }
+        Ok(())
+    }
+
+    /// One round of `/tree` opening on `initial_selected`; `Some(entry)` when the user
+    /// cancelled the branch summary of a move to `entry`.
+    async fn tree_at(&mut self, initial_selected: Option<String>) -> Result<Option<String>> {
+        let session = self.session().await?;
+        if session.entries().is_empty() {
+            self.status("No entries in session");
+            return Ok(None);
+        }
+        let leaf = session.leaf_id().map(str::to_owned);
+        // pi's `treeFilterMode` and `branchSummary.skipPrompt` settings.
+        let settings =
+            pith_actors::settings::Settings::load(&self.env.agent_dir, session.cwd().as_ref());
+        let options = crate::tui::tree::TreeOptions {
+            filter: settings
+                .get("treeFilterMode")
+                .and_then(|v| v.as_str())
+                .and_then(crate::tui::tree::FilterMode::from_setting)
+                .unwrap_or_default(),
+            initial_selected,
+            skip_summary_prompt: settings
+                .get("branchSummary.skipPrompt")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
+        };
+        let outcome = match view(move || crate::tui::tree::show_tree_with(&session, &options)).await
+        {
+            Ok(o) => o,
+            Err(e) => {
+                self.error(&format!("{e:#}"));
+                return Ok(None);
+            }
+        };
+        for (id, label) in &outcome.labels {
+            if let Err(e) = self.rt.set_label(id, label.as_deref()).await {
+                self.error(&e.to_string());
+            }
+        }
+        let Some(target) = outcome.navigate else {
+            return Ok(None);
+        };
+        if leaf.as_deref() == Some(target.entry_id.as_str()) {
+            self.status("Already at this point");
+            return Ok(None);
+        }
+        if target.summarize {
+            self.status("Summarizing branch...");
+        }
+        let options = NavigateOptions {
+            summarize: target.summarize,
+            custom_instructions: target.custom_instructions,
+            ..Default::default()
+        };
+        let navigated = if target.summarize {
+            self.summarize_and_move(&target.entry_id, options).await?
+        } else {
+            self.rt.navigate_tree(&target.entry_id, options).await
+        };
+        match navigated {
+            Ok(nav) if nav.aborted => {
+                self.status("Branch summarization cancelled");
+                return Ok(Some(target.entry_id));
+            }
+            Ok(nav) if nav.cancelled => self.status("Navigation cancelled"),
+            Ok(nav) => {
+                self.drain_events();
+                self.show_history().await?;
+                if let Some(text) = nav.editor_text {
+                    self.next_initial = text;
+                }
+                self.status("Navigated to selected point");
+            }
+            Err(e) => self.error(&e.to_string()),
+        }
+        Ok(None)
+    }
+
+    /// The move with a branch summary. The summary is written while the editor is not
+    /// reading: typed keys stay off the screen and out of the next prompt, and Esc, Ctrl+C
+    /// or Ctrl+D (or SIGINT) cancels it at once (pi's `abortBranchSummary`).
+    async fn summarize_and_move(
+        &mut self,
+        target: &str,
+        options: NavigateOptions,
+    ) -> Result<Result<Navigated, RuntimeError>> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let quiet = QuietInput::new();
+        let (_watch, mut pressed) = quiet.watch_cancel_keys();
+        let mut sigint = signal(SignalKind::interrupt())?;
+        let navigating = self.rt.navigate_tree(target, options);
+        tokio::pin!(navigating);
+        let mut cancelled = false;
+        let navigated = loop {
+            tokio::select! {
+                navigated = &mut navigating => break navigated,
+                _ = &mut pressed, if !cancelled => {
+                    cancelled = true;
+                    self.rt.abort().await?;
+                }
+                _ = sigint.recv(), if !cancelled => {
+                    cancelled = true;
+                    self.rt.abort().await?;
+                }
+            }
+        };
+        drop(quiet);
+        Ok(navigated)
+    }
+}

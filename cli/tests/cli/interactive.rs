@@ -1,0 +1,1034 @@
+//! `pith` with no `-p`: the interactive mode driven in a pseudo-terminal as a person would,
+//! on the offline model with scripted replies; the session files are checked afterwards.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rexpect::process::PtyProcess;
+use serde_json::Value;
+
+const ROWS: u16 = 40;
+const COLS: u16 = 100;
+/// Generous for a loaded machine; a passing step takes milliseconds.
+const TIMEOUT: Duration = Duration::from_secs(15);
+
+/// What the terminal received: the raw bytes and the screen they draw.
+struct Terminal {
+    raw: Vec<u8>,
+    screen: vt100::Parser,
+}
+
+/// A pith running in a pseudo-terminal.
+struct Pith {
+    process: PtyProcess,
+    input: fs::File,
+    term: Arc<Mutex<Terminal>>,
+    /// How far [`Pith::expect`] has read the transcript.
+    seen: usize,
+    root: PathBuf,
+}
+
+/// `agent/` and `work/` under a temp dir, and a faux script.
+struct Setup {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    agent: PathBuf,
+    work: PathBuf,
+    script: PathBuf,
+}
+
+fn setup(script: &str) -> Setup {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let (agent, work) = (root.join("agent"), root.join("work"));
+    fs::create_dir_all(&work).unwrap();
+    let path = root.join("script.json");
+    fs::write(&path, script).unwrap();
+    Setup {
+        _tmp: tmp,
+        root,
+        agent,
+        work,
+        script: path,
+    }
+}
+
+impl Setup {
+    fn start(&self, args: &[&str]) -> Pith {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pith"));
+        for var in pith_llm::auth::KEY_VARS {
+            cmd.env_remove(var);
+        }
+        cmd.env("PITH_AGENT_DIR", &self.agent)
+            .env("HOME", &self.root)
+            .env("TERM", "xterm-256color")
+            .env("TZ", "UTC")
+            .env_remove("NO_COLOR")
+            .current_dir(&self.work)
+            .arg("--faux-script")
+            .arg(&self.script)
+            .args(args);
+        let mut process = PtyProcess::new(cmd).unwrap();
+        process.set_kill_timeout(Some(2000));
+        let output = process.get_file_handle().unwrap();
+        rustix::termios::tcsetwinsize(
+            &output,
+            rustix::termios::Winsize {
+                ws_row: ROWS,
+                ws_col: COLS,
+                ws_xpixel: 0,
+                ws_ypixel: 0,
+            },
+        )
+        .unwrap();
+        let term = Arc::new(Mutex::new(Terminal {
+            raw: Vec::new(),
+            screen: vt100::Parser::new(ROWS.try_into().unwrap(), COLS.try_into().unwrap(), 0),
+        }));
+        let (reader_term, mut answer) = (term.clone(), process.get_file_handle().unwrap());
+        std::thread::spawn(move || read_terminal(output, &mut answer, &reader_term));
+        let input = process.get_file_handle().unwrap();
+        Pith {
+            process,
+            input,
+            term,
+            seen: 0,
+            root: self.root.clone(),
+        }
+    }
+
+    fn sessions(&self) -> Vec<PathBuf> {
+        pith_tests::files::session_files(&self.agent)
+    }
+}
+
+/// Feeds the terminal and answers rustyline's cursor position queries as a terminal does.
+fn read_terminal(mut output: fs::File, answer: &mut fs::File, term: &Mutex<Terminal>) {
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = output.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        let chunk = &buf[..n];
+        let mut t = term.lock().unwrap();
+        t.screen.process(chunk);
+        t.raw.extend_from_slice(chunk);
+        if chunk.windows(4).any(|w| w == b"\x1b[6n") {
+            let (row, col) = t.screen.screen().cursor_position();
+            let _ = write!(answer, "\x1b[{};{}R", row + 1, col + 1);
+        }
+    }
+}
+
+impl Pith {
+    /// Everything printed so far as plain text: escape sequences and carriage returns removed.
+    fn transcript(&self) -> String {
+        strip_ansi(&String::from_utf8_lossy(&self.term.lock().unwrap().raw))
+    }
+
+    /// The visible screen, trailing blanks trimmed.
+    fn screen(&self) -> String {
+        let t = self.term.lock().unwrap();
+        let contents = t.screen.screen().contents();
+        let lines: Vec<&str> = contents.lines().map(str::trim_end).collect();
+        lines.join("\n").trim_end().to_owned()
+    }
+
+    /// Waits until `needle` appears after what earlier calls consumed, and consumes up to it.
+    fn expect(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let text = self.transcript();
+            if let Some(at) = text[self.seen..].find(needle) {
+                let upto = self.seen + at + needle.len();
+                let before = text[self.seen..upto].to_owned();
+                self.seen = upto;
+                return before;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "{needle:?} did not appear; after the last match:\n{}\n--- screen ---\n{}",
+                    &text[self.seen..],
+                    self.screen()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits until the visible screen shows `needle` (full-screen views draw in pieces).
+    fn expect_screen(&mut self, needle: &str) {
+        let deadline = Instant::now() + TIMEOUT;
+        while !self.screen().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "{needle:?} is not on the screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.seen = self.transcript().len();
+    }
+
+    /// Waits for the editor to show its prompt again (it reads the next line then).
+    fn prompt(&mut self) {
+        self.expect("> ");
+    }
+
+    /// Waits for the end of a run: the footer (with the model), and the prompt after it.
+    fn idle(&mut self) {
+        self.expect("faux-1");
+        self.prompt();
+    }
+
+    fn send(&mut self, keys: &str) {
+        self.input.write_all(keys.as_bytes()).unwrap();
+        self.input.flush().unwrap();
+    }
+
+    /// Types `line` and Enter, once the editor is ready.
+    fn line(&mut self, line: &str) {
+        self.send(&format!("{line}\r"));
+        self.expect(line);
+    }
+
+    /// Waits for the exit status.
+    fn exit_code(&mut self) -> i32 {
+        // rexpect does not re-export nix's `WaitStatus`: read its `Exited(Pid(…), code)`.
+        let exited = regex::Regex::new(r"^Some\(Exited\(Pid\(\d+\), (-?\d+)\)\)$").unwrap();
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let status = format!("{:?}", self.process.status());
+            if let Some(c) = exited.captures(&status) {
+                return c[1].parse().unwrap();
+            }
+            assert!(
+                status == "Some(StillAlive)",
+                "pith ended with {status}; screen:\n{}",
+                self.screen()
+            );
+            if Instant::now() > deadline {
+                panic!("pith did not exit; screen:\n{}", self.screen());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// `/quit`, and the exit status.
+    fn quit(&mut self) -> i32 {
+        self.line("/quit");
+        self.exit_code()
+    }
+
+    /// The screen with what changes from run to run replaced.
+    fn screen_snapshot(&self) -> String {
+        let root = self.root.display().to_string();
+        let text = self.screen().replace(&root, "[ROOT]");
+        let uuid =
+            regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+                .unwrap();
+        let stamp = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z").unwrap();
+        let text = uuid.replace_all(&text, "[UUID]");
+        stamp.replace_all(&text, "[TIME]").into_owned()
+    }
+}
+
+fn strip_ansi(text: &str) -> String {
+    let re =
+        regex::Regex::new(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])")
+            .unwrap();
+    re.replace_all(text, "").replace('\r', "")
+}
+
+use pith_tests::files::{entry_kinds as kinds, json_lines as lines};
+
+/// The text of every user message in the file, in order.
+fn user_texts(path: &Path) -> Vec<String> {
+    lines(path)
+        .iter()
+        .filter(|v| v["message"]["role"] == "user")
+        .map(|v| {
+            v["message"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+fn text_reply(text: &str) -> String {
+    serde_json::json!({"content": [{"type": "text", "text": text}]}).to_string()
+}
+
+#[test]
+fn a_prompt_streams_its_reply_and_quit_exits_0() {
+    let s = setup(
+        r#"[{"content": [{"type": "thinking", "thinking": "The user greets me."},
+                        {"type": "text", "text": "Hello! I am the offline model.\nHow can I help?"}]}]"#,
+    );
+    let mut pith = s.start(&[]);
+    pith.expect("pith v");
+    pith.prompt();
+    pith.line("Hello there");
+    pith.expect("The user greets me.");
+    pith.expect("Hello! I am the offline model.");
+    pith.expect("How can I help?");
+    pith.idle();
+    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("interactive_first_reply", pith.screen_snapshot());
+    });
+    assert_eq!(pith.quit(), 0);
+
+    let files = s.sessions();
+    assert_eq!(files.len(), 1);
+    assert_eq!(
+        kinds(&files[0]),
+        ["model_change", "thinking_level_change", "user", "assistant"]
+    );
+    let entries = lines(&files[0]);
+    assert_eq!(
+        entries[4]["message"]["content"][1]["text"],
+        "Hello! I am the offline model.\nHow can I help?"
+    );
+    let history = fs::read_to_string(s.agent.join("history")).unwrap();
+    assert!(history.lines().any(|l| l == "Hello there"), "{history}");
+}
+
+#[test]
+fn user_commands_run_in_the_session_directory_and_are_recorded() {
+    let s = setup(&format!("[{}]", text_reply("seen")));
+    fs::write(s.work.join("marker.txt"), "").unwrap();
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("!echo hi && ls");
+    pith.expect("$ echo hi && ls");
+    pith.expect("hi");
+    pith.expect("marker.txt");
+    pith.prompt();
+    pith.line("!!exit 3");
+    pith.expect("(exit 3)");
+    pith.prompt();
+    // The file is written with the first reply; the commands go in before the prompt.
+    pith.line("what did you see?");
+    pith.expect("seen");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+
+    let file = &s.sessions()[0];
+    assert_eq!(
+        kinds(file),
+        [
+            "model_change",
+            "thinking_level_change",
+            "bashExecution",
+            "bashExecution",
+            "user",
+            "assistant"
+        ]
+    );
+    let entries = lines(file);
+    assert_eq!(entries[3]["message"]["command"], "echo hi && ls");
+    assert_eq!(entries[3]["message"]["output"], "hi\nmarker.txt\n");
+    assert_eq!(entries[3]["message"]["exitCode"], 0);
+    assert!(entries[3]["message"].get("excludeFromContext").is_none());
+    assert_eq!(entries[4]["message"]["exitCode"], 3);
+    assert_eq!(entries[4]["message"]["excludeFromContext"], true);
+}
+
+#[test]
+fn name_and_session_show_what_pi_shows() {
+    let s = setup(&format!("[{}]", text_reply("ok")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("/name");
+    pith.expect("Warning: Usage: /name <name>");
+    pith.prompt();
+    pith.line("/name  Refactoring work ");
+    pith.expect("Session name set: Refactoring work");
+    pith.prompt();
+    pith.line("hi");
+    pith.expect("ok");
+    pith.expect("~/work • Refactoring work");
+    pith.idle();
+    pith.line("/session");
+    let info = pith.expect("Total: 2");
+    assert!(info.contains("Name: Refactoring work"), "{info}");
+    assert!(
+        info.contains(&format!("File: {}", s.sessions()[0].display())),
+        "{info}"
+    );
+    assert!(
+        info.contains("User: 1\nAssistant: 1\nTool Calls: 0\nTool Results: 0\nTotal: 2"),
+        "{info}"
+    );
+    pith.expect("Tokens");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+
+    let file = &s.sessions()[0];
+    let entries = lines(file);
+    assert_eq!(
+        kinds(file),
+        [
+            "model_change",
+            "thinking_level_change",
+            "session_info",
+            "user",
+            "assistant"
+        ]
+    );
+    assert_eq!(entries[3]["name"], "Refactoring work");
+}
+
+#[test]
+fn tab_completes_slash_commands() {
+    let s = setup("[]");
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.send("/sess\t");
+    pith.expect("/session ");
+    pith.send("\r");
+    pith.expect("Session Info");
+    pith.expect("File: ");
+    pith.prompt();
+    pith.line("/help");
+    pith.expect("/thinking");
+    pith.expect("alt+enter");
+    pith.prompt();
+    // Ctrl-D on an empty line exits, as in pi.
+    pith.send("\x04");
+    assert_eq!(pith.exit_code(), 0);
+}
+
+#[test]
+fn fork_copies_the_path_before_a_user_message_and_puts_it_in_the_editor() {
+    let s = setup(&format!(
+        "[{}, {}, {}]",
+        text_reply("first answer"),
+        text_reply("second answer"),
+        text_reply("answer in the fork")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("first question");
+    pith.expect("first answer");
+    pith.idle();
+    pith.line("second question");
+    pith.expect("second answer");
+    pith.idle();
+    pith.line("/fork");
+    pith.expect("1. first question");
+    pith.expect("2. second question");
+    pith.expect("Fork from message (1-2): 2");
+    // Replace the preselected last message with the second one... i.e. keep "2".
+    pith.send("\r");
+    pith.expect("Forked to new session");
+    // The forked message is back in the editor; Enter sends it again in the fork.
+    pith.expect("> second question");
+    pith.send("\r");
+    pith.expect("answer in the fork");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+
+    let files = s.sessions();
+    assert_eq!(files.len(), 2);
+    let (old, new) = if lines(&files[0])[0].get("parentSession").is_some() {
+        (&files[1], &files[0])
+    } else {
+        (&files[0], &files[1])
+    };
+    assert_eq!(user_texts(old), ["first question", "second question"]);
+    assert_eq!(user_texts(new), ["first question", "second question"]);
+    assert_eq!(
+        lines(new)[0]["parentSession"].as_str().unwrap(),
+        old.to_str().unwrap()
+    );
+    let replies: Vec<Value> = lines(new)
+        .into_iter()
+        .filter(|v| v["message"]["role"] == "assistant")
+        .map(|v| v["message"]["content"][0]["text"].clone())
+        .collect();
+    assert_eq!(replies, ["first answer", "answer in the fork"]);
+}
+
+#[test]
+fn new_starts_another_session_and_clone_copies_this_one() {
+    let s = setup(&format!("[{}, {}]", text_reply("one"), text_reply("two")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("in the first");
+    pith.expect("one");
+    pith.idle();
+    pith.line("/new");
+    pith.expect("✓ New session started");
+    pith.prompt();
+    pith.line("in the second");
+    pith.expect("two");
+    pith.idle();
+    pith.line("/clone");
+    pith.expect("Cloned to new session");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+
+    let files = s.sessions();
+    assert_eq!(files.len(), 3, "{files:?}");
+    let mut texts: Vec<Vec<String>> = files.iter().map(|f| user_texts(f)).collect();
+    texts.sort();
+    assert_eq!(
+        texts,
+        [
+            vec!["in the first"],
+            vec!["in the second"],
+            vec!["in the second"]
+        ]
+    );
+}
+
+#[test]
+fn compact_summarizes_with_the_model_and_shows_the_result() {
+    let s = setup(&format!(
+        "[{}, {}, {}]",
+        text_reply("answer one"),
+        text_reply("answer two"),
+        text_reply("## Goal\nA scripted summary.")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("/compact");
+    pith.expect("Warning: Nothing to compact (no messages yet)");
+    pith.prompt();
+    pith.line("question one");
+    pith.expect("answer one");
+    pith.idle();
+    pith.line("question two");
+    pith.expect("answer two");
+    pith.idle();
+    pith.line("/compact keep the goal");
+    pith.expect("Compacting context...");
+    pith.expect("[compaction]");
+    pith.expect("Compacted from");
+    pith.expect("?/128k");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+
+    let file = &s.sessions()[0];
+    let entries = lines(file);
+    let compaction = entries.iter().find(|e| e["type"] == "compaction").unwrap();
+    assert!(
+        compaction["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("## Goal\nA scripted summary."),
+        "{compaction}"
+    );
+}
+
+#[test]
+fn ctrl_c_aborts_a_slow_reply_and_the_next_prompt_works() {
+    let s = setup(&format!(
+        r#"[{{"content": [{{"type": "text", "text": "too late"}}], "delayMs": 10000}}, {}]"#,
+        text_reply("quick answer")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    let started = Instant::now();
+    pith.line("take your time");
+    // The editor comes back while the reply is pending.
+    pith.prompt();
+    pith.send("\x03");
+    pith.expect("Operation aborted");
+    pith.idle();
+    assert!(started.elapsed() < Duration::from_secs(8));
+    pith.line("again");
+    pith.expect("quick answer");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+
+    let file = &s.sessions()[0];
+    let replies: Vec<Value> = lines(file)
+        .into_iter()
+        .filter(|v| v["message"]["role"] == "assistant")
+        .map(|v| v["message"]["stopReason"].clone())
+        .collect();
+    assert_eq!(replies, ["aborted", "stop"]);
+    assert_eq!(user_texts(file), ["take your time", "again"]);
+}
+
+#[test]
+fn typing_during_a_reply_steers_and_alt_enter_queues_a_follow_up() {
+    let s = setup(&format!(
+        r#"[{{"content": [{{"type": "text", "text": "first reply"}}], "delayMs": 1500}}, {}, {}]"#,
+        text_reply("reply to the steer"),
+        text_reply("reply to the follow-up")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("start");
+    pith.prompt();
+    pith.line("steer me");
+    pith.expect("Steering: steer me");
+    pith.prompt();
+    pith.send("follow me\x1b\r");
+    pith.expect("Follow-up: follow me");
+    pith.expect("first reply");
+    pith.expect("> steer me");
+    pith.expect("reply to the steer");
+    pith.expect("> follow me");
+    pith.expect("reply to the follow-up");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+
+    assert_eq!(
+        user_texts(&s.sessions()[0]),
+        ["start", "steer me", "follow me"]
+    );
+}
+
+#[test]
+fn escape_interrupts_a_reply() {
+    let s = setup(r#"[{"content": [{"type": "text", "text": "never"}], "delayMs": 10000}]"#);
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("wait");
+    pith.prompt();
+    pith.send("\x1b");
+    pith.expect("Operation aborted");
+    pith.idle();
+    // Two Ctrl-C within half a second exit. (Sent apart: rustyline drops keys that arrive
+    // in one read with the key that ends a line.)
+    pith.send("\x03");
+    pith.prompt();
+    pith.send("\x03");
+    assert_eq!(pith.exit_code(), 0);
+}
+
+#[test]
+fn model_thinking_and_label_change_the_session() {
+    let s = setup(&format!("[{}]", text_reply("labelled")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("/model");
+    pith.expect("faux-1");
+    pith.expect("Current model: faux/faux-1");
+    pith.prompt();
+    pith.line("/model faux/faux-1");
+    pith.expect("Model: faux-1");
+    pith.prompt();
+    pith.line("/thinking high");
+    // The offline model does not reason: pi clamps every level to off.
+    pith.expect("Thinking level: off");
+    pith.prompt();
+    pith.line("/thinking loud");
+    pith.expect("Error: unknown thinking level loud");
+    pith.prompt();
+    pith.line("hello");
+    pith.expect("labelled");
+    pith.idle();
+    pith.line("/label checkpoint");
+    pith.expect("Label set on");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+
+    let file = &s.sessions()[0];
+    assert_eq!(
+        kinds(file),
+        [
+            "model_change",
+            "thinking_level_change",
+            "model_change",
+            "user",
+            "assistant",
+            "label"
+        ]
+    );
+    let entries = lines(file);
+    assert_eq!(entries[6]["label"], "checkpoint");
+    assert_eq!(entries[6]["targetId"], entries[5]["id"]);
+}
+
+#[test]
+fn export_jsonl_and_import_round_trip() {
+    let s = setup(&format!("[{}]", text_reply("exported")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("export me");
+    pith.expect("exported");
+    pith.idle();
+    pith.line("/export out/copy.jsonl");
+    pith.expect("Session exported to: ");
+    pith.prompt();
+    let copy = s.work.join("out/copy.jsonl");
+    let exported = lines(&copy);
+    assert_eq!(exported[0]["type"], "session");
+    assert!(exported[0].get("parentSession").is_none());
+    assert_eq!(exported[1]["parentId"], Value::Null);
+    for pair in exported[1..].windows(2) {
+        assert_eq!(pair[1]["parentId"], pair[0]["id"]);
+    }
+    assert_eq!(user_texts(&copy), ["export me"]);
+
+    pith.line("/import out/copy.jsonl");
+    pith.expect("Replace current session with out/copy.jsonl?");
+    pith.line("n");
+    pith.expect("Import cancelled");
+    pith.prompt();
+    pith.line("/import out/copy.jsonl");
+    pith.line("y");
+    pith.expect("> export me");
+    pith.expect("Session imported from: out/copy.jsonl");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+    // The copy went into the session directory, under its own name.
+    assert!(s.sessions().iter().any(|f| f.ends_with("copy.jsonl")));
+}
+
+#[test]
+fn tree_moves_back_to_an_earlier_prompt_and_summarizes_the_branch_left() {
+    let s = setup(&format!(
+        "[{}, {}, {}, {}]",
+        text_reply("reply A"),
+        text_reply("reply B"),
+        text_reply("The abandoned branch asked two."),
+        text_reply("reply C")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("one");
+    pith.expect("reply A");
+    pith.idle();
+    pith.line("two");
+    pith.expect("reply B");
+    pith.idle();
+    pith.line("/tree");
+    // The view opens on the leaf (reply B); one up is the prompt "two".
+    pith.expect_screen("Type to search:");
+    pith.expect_screen("reply B");
+    pith.send("\x1b[A");
+    pith.send("\r");
+    pith.expect("Summarize branch?");
+    pith.send("\x1b[B");
+    pith.send("\r");
+    pith.expect("Summarizing branch...");
+    pith.expect("Navigated to selected point");
+    // The prompt left behind is back in the editor, to edit or send again.
+    pith.expect("> two");
+    pith.send("\r");
+    pith.expect("reply C");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+
+    let file = &s.sessions()[0];
+    assert_eq!(user_texts(file), ["one", "two", "two"]);
+    let entries = lines(file);
+    let summary = entries
+        .iter()
+        .find(|e| e["type"] == "branch_summary")
+        .unwrap();
+    assert!(
+        summary["summary"]
+            .as_str()
+            .unwrap()
+            .contains("The abandoned branch asked two."),
+        "{summary}"
+    );
+    let reply_a = entries
+        .iter()
+        .find(|e| e["message"]["content"][0]["text"] == "reply A")
+        .unwrap();
+    assert_eq!(summary["parentId"], reply_a["id"]);
+    let again = entries
+        .iter()
+        .rfind(|e| e["message"]["role"] == "user")
+        .unwrap();
+    assert_eq!(again["parentId"], summary["id"]);
+}
+
+#[test]
+fn resume_picks_another_session_of_this_project() {
+    let s = setup(&format!(
+        "[{}, {}, {}]",
+        text_reply("reply A"),
+        text_reply("reply B"),
+        text_reply("reply C")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("in the first session");
+    pith.expect("reply A");
+    pith.idle();
+    pith.line("/new");
+    pith.expect("New session started");
+    pith.idle();
+    pith.line("in the second session");
+    pith.expect("reply B");
+    pith.idle();
+    pith.line("/resume");
+    // Newest first: the second session, then the first.
+    pith.expect_screen("Resume Session");
+    pith.expect_screen("in the first session");
+    pith.send("\x1b[B");
+    pith.send("\r");
+    pith.expect("> in the first session");
+    pith.expect("Resumed session");
+    pith.idle();
+    pith.line("back in the first");
+    pith.expect("reply C");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+
+    let files = s.sessions();
+    assert_eq!(files.len(), 2);
+    let mut texts: Vec<Vec<String>> = files.iter().map(|f| user_texts(f)).collect();
+    texts.sort();
+    assert_eq!(
+        texts,
+        [
+            vec!["in the first session", "back in the first"],
+            vec!["in the second session"]
+        ]
+    );
+}
+
+#[test]
+fn continue_shows_the_conversation_and_goes_on_in_the_same_file() {
+    let s = setup(&format!(
+        "[{}, {}]",
+        text_reply("earlier answer"),
+        text_reply("later")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("earlier question");
+    pith.expect("earlier answer");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+
+    // A new process starts the script again: its first reply answers the next prompt.
+    let mut pith = s.start(&["-c"]);
+    pith.expect("> earlier question");
+    pith.expect("earlier answer");
+    pith.idle();
+    pith.line("later question");
+    pith.expect("earlier answer");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    let files = s.sessions();
+    assert_eq!(files.len(), 1);
+    assert_eq!(
+        user_texts(&files[0]),
+        ["earlier question", "later question"]
+    );
+}
+
+#[test]
+fn messages_on_the_command_line_are_the_first_prompts() {
+    let s = setup(&format!(
+        "[{}, {}]",
+        text_reply("first reply"),
+        text_reply("second reply")
+    ));
+    let mut pith = s.start(&[
+        "first prompt",
+        "/name from the command line",
+        "second prompt",
+    ]);
+    pith.expect("> first prompt");
+    pith.expect("first reply");
+    pith.expect("Session name set: from the command line");
+    pith.expect("> second prompt");
+    pith.expect("second reply");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(
+        user_texts(&s.sessions()[0]),
+        ["first prompt", "second prompt"]
+    );
+}
+
+#[test]
+fn dash_r_opens_the_picker_before_starting() {
+    let s = setup(&format!(
+        "[{}, {}]",
+        text_reply("reply A"),
+        text_reply("reply B")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("remember me");
+    pith.expect("reply A");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+
+    let mut pith = s.start(&["-r"]);
+    pith.expect_screen("Resume Session");
+    pith.expect_screen("remember me");
+    pith.send("\x1b");
+    pith.expect("No session selected");
+    assert_eq!(pith.exit_code(), 0);
+
+    let mut pith = s.start(&["-r"]);
+    pith.expect_screen("remember me");
+    pith.send("\r");
+    pith.expect("> remember me");
+    pith.expect("reply A");
+    pith.idle();
+    pith.line("and more");
+    // A new process plays the script from its start again.
+    pith.expect("reply A");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    let files = s.sessions();
+    assert_eq!(files.len(), 1);
+    assert_eq!(user_texts(&files[0]), ["remember me", "and more"]);
+}
+
+#[test]
+fn without_a_terminal_on_stdin_it_is_print_mode_as_in_pi() {
+    let s = setup(&format!("[{}]", text_reply("piped reply")));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pith"));
+    for var in pith_llm::auth::KEY_VARS {
+        cmd.env_remove(var);
+    }
+    let mut child = cmd
+        .env("PITH_AGENT_DIR", &s.agent)
+        .current_dir(&s.work)
+        .arg("--faux-script")
+        .arg(&s.script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"from a pipe")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "piped reply\n");
+    assert_eq!(user_texts(&s.sessions()[0]), ["from a pipe"]);
+}
+
+#[test]
+fn sigterm_quits_cleanly_with_the_session_saved() {
+    let s = setup(&format!("[{}]", text_reply("saved before the signal")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("hello");
+    pith.expect("saved before the signal");
+    pith.idle();
+    let status = format!("{:?}", pith.process.exit().unwrap());
+    assert!(
+        status.starts_with("Exited(") && status.ends_with(", 0)"),
+        "{status}"
+    );
+    assert_eq!(
+        kinds(&s.sessions()[0]),
+        ["model_change", "thinking_level_change", "user", "assistant"]
+    );
+    // The shell's prompt will start on a line of its own.
+    assert!(!pith.transcript().ends_with("> "));
+}
+
+/// A reply the test never waits for: the faux model holds it ten minutes.
+fn late_reply(text: &str) -> String {
+    format!(r#"{{"content": [{{"type": "text", "text": "{text}"}}], "delayMs": 600000}}"#)
+}
+
+#[test]
+fn escape_cancels_a_compaction_and_nothing_is_written() {
+    let s = setup(&format!(
+        "[{}, {}, {}]",
+        text_reply("reply A"),
+        text_reply("reply B"),
+        late_reply("LATE SUMMARY")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("one");
+    pith.expect("reply A");
+    pith.idle();
+    pith.line("two");
+    pith.expect("reply B");
+    pith.idle();
+    pith.line("/compact");
+    pith.expect("Compacting");
+    let asked = Instant::now();
+    pith.send("\x1b");
+    pith.expect("Error: Compaction cancelled");
+    // Seconds, not the ten minutes of the summary (the 100 ms bound is the runtime's test).
+    assert!(asked.elapsed() < Duration::from_secs(10));
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+    assert!(!kinds(&s.sessions()[0]).contains(&"compaction".to_owned()));
+}
+
+#[test]
+fn escape_cancels_a_branch_summary_and_the_tree_opens_again() {
+    let s = setup(&format!(
+        "[{}, {}, {}]",
+        text_reply("reply A"),
+        text_reply("reply B"),
+        late_reply("LATE SUMMARY")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("one");
+    pith.expect("reply A");
+    pith.idle();
+    pith.line("two");
+    pith.expect("reply B");
+    pith.idle();
+    let before = fs::read_to_string(&s.sessions()[0]).unwrap();
+    pith.line("/tree");
+    pith.expect_screen("reply B");
+    pith.send("\x1b[A");
+    pith.send("\r");
+    pith.expect("Summarize branch?");
+    pith.send("\x1b[B");
+    pith.send("\r");
+    pith.expect("Summarizing branch...");
+    let asked = Instant::now();
+    pith.send("\x1b");
+    pith.expect("Branch summarization cancelled");
+    assert!(asked.elapsed() < Duration::from_secs(10));
+    // pi shows the tree again, on the same entry; leaving it changes nothing.
+    pith.expect_screen("Type to search:");
+    pith.send("\x1b");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(fs::read_to_string(&s.sessions()[0]).unwrap(), before);
+}
+
+#[test]
+fn escape_sequences_from_the_model_and_tools_never_reach_the_terminal() {
+    // Issue 13: a reply (streamed, split anywhere) and a tool's output that would set the
+    // clipboard, the window title and a colour of their own are shown as plain text.
+    let s = setup(
+        r#"[{"content": [{"type": "text", "text": "before\u001b]52;c;cHduZWQ=\u0007after \u001b]0;owned\u0007title \u001b[38;5;201mpink\u001b[0m end"},
+                        {"type": "toolCall", "id": "t1", "name": "bash", "arguments": {"command": "printf '\\033]52;c;dG9vbA==\\007tool-out\\n' # \u001b]0;arg\u0007"}}]},
+            {"content": [{"type": "text", "text": "done"}]}]"#,
+    );
+    let mut pith = s.start(&[]);
+    pith.expect("pith v");
+    pith.prompt();
+    pith.line("go");
+    pith.expect("beforeafter title pink end");
+    pith.expect("tool-out");
+    pith.expect("done");
+    pith.idle();
+    let raw = pith.term.lock().unwrap().raw.clone();
+    for forbidden in [&b"\x1b]52"[..], b"\x1b]0;", b"38;5;201m", b"\x07"] {
+        assert!(
+            !raw.windows(forbidden.len()).any(|w| w == forbidden),
+            "{:?} reached the terminal",
+            String::from_utf8_lossy(forbidden)
+        );
+    }
+    assert_eq!(pith.quit(), 0);
+}

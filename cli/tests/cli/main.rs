@@ -1,0 +1,15 @@
+//! pith-cli's integration tests, one binary: the `pith` binary as a user runs it, one module
+//! per way of using it.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod export;
+mod full_disk;
+mod hostile;
+mod interactive;
+mod kill;
+mod local_model;
+mod pi16_apis;
+mod print;
+mod rpc;
+mod session_cmd;

@@ -1,0 +1,601 @@
+//! `pith --mode rpc`: a client speaking pi's protocol to the binary on the offline model
+//! (spec: agent-and-events.md §9).
+
+mod client;
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use client::{Client, faux_model, kinds, reply, session_files, types, wait_for};
+
+/// Prompts and returns everything up to `agent_end`, response first.
+fn prompt(client: &mut Client, text: &str) -> Vec<Value> {
+    client.send(json!({"type": "prompt", "message": text}));
+    let seen = client.until(|v| v["type"] == "agent_end");
+    assert_eq!(
+        seen[0],
+        json!({"type": "response", "command": "prompt", "success": true})
+    );
+    seen
+}
+
+#[test]
+fn a_prompt_is_answered_then_streams_pis_events_and_the_state_follows() {
+    let mut client = Client::start(json!([reply("hi there")]), json!({}));
+    client.send(json!({"id": "p1", "type": "prompt", "message": "hello"}));
+    let seen = client.until(|v| v["type"] == "agent_end");
+    assert_eq!(
+        seen[0],
+        json!({"id": "p1", "type": "response", "command": "prompt", "success": true})
+    );
+    assert_eq!(
+        types(&seen[1..]),
+        [
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "message_start",
+            "message_update",
+            "message_update",
+            "message_update",
+            "message_update",
+            "message_end",
+            "turn_end",
+            "agent_end"
+        ]
+    );
+    // pi's listener events: the agent loop's bare `turn_start`, `turn_end` without
+    // `turnIndex`, and `message_update` carrying pi-ai's stream event with its `partial`.
+    let end = seen.last().unwrap();
+    let partial = |text: &str| {
+        json!({
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "api": "faux", "provider": "faux", "model": "faux-1",
+            "usage": {
+                "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+            },
+            "stopReason": "stop",
+            "timestamp": end["messages"][1]["timestamp"]
+        })
+    };
+    let update = |event: Value, text: &str| {
+        let mut event = event;
+        event["partial"] = partial(text);
+        json!({"type": "message_update", "assistantMessageEvent": event, "message": partial(text)})
+    };
+    assert_eq!(seen[2], json!({"type": "turn_start"}));
+    assert_eq!(
+        seen[6..10],
+        [
+            update(json!({"type": "text_start", "contentIndex": 0}), ""),
+            update(
+                json!({"type": "text_delta", "contentIndex": 0, "delta": "hi "}),
+                "hi "
+            ),
+            update(
+                json!({"type": "text_delta", "contentIndex": 0, "delta": "there"}),
+                "hi there"
+            ),
+            update(
+                json!({"type": "text_end", "contentIndex": 0, "content": "hi there"}),
+                "hi there"
+            ),
+        ]
+    );
+    assert_eq!(
+        seen[11],
+        json!({"type": "turn_end", "message": end["messages"][1], "toolResults": []})
+    );
+    let ts = |i: usize| end["messages"][i]["timestamp"].clone();
+    assert_eq!(
+        end["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "hello"}], "timestamp": ts(0)},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "hi there"}],
+                "api": "faux", "provider": "faux", "model": "faux-1",
+                "usage": {
+                    "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+                },
+                "stopReason": "stop",
+                "timestamp": ts(1)
+            }
+        ])
+    );
+
+    let files = session_files(&client.agent());
+    assert_eq!(files.len(), 1);
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(&files[0])
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        client.call(json!({"id": 2, "type": "get_state"})),
+        json!({
+            "id": 2, "type": "response", "command": "get_state", "success": true,
+            "data": {
+                "model": faux_model(),
+                "thinkingLevel": "off",
+                "isStreaming": false,
+                "isCompacting": false,
+                "steeringMode": "one-at-a-time",
+                "followUpMode": "one-at-a-time",
+                "sessionFile": files[0].to_string_lossy(),
+                "sessionId": header["id"],
+                "autoCompactionEnabled": true,
+                "messageCount": 2,
+                "pendingMessageCount": 0
+            }
+        })
+    );
+    assert_eq!(
+        client.call(json!({"type": "get_messages"})),
+        json!({
+            "type": "response", "command": "get_messages", "success": true,
+            "data": {"messages": end["messages"]}
+        })
+    );
+    assert_eq!(
+        client.call(json!({"type": "get_last_assistant_text"})),
+        json!({
+            "type": "response", "command": "get_last_assistant_text", "success": true,
+            "data": {"text": "hi there"}
+        })
+    );
+    assert_eq!(
+        client.call(json!({"type": "get_session_stats"}))["data"],
+        json!({
+            "sessionFile": files[0].to_string_lossy(),
+            "sessionId": header["id"],
+            "userMessages": 1, "assistantMessages": 1, "toolCalls": 0, "toolResults": 0,
+            "totalMessages": 2,
+            "tokens": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+            "cost": 0,
+            // The last reply reports no usage, and nothing follows it to estimate.
+            "contextUsage": {"tokens": 0, "contextWindow": 128000, "percent": 0}
+        })
+    );
+    // stdin's end is a quit: status 0, everything on disk.
+    let (status, root) = client.close();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(
+        kinds(&session_files(&root.path().join("agent"))[0]),
+        [
+            "session",
+            "model_change",
+            "thinking_level_change",
+            "user",
+            "assistant"
+        ]
+    );
+}
+
+#[test]
+fn names_bash_and_compaction() {
+    let settings = json!({"compaction": {"keepRecentTokens": 4}});
+    let script = json!([
+        reply("first reply"),
+        reply("second reply"),
+        reply("the summary")
+    ]);
+    let mut client = Client::start(script, settings);
+    assert_eq!(
+        client.call(json!({"id": "n", "type": "set_session_name", "name": "  "})),
+        json!({
+            "id": "n", "type": "response", "command": "set_session_name", "success": false,
+            "error": "Session name cannot be empty"
+        })
+    );
+    let (events, response) =
+        client.call_with_events(json!({"type": "set_session_name", "name": " named "}));
+    assert_eq!(
+        events,
+        [json!({"type": "session_info_changed", "name": "named"})]
+    );
+    assert_eq!(
+        response,
+        json!({"type": "response", "command": "set_session_name", "success": true})
+    );
+    assert_eq!(
+        client.call(json!({"type": "get_state"}))["data"]["sessionName"],
+        "named"
+    );
+    assert_eq!(
+        client.call(json!({"id": "b", "type": "bash", "command": "echo hi; exit 3"})),
+        json!({
+            "id": "b", "type": "response", "command": "bash", "success": true,
+            "data": {"output": "hi\n", "exitCode": 3, "cancelled": false, "truncated": false}
+        })
+    );
+    prompt(&mut client, "one");
+    prompt(&mut client, "two");
+    let forks = client.call(json!({"type": "get_fork_messages"}));
+    let second = forks["data"]["messages"][1]["entryId"].clone();
+    assert_eq!(
+        forks["data"]["messages"],
+        json!([
+            {"entryId": forks["data"]["messages"][0]["entryId"], "text": "one"},
+            {"entryId": second, "text": "two"}
+        ])
+    );
+    let result = json!({
+        "summary": "the summary",
+        "firstKeptEntryId": second,
+        "tokensBefore": 0,
+        "details": {"readFiles": [], "modifiedFiles": []}
+    });
+    let (events, response) = client
+        .call_with_events(json!({"id": "c", "type": "compact", "customInstructions": "focus"}));
+    assert_eq!(
+        events,
+        [
+            json!({"type": "compaction_start", "reason": "manual"}),
+            json!({
+                "type": "compaction_end", "reason": "manual", "result": result,
+                "aborted": false, "willRetry": false
+            })
+        ]
+    );
+    assert_eq!(
+        response,
+        json!({"id": "c", "type": "response", "command": "compact", "success": true, "data": result})
+    );
+    let messages = client.call(json!({"type": "get_messages"}))["data"]["messages"].clone();
+    let roles: Vec<&str> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["compactionSummary", "user", "assistant"]);
+    let (status, root) = client.close();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(
+        kinds(&session_files(&root.path().join("agent"))[0]),
+        [
+            "session",
+            "model_change",
+            "thinking_level_change",
+            "session_info",
+            "bashExecution",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "compaction"
+        ]
+    );
+}
+
+#[test]
+fn new_session_fork_and_switch_back() {
+    let script = json!([reply("a1"), reply("a2")]);
+    let mut client = Client::start(script, json!({}));
+    prompt(&mut client, "first question");
+    prompt(&mut client, "second question");
+    let state = client.call(json!({"type": "get_state"}))["data"].clone();
+    let (first_id, first_file) = (state["sessionId"].clone(), state["sessionFile"].clone());
+
+    assert_eq!(
+        client.call(json!({"id": 1, "type": "new_session"})),
+        json!({
+            "id": 1, "type": "response", "command": "new_session", "success": true,
+            "data": {"cancelled": false}
+        })
+    );
+    let state = client.call(json!({"type": "get_state"}))["data"].clone();
+    assert_ne!(state["sessionId"], first_id);
+    assert_ne!(state["sessionFile"], first_file);
+    assert_eq!(state["messageCount"], 0);
+
+    assert_eq!(
+        client.call(json!({"type": "switch_session", "sessionPath": first_file})),
+        json!({
+            "type": "response", "command": "switch_session", "success": true,
+            "data": {"cancelled": false}
+        })
+    );
+    let state = client.call(json!({"type": "get_state"}))["data"].clone();
+    assert_eq!(state["sessionId"], first_id);
+    assert_eq!(state["messageCount"], 4);
+
+    let forks = client.call(json!({"type": "get_fork_messages"}))["data"]["messages"].clone();
+    assert_eq!(forks[1]["text"], "second question");
+    assert_eq!(
+        client.call(json!({"type": "fork", "entryId": forks[1]["entryId"]})),
+        json!({
+            "type": "response", "command": "fork", "success": true,
+            "data": {"text": "second question", "cancelled": false}
+        })
+    );
+    let state = client.call(json!({"type": "get_state"}))["data"].clone();
+    assert_ne!(state["sessionId"], first_id);
+    // The fork holds what came before the forked message.
+    assert_eq!(state["messageCount"], 2);
+    assert_eq!(
+        client.call(json!({"type": "fork", "entryId": "nope"})),
+        json!({
+            "type": "response", "command": "fork", "success": false,
+            "error": "Invalid entry ID for forking"
+        })
+    );
+    assert_eq!(
+        client.call(json!({"type": "clone"})),
+        json!({"type": "response", "command": "clone", "success": true, "data": {"cancelled": false}})
+    );
+    assert_eq!(
+        client.call(json!({"type": "get_state"}))["data"]["messageCount"],
+        2
+    );
+    let (status, _root) = client.close();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn protocol_errors_ids_and_framing() {
+    let mut client = Client::start(json!([]), json!({}));
+    client.send_raw("{not json\n");
+    let parse = client.next();
+    assert_eq!(parse["command"], "parse");
+    assert_eq!(parse["success"], false);
+    assert!(
+        parse["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Failed to parse command: "),
+        "{parse}"
+    );
+    assert_eq!(
+        client.call(json!({"id": "u", "type": "teleport"})),
+        json!({"type": "response", "command": "teleport", "success": false, "error": "Unknown command: teleport"})
+    );
+    assert_eq!(
+        client.call(json!({"id": "u"})),
+        json!({"type": "response", "success": false, "error": "Unknown command: undefined"})
+    );
+    assert_eq!(
+        client.call(json!({"id": {"n": [1]}, "type": "get_commands"})),
+        json!({
+            "id": {"n": [1]}, "type": "response", "command": "get_commands", "success": true,
+            "data": {"commands": []}
+        })
+    );
+    assert_eq!(
+        client.call(json!({"id": 9, "type": "bash"})),
+        json!({
+            "id": 9, "type": "response", "command": "bash", "success": false,
+            "error": "missing field `command`"
+        })
+    );
+    assert_eq!(
+        client.call(json!({"id": 10, "type": "set_model", "provider": "nowhere", "modelId": "x"})),
+        json!({
+            "id": 10, "type": "response", "command": "set_model", "success": false,
+            "error": "Model not found: nowhere/x"
+        })
+    );
+    assert_eq!(
+        client.call(json!({"type": "cycle_model"})),
+        json!({"type": "response", "command": "cycle_model", "success": true, "data": null})
+    );
+    assert_eq!(
+        client.call(json!({"type": "cycle_thinking_level"})),
+        json!({"type": "response", "command": "cycle_thinking_level", "success": true, "data": null})
+    );
+    // Clamped: the offline model does not think.
+    assert_eq!(
+        client.call(json!({"type": "set_thinking_level", "level": "high"})),
+        json!({"type": "response", "command": "set_thinking_level", "success": true})
+    );
+    assert_eq!(
+        client.call(json!({"type": "get_state"}))["data"]["thinkingLevel"],
+        "off"
+    );
+    assert_eq!(
+        client.call(json!({"type": "get_available_models"}))["data"],
+        json!({"models": [faux_model()]})
+    );
+    assert_eq!(
+        client.call(json!({"type": "set_steering_mode", "mode": "one-at-a-time"})),
+        json!({"type": "response", "command": "set_steering_mode", "success": true})
+    );
+    assert_eq!(
+        client.call(json!({"type": "set_follow_up_mode", "mode": "all"}))["success"],
+        false
+    );
+    assert_eq!(
+        client.call(json!({"type": "get_last_assistant_text"})),
+        json!({"type": "response", "command": "get_last_assistant_text", "success": true, "data": {}})
+    );
+    // CRLF is one line; U+2028 and U+2029 inside a string are not line ends.
+    client.send_raw("{\"type\":\"get_commands\",\"id\":\"crlf\"}\r\n");
+    assert_eq!(client.next()["id"], "crlf");
+    client.send_raw("{\"type\":\"set_session_name\",\"name\":\"a\u{2028}b\u{2029}c\"}\n");
+    assert_eq!(
+        client.next(),
+        json!({"type": "session_info_changed", "name": "a\u{2028}b\u{2029}c"})
+    );
+    assert_eq!(client.next()["success"], true);
+    client.assert_quiet(Duration::from_millis(200));
+    let (status, _root) = client.close();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_prompt_while_streaming_needs_a_streaming_behavior() {
+    let slow = json!({"content": [{"type": "text", "text": "slow"}], "delayMs": 800});
+    let script = json!([slow, reply("after steer"), reply("after follow-up")]);
+    let mut client = Client::start(script, json!({}));
+    assert_eq!(
+        client.call(json!({"type": "prompt", "message": "first"})),
+        json!({"type": "response", "command": "prompt", "success": true})
+    );
+    client.until(|v| v["type"] == "message_end");
+    let (_, refused) =
+        client.call_with_events(json!({"id": "x", "type": "prompt", "message": "again"}));
+    assert_eq!(
+        refused,
+        json!({
+            "id": "x", "type": "response", "command": "prompt", "success": false,
+            "error": "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+        })
+    );
+    let (events, response) = client.call_with_events(
+        json!({"id": "s", "type": "prompt", "message": "steered", "streamingBehavior": "steer"}),
+    );
+    assert_eq!(
+        events.last().unwrap(),
+        &json!({"type": "queue_update", "steering": ["steered"], "followUp": []})
+    );
+    assert_eq!(
+        response,
+        json!({"id": "s", "type": "response", "command": "prompt", "success": true})
+    );
+    let (events, response) =
+        client.call_with_events(json!({"type": "follow_up", "message": "later"}));
+    assert_eq!(
+        events.last().unwrap(),
+        &json!({"type": "queue_update", "steering": ["steered"], "followUp": ["later"]})
+    );
+    assert_eq!(
+        response,
+        json!({"type": "response", "command": "follow_up", "success": true})
+    );
+    let state = client.call(json!({"type": "get_state"}))["data"].clone();
+    assert_eq!(
+        (&state["isStreaming"], &state["pendingMessageCount"]),
+        (&json!(true), &json!(2))
+    );
+    let rest = client.until(|v| v["type"] == "agent_end");
+    let end = rest.last().unwrap();
+    let texts: Vec<Value> = end["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].clone())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "first",
+            "slow",
+            "steered",
+            "after steer",
+            "later",
+            "after follow-up"
+        ]
+    );
+    assert!(rest.contains(&json!({"type": "queue_update", "steering": [], "followUp": []})));
+    let (status, _root) = client.close();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn abort_waits_for_the_run_to_end() {
+    let slow = json!({"content": [{"type": "text", "text": "never"}], "delayMs": 5000});
+    let mut client = Client::start(json!([slow]), json!({}));
+    prompt_started(&mut client);
+    client.send(json!({"id": "a", "type": "abort"}));
+    let seen = client.until(|v| v["type"] == "response");
+    assert_eq!(
+        seen.last().unwrap(),
+        &json!({"id": "a", "type": "response", "command": "abort", "success": true})
+    );
+    let end = seen
+        .iter()
+        .find(|v| v["type"] == "agent_end")
+        .expect("agent_end before the response");
+    assert_eq!(end["messages"][1]["stopReason"], "aborted");
+    assert_eq!(
+        client.call(json!({"type": "get_state"}))["data"]["isStreaming"],
+        false
+    );
+}
+
+#[test]
+fn abort_bash_cancels_the_running_command() {
+    let mut client = Client::start(json!([]), json!({}));
+    client.send(json!({"id": "b", "type": "bash", "command": "echo started; sleep 20"}));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        client.call(json!({"type": "abort_bash"})),
+        json!({"type": "response", "command": "abort_bash", "success": true})
+    );
+    let bash = client.next();
+    assert_eq!(
+        bash,
+        json!({
+            "id": "b", "type": "response", "command": "bash", "success": true,
+            "data": {"output": bash["data"]["output"], "cancelled": true, "truncated": false}
+        })
+    );
+}
+
+fn prompt_started(client: &mut Client) {
+    assert_eq!(
+        client.call(json!({"type": "prompt", "message": "go"})),
+        json!({"type": "response", "command": "prompt", "success": true})
+    );
+    client.until(|v| v["type"] == "message_end");
+    assert_eq!(
+        client.call(json!({"type": "get_state"}))["data"]["isStreaming"],
+        true
+    );
+}
+
+#[test]
+fn sigterm_and_sighup_end_with_pis_statuses() {
+    for (signal, code) in [("-TERM", 143), ("-HUP", 129)] {
+        let mut client = Client::start(json!([]), json!({}));
+        client.call(json!({"type": "get_state"}));
+        let pid = client.child.id().to_string();
+        let killed = Command::new("kill").args([signal, &pid]).status().unwrap();
+        assert!(killed.success());
+        assert_eq!(wait_for(&mut client.child).code(), Some(code), "{signal}");
+    }
+}
+
+#[test]
+fn abort_cancels_a_compaction_summary_and_writes_nothing() {
+    // The summary's reply would take ten minutes.
+    let late = json!({"content": [{"type": "text", "text": "LATE"}], "delayMs": 600000});
+    let mut client = Client::start(json!([reply("r1"), late]), json!({}));
+    prompt(&mut client, "one");
+    client.send(json!({"id": "c", "type": "compact"}));
+    client.until(|v| v["type"] == "compaction_start");
+    let asked = std::time::Instant::now();
+    client.send(json!({"id": "a", "type": "abort"}));
+    let seen = client.until(|v| v["id"] == "c");
+    // Seconds, not the ten minutes of the summary (the 100 ms bound is the runtime's test).
+    assert!(asked.elapsed().as_secs() < 10);
+    assert!(seen.contains(&json!({
+        "type": "compaction_end", "reason": "manual", "aborted": true, "willRetry": false
+    })));
+    let compacted = seen.last().unwrap();
+    assert_eq!(
+        (
+            &compacted["success"],
+            &compacted["command"],
+            &compacted["error"]
+        ),
+        (
+            &json!(false),
+            &json!("compact"),
+            &json!("Compaction cancelled")
+        )
+    );
+    let (_, root) = client.close();
+    let file = session_files(&root.path().join("agent")).pop().unwrap();
+    assert!(!kinds(&file).contains(&"compaction".to_owned()));
+}

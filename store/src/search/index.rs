@@ -1,0 +1,662 @@
+//! The search index database: SQLite with an FTS5 table of every searchable text, kept in
+//! step with the session files by (path, size, mtime, inode) and by appends.
+//!
+//! Tables: `files` (one row per session file: its stamp, how far it is indexed, its rows'
+//! next sequence number), `entries` (per text row: entry id and where its line is) and
+//! `texts` (FTS5, contentless: the normalised text's tokens only). A row's id is
+//! `file_id << 24 | seq`, so a match names its file without a join.
+//!
+//! Crash safety is SQLite's: a file's rows and its new stamp are committed in one
+//! transaction, so a killed build leaves every file either indexed as it was or not at all,
+//! and the next sync carries on. A database SQLite reports as corrupt (or not a database) is
+//! deleted and built again; the JSONL files stay the truth.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+
+use super::query::normalize;
+use super::rows::{FileRows, read_rows};
+use crate::error::{Error, Result};
+
+/// File name of the database inside the folder's [`crate::dirs::index_dir`].
+pub const DB_FILE: &str = "search.sqlite";
+/// The lock a builder holds while it writes (one builder per database at a time).
+const LOCK_FILE: &str = "search.lock";
+/// Bumped whenever what is indexed changes meaning; a database of another format is rebuilt.
+const FORMAT: i64 = 1;
+/// Bits of a row id that number the rows of one file.
+pub(crate) const SEQ_BITS: u32 = 24;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER);
+CREATE TABLE IF NOT EXISTS files(
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    dir TEXT NOT NULL,
+    session_id TEXT,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    indexed INTEGER NOT NULL,
+    torn INTEGER NOT NULL,
+    next_seq INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS files_dir ON files(dir);
+CREATE TABLE IF NOT EXISTS entries(
+    rowid INTEGER PRIMARY KEY,
+    entry_id TEXT,
+    offset INTEGER NOT NULL,
+    len INTEGER NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(
+    text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(texts, row);
+";
+
+const KNOWN_SQL: &str = "SELECT path, id, size, mtime_ns, ino, indexed, torn, next_seq FROM files";
+
+fn read_known(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Known)> {
+    Ok((
+        r.get(0)?,
+        Known {
+            id: r.get(1)?,
+            stamp: Stamp {
+                size: r.get::<_, i64>(2)? as u64,
+                mtime_ns: r.get(3)?,
+                ino: r.get::<_, i64>(4)? as u64,
+            },
+            indexed: r.get::<_, i64>(5)? as u64,
+            torn: r.get(6)?,
+            next_seq: r.get(7)?,
+        },
+    ))
+}
+
+/// A session file's identity and size as last indexed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: i64,
+    pub(crate) ino: u64,
+}
+
+impl Stamp {
+    pub(crate) fn of(path: &Path) -> Option<Stamp> {
+        let m = std::fs::metadata(path).ok()?;
+        if !m.is_file() {
+            return None;
+        }
+        Some(Stamp {
+            size: m.len(),
+            mtime_ns: m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
+            ino: m.ino(),
+        })
+    }
+}
+
+/// What the index holds of one file.
+#[derive(Debug, Clone)]
+struct Known {
+    id: i64,
+    stamp: Stamp,
+    indexed: u64,
+    torn: bool,
+    next_seq: i64,
+}
+
+/// One file to (re)index.
+#[derive(Debug, Clone)]
+struct Work {
+    path: PathBuf,
+    known: Option<Known>,
+    /// Where to start reading: 0, or where the last read stopped (the file only grew).
+    from: u64,
+}
+
+/// What a sync would do: files to read and files that are gone.
+#[derive(Debug, Default)]
+pub struct Plan {
+    work: Vec<Work>,
+    gone: Vec<i64>,
+    /// Session files in scope.
+    pub total: usize,
+}
+
+impl Plan {
+    /// Files that are not (fully) indexed yet.
+    pub fn stale(&self) -> usize {
+        self.work.len()
+    }
+
+    /// Whether the index already answers for every file in scope.
+    pub fn is_current(&self) -> bool {
+        self.work.is_empty() && self.gone.is_empty()
+    }
+}
+
+/// How much of a scope the index covers: `indexed` of `total` session files are current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Coverage {
+    /// Files whose every line is indexed.
+    pub indexed: usize,
+    /// Files in scope.
+    pub total: usize,
+}
+
+impl Coverage {
+    /// Whether every file is indexed.
+    pub fn complete(&self) -> bool {
+        self.indexed >= self.total
+    }
+}
+
+/// An open search index (one SQLite database).
+pub struct SearchIndex {
+    pub(crate) conn: Connection,
+    db: PathBuf,
+}
+
+/// Whether `e` says the database file is damaged (then it is rebuilt).
+fn is_broken(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    )
+}
+
+fn db_error(db: &Path, e: rusqlite::Error) -> Error {
+    Error::Index {
+        path: db.to_owned(),
+        cause: e,
+    }
+}
+
+fn remove_db(db: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(p));
+    }
+}
+
+fn connect(db: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(db)?;
+    conn.busy_timeout(Duration::from_secs(30))?;
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let format: Option<i64> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
+            r.get(0)
+        })
+        .optional()
+        .or_else(|e| match e {
+            rusqlite::Error::SqliteFailure(_, Some(ref m)) if m.contains("no such table") => {
+                Ok(None)
+            }
+            other => Err(other),
+        })?;
+    if format != Some(FORMAT) {
+        // IMMEDIATE: two processes creating the schema at once take turns.
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        let again: Option<i64> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .unwrap_or(None);
+        if again != Some(FORMAT) {
+            conn.execute_batch(
+                "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS texts;
+                 DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS files;
+                 DROP TABLE IF EXISTS meta;",
+            )?;
+            conn.execute_batch(SCHEMA)?;
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('format', ?1)",
+                params![FORMAT],
+            )?;
+        }
+        conn.execute_batch("COMMIT")?;
+    }
+    Ok(conn)
+}
+
+impl SearchIndex {
+    /// Opens (creating it when missing) the search index of the sessions in `folder`, kept
+    /// under `agent_dir` ([`index_folder`] says which folder's index that is).
+    ///
+    /// Errors: [`Error::Io`] when the index directory cannot be created, [`Error::Index`]
+    /// when SQLite fails for another reason than a damaged file (which is rebuilt).
+    pub fn open(agent_dir: &Path, folder: &Path) -> Result<SearchIndex> {
+        let dir = crate::dirs::index_dir(agent_dir, &index_folder(agent_dir, folder));
+        crate::dirs::ensure_dir(&dir)?;
+        SearchIndex::open_at(&dir.join(DB_FILE))
+    }
+
+    /// Opens the database file `db` itself (see [`SearchIndex::open`]).
+    ///
+    /// Errors: as [`SearchIndex::open`].
+    pub fn open_at(db: &Path) -> Result<SearchIndex> {
+        let conn = match connect(db) {
+            Ok(c) => c,
+            Err(e) if is_broken(&e) => {
+                tracing::warn!("search index {} is damaged; rebuilding it", db.display());
+                remove_db(db);
+                connect(db).map_err(|e| db_error(db, e))?
+            }
+            Err(e) => return Err(db_error(db, e)),
+        };
+        Ok(SearchIndex {
+            conn,
+            db: db.to_owned(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.db
+    }
+
+    /// Deletes the database and opens a new, empty one (after SQLite reported damage).
+    ///
+    /// Errors: as [`SearchIndex::open`].
+    pub fn rebuild(self) -> Result<SearchIndex> {
+        let db = self.db.clone();
+        drop(self);
+        remove_db(&db);
+        SearchIndex::open_at(&db)
+    }
+
+    pub(crate) fn fail(&self, e: rusqlite::Error) -> Error {
+        db_error(&self.db, e)
+    }
+
+    /// Takes the builder lock, without waiting: `None` while another process (or thread)
+    /// builds this index.
+    pub fn try_lock(&self) -> Option<BuildLock> {
+        let lock = self.db.with_file_name(LOCK_FILE);
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock)
+            .ok()?;
+        file.try_lock().ok()?;
+        Some(BuildLock { _file: file })
+    }
+
+    /// Compares the index with `files` (every session file of the scope `dirs`, or of the
+    /// whole index when `dirs` is `None`) and says what a sync would read or drop.
+    ///
+    /// Errors: [`Error::Index`].
+    pub fn plan(&self, files: &[PathBuf], dirs: Option<&[PathBuf]>) -> Result<Plan> {
+        let known = self.known(dirs).map_err(|e| self.fail(e))?;
+        Ok(plan_against(files, known, true))
+    }
+
+    /// [`SearchIndex::plan`] for just these files (what the writer's hook needs): files the
+    /// index has elsewhere are left alone.
+    ///
+    /// Errors: [`Error::Index`].
+    pub fn plan_files(&self, files: &[PathBuf]) -> Result<Plan> {
+        let mut known = Vec::new();
+        let run = |known: &mut Vec<(String, Known)>| -> rusqlite::Result<()> {
+            let mut stmt = self
+                .conn
+                .prepare_cached(&format!("{KNOWN_SQL} WHERE path = ?1"))?;
+            for f in files {
+                if let Some(k) = stmt
+                    .query_row([f.to_string_lossy()], read_known)
+                    .optional()?
+                {
+                    known.push(k);
+                }
+            }
+            Ok(())
+        };
+        run(&mut known).map_err(|e| self.fail(e))?;
+        Ok(plan_against(files, known, false))
+    }
+
+    /// How much of `files` (the scope `dirs`) the index covers now.
+    ///
+    /// Errors: [`Error::Index`].
+    pub fn coverage(&self, files: &[PathBuf], dirs: Option<&[PathBuf]>) -> Result<Coverage> {
+        let plan = self.plan(files, dirs)?;
+        Ok(Coverage {
+            indexed: plan.total - plan.stale(),
+            total: plan.total,
+        })
+    }
+
+    fn known(&self, dirs: Option<&[PathBuf]>) -> rusqlite::Result<Vec<(String, Known)>> {
+        let sql = KNOWN_SQL;
+        let read = read_known;
+        match dirs {
+            None => {
+                let mut stmt = self.conn.prepare(sql)?;
+                stmt.query_map([], read)?.collect()
+            }
+            Some(dirs) => {
+                let mut stmt = self.conn.prepare(&format!("{sql} WHERE dir = ?1"))?;
+                let mut out = Vec::new();
+                for d in dirs {
+                    let rows = stmt.query_map([d.to_string_lossy()], read)?;
+                    for r in rows {
+                        out.push(r?);
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Carries out `plan`: reads the stale files (newest first, on two threads) and writes
+    /// their rows, committing every few files so searches see the index grow and a kill
+    /// loses at most the files in flight. `progress(done, total)` counts files of the scope.
+    /// Hold a [`BuildLock`] while calling this.
+    ///
+    /// Errors: [`Error::Index`] (a damaged database: call [`SearchIndex::rebuild`]).
+    pub fn apply(&mut self, plan: Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<()> {
+        let Plan {
+            mut work,
+            gone,
+            total,
+        } = plan;
+        let base = total - work.len();
+        progress(base, total);
+        if !gone.is_empty() {
+            let tx = self.conn.transaction().map_err(|e| db_error(&self.db, e))?;
+            for id in gone {
+                delete_file(&tx, id).map_err(|e| db_error(&self.db, e))?;
+            }
+            tx.commit().map_err(|e| db_error(&self.db, e))?;
+        }
+        // Newest first: a search during the build finds recent sessions soonest.
+        let mtime = |w: &Work| Stamp::of(&w.path).map_or(0, |s| s.mtime_ns);
+        work.sort_by_cached_key(|w| std::cmp::Reverse(mtime(w)));
+        let next = AtomicUsize::new(0);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Option<(Stamp, u64, FileRows)>)>(2);
+        let work_ref = &work;
+        let failed: Mutex<Option<Error>> = Mutex::new(None);
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                let tx = tx.clone();
+                let next = &next;
+                scope.spawn(move || {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(w) = work_ref.get(i) else { break };
+                        if tx.send((i, read_work(w))).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            let mut done = base;
+            let mut batch_started = Instant::now();
+            let mut pending = 0usize;
+            let mut txn = match self.conn.unchecked_transaction() {
+                Ok(t) => t,
+                Err(e) => {
+                    *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(db_error(&self.db, e));
+                    return;
+                }
+            };
+            for (i, read) in rx {
+                let w = &work_ref[i];
+                let result = match read {
+                    Some((stamp, from, rows)) => write_file(&txn, w, stamp, from, rows),
+                    None => match &w.known {
+                        Some(k) => delete_file(&txn, k.id),
+                        None => Ok(()),
+                    },
+                };
+                if let Err(e) = result {
+                    *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(db_error(&self.db, e));
+                    // Stop the readers: dropping rx happens when this loop ends.
+                    next.store(usize::MAX / 2, Ordering::Relaxed);
+                    return;
+                }
+                done += 1;
+                pending += 1;
+                if pending >= 256 || batch_started.elapsed() > Duration::from_millis(500) {
+                    let commit = txn
+                        .commit()
+                        .and_then(|()| self.conn.unchecked_transaction());
+                    match commit {
+                        Ok(t) => txn = t,
+                        Err(e) => {
+                            *failed.lock().unwrap_or_else(|p| p.into_inner()) =
+                                Some(db_error(&self.db, e));
+                            next.store(usize::MAX / 2, Ordering::Relaxed);
+                            return;
+                        }
+                    }
+                    pending = 0;
+                    batch_started = Instant::now();
+                }
+                progress(done, total);
+            }
+            if let Err(e) = txn.commit() {
+                *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(db_error(&self.db, e));
+            }
+        });
+        match failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Brings the index up to date for `files` (scope `dirs`), as [`SearchIndex::plan`] and
+    /// [`SearchIndex::apply`] do, rebuilding a damaged database once.
+    ///
+    /// Errors: [`Error::Index`].
+    pub fn sync(
+        mut self,
+        files: &[PathBuf],
+        dirs: Option<&[PathBuf]>,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<SearchIndex> {
+        let run = |index: &mut SearchIndex| -> Result<()> {
+            let plan = index.plan(files, dirs)?;
+            if plan.is_current() {
+                progress(plan.total, plan.total);
+                return Ok(());
+            }
+            index.apply(plan, progress)
+        };
+        match run(&mut self) {
+            Ok(()) => Ok(self),
+            Err(Error::Index { ref cause, .. }) if is_broken(cause) => {
+                let mut fresh = self.rebuild()?;
+                run(&mut fresh)?;
+                Ok(fresh)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn plan_against(files: &[PathBuf], known: Vec<(String, Known)>, drop_unseen: bool) -> Plan {
+    let mut seen = vec![false; known.len()];
+    let by_path: HashMap<&str, usize> = known
+        .iter()
+        .enumerate()
+        .map(|(i, (p, _))| (p.as_str(), i))
+        .collect();
+    let mut plan = Plan {
+        total: files.len(),
+        ..Plan::default()
+    };
+    for path in files {
+        let key = path.to_string_lossy();
+        let hit = by_path.get(key.as_ref()).copied();
+        if let Some(i) = hit {
+            seen[i] = true;
+        }
+        let Some(stamp) = Stamp::of(path) else {
+            // Vanished or not a regular file: drop what the index had.
+            if let Some(i) = hit {
+                plan.gone.push(known[i].1.id);
+            }
+            continue;
+        };
+        let known = hit.map(|i| known[i].1.clone());
+        let from = match &known {
+            Some(k) if k.stamp == stamp => continue,
+            // Appended to: same file, grown, the last read ended on a line end.
+            Some(k) if k.stamp.ino == stamp.ino && stamp.size >= k.indexed && !k.torn => k.indexed,
+            _ => 0,
+        };
+        plan.work.push(Work {
+            path: path.clone(),
+            known,
+            from,
+        });
+    }
+    for (i, (_, k)) in known.iter().enumerate() {
+        if drop_unseen && !seen[i] {
+            plan.gone.push(k.id);
+        }
+    }
+    plan
+}
+
+/// Held while building; dropping it lets another builder in.
+pub struct BuildLock {
+    _file: File,
+}
+
+/// The folder whose index holds the sessions of `folder`: the sessions root for any folder
+/// under `<agent_dir>/sessions` (one index serves every project and the all-projects view),
+/// else `folder` itself (a `--session-dir`).
+pub fn index_folder(agent_dir: &Path, folder: &Path) -> PathBuf {
+    let root = crate::dirs::sessions_root(agent_dir);
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    if real(folder).starts_with(real(&root)) {
+        root
+    } else {
+        folder.to_owned()
+    }
+}
+
+fn read_work(w: &Work) -> Option<(Stamp, u64, FileRows)> {
+    // Stamped before reading: a line appended while reading is read again next time, never
+    // missed.
+    let stamp = Stamp::of(&w.path)?;
+    let mut file = File::open(&w.path).ok()?;
+    let mut from = w.from;
+    if from > 0 {
+        // Only an append keeps the bytes before `from`; the line end there must still be one.
+        let mut b = [0u8; 1];
+        if std::os::unix::fs::FileExt::read_exact_at(&file, &mut b, from - 1).is_err()
+            || b[0] != b'\n'
+        {
+            from = 0;
+        }
+    }
+    let rows = read_rows(&mut file, from).ok()?;
+    Some((stamp, from, rows))
+}
+
+fn delete_file(tx: &Connection, id: i64) -> rusqlite::Result<()> {
+    delete_rows(tx, id)?;
+    tx.execute("DELETE FROM files WHERE id = ?1", params![id])?;
+    Ok(())
+}
+
+fn delete_rows(tx: &Connection, id: i64) -> rusqlite::Result<()> {
+    let (lo, hi) = (id << SEQ_BITS, (id + 1) << SEQ_BITS);
+    let rowids: Vec<i64> = {
+        let mut stmt =
+            tx.prepare_cached("SELECT rowid FROM entries WHERE rowid >= ?1 AND rowid < ?2")?;
+        stmt.query_map(params![lo, hi], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut del = tx.prepare_cached("DELETE FROM texts WHERE rowid = ?1")?;
+    for r in rowids {
+        del.execute(params![r])?;
+    }
+    tx.execute(
+        "DELETE FROM entries WHERE rowid >= ?1 AND rowid < ?2",
+        params![lo, hi],
+    )?;
+    Ok(())
+}
+
+fn write_file(
+    tx: &Connection,
+    w: &Work,
+    stamp: Stamp,
+    from: u64,
+    rows: FileRows,
+) -> rusqlite::Result<()> {
+    let path = w.path.to_string_lossy();
+    let dir = w
+        .path
+        .parent()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let full = from == 0;
+    let (id, mut seq) = match &w.known {
+        Some(k) if !full => (k.id, k.next_seq),
+        Some(k) => {
+            delete_rows(tx, k.id)?;
+            (k.id, 0)
+        }
+        None => {
+            tx.execute(
+                "INSERT INTO files(path, dir, size, mtime_ns, ino, indexed, torn, next_seq)
+                 VALUES (?1, ?2, 0, 0, 0, 0, 0, 0)",
+                params![path, dir],
+            )?;
+            (tx.last_insert_rowid(), 0)
+        }
+    };
+    let mut session_id: Option<String> = None;
+    {
+        let mut text = tx.prepare_cached("INSERT INTO texts(rowid, text) VALUES (?1, ?2)")?;
+        let mut entry = tx.prepare_cached(
+            "INSERT INTO entries(rowid, entry_id, offset, len) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        for row in &rows.rows {
+            if seq >= 1 << SEQ_BITS {
+                break;
+            }
+            if row.entry_id.is_none() && row.offset == 0 {
+                session_id = row.text.split(' ').next().map(str::to_owned);
+            }
+            let rowid = (id << SEQ_BITS) | seq;
+            text.execute(params![rowid, normalize(&row.text)])?;
+            entry.execute(params![rowid, row.entry_id, row.offset as i64, row.len])?;
+            seq += 1;
+        }
+    }
+    // A torn tail is indexed as it is now and read again from the start once it grows.
+    tx.execute(
+        "UPDATE files SET dir = ?2, size = ?3, mtime_ns = ?4, ino = ?5, indexed = ?6, torn = ?7,
+             next_seq = ?8, session_id = COALESCE(?9, session_id) WHERE id = ?1",
+        params![
+            id,
+            dir,
+            stamp.size as i64,
+            stamp.mtime_ns,
+            stamp.ino as i64,
+            rows.indexed_to as i64,
+            rows.torn,
+            seq,
+            session_id
+        ],
+    )?;
+    Ok(())
+}

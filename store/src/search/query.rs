@@ -1,0 +1,149 @@
+//! The session picker's query language (pi's `parseSearchQuery` in
+//! `session-selector-search.js`, spec: lifecycle.md §8 "Session picker").
+//!
+//! A query is either `re:<pattern>` (a case-insensitive regex) or whitespace-separated tokens
+//! where `"a quoted phrase"` must appear as is (case and runs of whitespace ignored) and every
+//! other token is a fuzzy word. The regex dialect is Rust's `regex` (no look-around or
+//! back-references; such a pattern is [`Query::Invalid`], pi's "invalid regex" state).
+
+use regex::{Regex, RegexBuilder};
+
+use pith_events::js::is_js_whitespace;
+
+/// One token of a token query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Token {
+    /// A word matched loosely: in pi's in-memory matcher its characters in order anywhere
+    /// (pi-tui `fuzzyMatch`); in the search index a word that starts with it.
+    Fuzzy(String),
+    /// A quoted phrase: a substring after lower-casing and collapsing whitespace.
+    Phrase(String),
+}
+
+/// A parsed query (pi's `parseSearchQuery`).
+#[derive(Debug, Clone)]
+pub enum Query {
+    /// Tokens that must all match; none ⇒ everything matches.
+    Tokens(Vec<Token>),
+    /// `re:<pattern>`, compiled case-insensitively.
+    Regex(Regex),
+    /// `re:` with an empty or invalid pattern: nothing matches. Holds the reason.
+    Invalid(String),
+}
+
+/// Parses `query` (pi's `parseSearchQuery`): `re:` prefix ⇒ regex; otherwise tokens, where a
+/// quote starts and ends a phrase; unbalanced quotes ⇒ plain whitespace tokens (quotes kept).
+pub fn parse_query(query: &str) -> Query {
+    let trimmed = query.trim();
+    if trimmed.is_empty() {
+        return Query::Tokens(Vec::new());
+    }
+    if let Some(pattern) = trimmed.strip_prefix("re:") {
+        let pattern = pattern.trim();
+        if pattern.is_empty() {
+            return Query::Invalid("Empty regex".into());
+        }
+        return match RegexBuilder::new(pattern).case_insensitive(true).build() {
+            Ok(re) => Query::Regex(re),
+            Err(e) => Query::Invalid(e.to_string()),
+        };
+    }
+    let mut tokens = Vec::new();
+    let mut buf = String::new();
+    let mut in_quote = false;
+    let flush = |buf: &mut String, tokens: &mut Vec<Token>, phrase: bool| {
+        let v = buf.trim().to_owned();
+        buf.clear();
+        if !v.is_empty() {
+            tokens.push(if phrase {
+                Token::Phrase(v)
+            } else {
+                Token::Fuzzy(v)
+            });
+        }
+    };
+    for ch in trimmed.chars() {
+        if ch == '"' {
+            flush(&mut buf, &mut tokens, in_quote);
+            in_quote = !in_quote;
+            continue;
+        }
+        if !in_quote && ch.is_whitespace() {
+            flush(&mut buf, &mut tokens, false);
+            continue;
+        }
+        buf.push(ch);
+    }
+    if in_quote {
+        return Query::Tokens(
+            trimmed
+                .split_whitespace()
+                .map(|t| Token::Fuzzy(t.to_owned()))
+                .collect(),
+        );
+    }
+    flush(&mut buf, &mut tokens, false);
+    Query::Tokens(tokens)
+}
+
+/// pi's phrase normalisation: `toLowerCase()`, then every run of JavaScript whitespace (`\s+`)
+/// becomes one space and the ends are trimmed. Phrases match when the normalised phrase is a
+/// substring of the normalised text.
+pub fn normalize(text: &str) -> String {
+    let lower = text.to_lowercase();
+    let mut out = String::with_capacity(lower.len());
+    for word in lower.split(is_js_whitespace).filter(|w| !w.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// Whether `text` contains the phrase `phrase` as pi's picker compares them (both
+/// [`normalize`]d). An empty phrase is contained everywhere.
+pub fn contains_phrase(text: &str, phrase: &str) -> bool {
+    normalize(text).contains(&normalize(phrase))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phrases_fuzzy_words_and_regexes() {
+        let Query::Tokens(t) = parse_query(r#"foo "Bar  baz" qux"#) else {
+            panic!("tokens")
+        };
+        assert_eq!(
+            t,
+            [
+                Token::Fuzzy("foo".into()),
+                Token::Phrase("Bar  baz".into()),
+                Token::Fuzzy("qux".into())
+            ]
+        );
+        let Query::Tokens(t) = parse_query(r#"a "b c"#) else {
+            panic!("tokens")
+        };
+        assert_eq!(
+            t,
+            [
+                Token::Fuzzy("a".into()),
+                Token::Fuzzy("\"b".into()),
+                Token::Fuzzy("c".into())
+            ]
+        );
+        assert!(matches!(parse_query("re:a+b"), Query::Regex(_)));
+        assert!(matches!(parse_query("re:("), Query::Invalid(_)));
+        assert!(matches!(parse_query("re:  "), Query::Invalid(_)));
+    }
+
+    #[test]
+    fn normalisation_is_pis() {
+        assert_eq!(normalize("  Hello\u{a0}\n\tWORLD  x "), "hello world x");
+        assert!(contains_phrase("say HELLO\n   world!", "hello world"));
+        assert!(!contains_phrase("hello-world", "hello world"));
+    }
+}

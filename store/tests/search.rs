@@ -1,0 +1,554 @@
+//! The search index against a plain scan of the files: every session containing a phrase is
+//! found and none that does not, after builds, appends, deletions, corruption, a concurrent
+//! writer and a SIGKILL during a build.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use pith_store::list::all_session_files;
+use pith_store::search::query::normalize;
+use pith_store::search::{Query, SearchIndex, Token, note_appended};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// The searchable texts of a file, read independently of the index's reader: every line
+/// through serde_json.
+fn plain_texts(path: &Path) -> Vec<String> {
+    let body = std::fs::read_to_string(path).unwrap_or_default();
+    let mut out = Vec::new();
+    for line in body.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line.trim()) else {
+            continue;
+        };
+        match v["type"].as_str() {
+            Some("session") => out.push(format!(
+                "{} {}",
+                v["id"].as_str().unwrap_or(""),
+                v["cwd"].as_str().unwrap_or("")
+            )),
+            Some("session_info") => {
+                if let Some(n) = v["name"].as_str() {
+                    out.push(n.trim().to_owned());
+                }
+            }
+            Some("message") => {
+                let role = v["message"]["role"].as_str();
+                if role != Some("user") && role != Some("assistant") {
+                    continue;
+                }
+                match &v["message"]["content"] {
+                    Value::String(s) => out.push(s.clone()),
+                    Value::Array(blocks) => out.push(
+                        blocks
+                            .iter()
+                            .filter(|b| b["type"] == "text")
+                            .map(|b| b["text"].as_str().unwrap_or("").to_owned())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    ),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn scan_phrase(root: &Path, phrase: &str) -> BTreeSet<PathBuf> {
+    let p = normalize(phrase);
+    all_session_files(root)
+        .into_iter()
+        .filter(|f| plain_texts(f).iter().any(|t| normalize(t).contains(&p)))
+        .collect()
+}
+
+fn index_phrase(index: &SearchIndex, phrase: &str) -> BTreeSet<PathBuf> {
+    let q = Query::Tokens(vec![Token::Phrase(phrase.to_owned())]);
+    index
+        .search(&q, None, None)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|h| h.path)
+        .collect()
+}
+
+fn message(id: &str, parent: Option<&str>, role: &str, text: &str) -> String {
+    json!({"type":"message","id":id,"parentId":parent,"timestamp":"2025-01-01T00:00:00.000Z",
+        "message":{"role":role,"content":[{"type":"text","text":text}],"timestamp":1}})
+    .to_string()
+}
+
+fn write_session(root: &Path, project: &str, n: usize, texts: &[(&str, String)]) -> PathBuf {
+    let dir = root.join(project);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.join(format!("2025-01-01T00-00-00-000Z_s{n}.jsonl"));
+    let mut lines = vec![
+        json!({"type":"session","version":3,"id":format!("s{n}"),"timestamp":"2025-01-01T00:00:00.000Z","cwd":format!("/w/{project}")})
+            .to_string(),
+    ];
+    let mut parent: Option<String> = None;
+    for (k, (role, text)) in texts.iter().enumerate() {
+        let id = format!("e{n}-{k}");
+        lines.push(message(&id, parent.as_deref(), role, text));
+        parent = Some(id);
+    }
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    path
+}
+
+fn synced(agent: &Path, root: &Path) -> SearchIndex {
+    let index = SearchIndex::open(agent, root).unwrap_or_else(|e| panic!("{e}"));
+    index
+        .sync(&all_session_files(root), None, &|_, _| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+const WORDS: &[&str] = &[
+    "parse",
+    "the",
+    "lexer",
+    "Buffer",
+    "tree",
+    "a",
+    "leaf",
+    "café",
+    "naïve",
+    "ÉCOLE",
+    "日本語",
+    "x.y",
+    "foo_bar",
+    "re-run",
+    "(call)",
+    "“quoted”",
+    "—",
+    "İstanbul",
+    "ß",
+    "42",
+    "v1.2.3",
+];
+
+fn text_from(seed: &mut u64, words: usize) -> String {
+    let mut out = String::new();
+    for k in 0..words {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let w = WORDS[(*seed >> 33) as usize % WORDS.len()];
+        if k > 0 {
+            out.push_str(match (*seed >> 20) % 7 {
+                0 => "  ",
+                1 => "\n",
+                2 => "\t ",
+                _ => " ",
+            });
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+fn corpus(root: &Path, sessions: usize, seed: u64) {
+    let mut s = seed;
+    for n in 0..sessions {
+        let texts: Vec<(&str, String)> = (0..4)
+            .map(|k| {
+                let role = if k % 2 == 0 { "user" } else { "assistant" };
+                (role, text_from(&mut s, 3 + (n + k) % 9))
+            })
+            .collect();
+        write_session(root, &format!("--p{}--", n % 3), n, &texts);
+    }
+}
+
+/// Phrases to try: pieces of the texts (whole words, inside words, across words), and words.
+fn phrases(root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = WORDS.iter().map(|w| (*w).to_owned()).collect();
+    for f in all_session_files(root).iter().take(12) {
+        for t in plain_texts(f) {
+            let chars: Vec<char> = t.chars().collect();
+            for (a, len) in [(0usize, 5usize), (2, 9), (3, 2), (1, 14), (4, 1)] {
+                if a < chars.len() {
+                    let piece: String = chars[a..(a + len).min(chars.len())].iter().collect();
+                    if !piece.trim().is_empty() {
+                        out.push(piece);
+                    }
+                }
+            }
+        }
+    }
+    out.extend(
+        [
+            "ex",
+            "LEXER  Buffer",
+            "no such words",
+            "s1",
+            "/w/--p1--",
+            "r-r",
+            "é",
+        ]
+        .map(String::from),
+    );
+    out
+}
+
+#[test]
+fn phrases_find_exactly_what_a_plain_scan_finds() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    corpus(root.path(), 60, 7);
+    let index = synced(agent.path(), root.path());
+    let mut nonempty = 0;
+    for p in phrases(root.path()) {
+        let want = scan_phrase(root.path(), &p);
+        nonempty += usize::from(!want.is_empty());
+        assert_eq!(index_phrase(&index, &p), want, "phrase {p:?}");
+    }
+    assert!(nonempty > 20, "the phrases must find something");
+    // Nothing was written next to the sessions.
+    for d in std::fs::read_dir(root.path()).unwrap_or_else(|e| panic!("{e}")) {
+        let d = d.unwrap_or_else(|e| panic!("{e}"));
+        for f in std::fs::read_dir(d.path()).unwrap_or_else(|e| panic!("{e}")) {
+            let name = f.unwrap_or_else(|e| panic!("{e}")).file_name();
+            assert!(name.to_string_lossy().ends_with(".jsonl"), "{name:?}");
+        }
+    }
+}
+
+#[test]
+fn hits_name_the_entry_and_carry_a_snippet() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let a = write_session(
+        root.path(),
+        "--p--",
+        1,
+        &[
+            ("user", "where is the tokenizer".into()),
+            (
+                "assistant",
+                "The Tokenizer lives in   src/lex.rs, next to the parser".into(),
+            ),
+        ],
+    );
+    write_session(root.path(), "--p--", 2, &[("user", "unrelated".into())]);
+    let index = synced(agent.path(), root.path());
+    let q = pith_store::search::parse_query(r#""lives in src/lex.rs""#);
+    let hits = index
+        .search(&q, None, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].path, a);
+    assert_eq!(hits[0].entry_id.as_deref(), Some("e1-1"));
+    assert_eq!(hits[0].session_id.as_deref(), Some("s1"));
+    assert!(
+        hits[0].snippet.contains("lives in src/lex.rs"),
+        "{}",
+        hits[0].snippet
+    );
+    // Fuzzy words: a word that starts with each; every token must match the same session.
+    let q = pith_store::search::parse_query("tokeni pars");
+    let hits = index
+        .search(&q, None, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(hits.len(), 1);
+    let q = pith_store::search::parse_query("tokeni unrelated");
+    assert!(
+        index
+            .search(&q, None, None)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .is_empty()
+    );
+    // A regex is checked on the raw text.
+    let q = pith_store::search::parse_query(r"re:lex\.rs,\s+next");
+    let hits = index
+        .search(&q, None, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].entry_id.as_deref(), Some("e1-1"));
+    // The header: a session id prefix.
+    let q = pith_store::search::parse_query("s2");
+    let hits = index
+        .search(&q, None, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        hits.iter()
+            .map(|h| h.session_id.as_deref())
+            .collect::<Vec<_>>(),
+        [Some("s2")]
+    );
+    assert_eq!(hits[0].entry_id, None);
+}
+
+#[test]
+fn appends_deletions_and_the_writer_hook_keep_it_current() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    corpus(root.path(), 10, 3);
+    let index = synced(agent.path(), root.path());
+    let files = all_session_files(root.path());
+    let target = files[4].clone();
+    assert!(index_phrase(&index, "zebra crossing").is_empty());
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&target)
+        .unwrap_or_else(|e| panic!("{e}"));
+    writeln!(f, "{}", message("new1", None, "user", "a Zebra   crossing"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(f);
+    // Not yet: the index has not seen the append...
+    assert!(index_phrase(&index, "zebra crossing").is_empty());
+    drop(index);
+    // ...until the writer's hook runs (the sessions root of an agent dir is not involved:
+    // the hook finds the index of the file's folder).
+    let hook_agent = agent.path();
+    let idx = SearchIndex::open(hook_agent, root.path()).unwrap_or_else(|e| panic!("{e}"));
+    let folder_db = idx.path().to_owned();
+    drop(idx);
+    assert!(folder_db.is_file());
+    // The hook keys by the file's own folder; here that folder is a project dir outside
+    // any agent's sessions root, so give it its own index first.
+    let project = target
+        .parent()
+        .unwrap_or_else(|| panic!("parent"))
+        .to_owned();
+    let pidx = SearchIndex::open(hook_agent, &project).unwrap_or_else(|e| panic!("{e}"));
+    let pidx = pidx
+        .sync(&pith_store::list::jsonl_files(&project), None, &|_, _| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&target)
+        .unwrap_or_else(|e| panic!("{e}"));
+    writeln!(
+        f,
+        "{}",
+        message("new2", Some("new1"), "assistant", "hooked text")
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    drop(f);
+    note_appended(hook_agent, &target);
+    let found = index_phrase(&pidx, "hooked text");
+    assert_eq!(found, BTreeSet::from([target.clone()]));
+    let plan = pidx
+        .plan(&pith_store::list::jsonl_files(&project), None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(plan.is_current(), "the hook left nothing stale");
+    // A sync reads only the appended tail and agrees with a scan.
+    let index = synced(agent.path(), root.path());
+    for p in ["zebra crossing", "hooked text", "the lexer"] {
+        assert_eq!(index_phrase(&index, p), scan_phrase(root.path(), p), "{p}");
+    }
+    // A deleted session leaves the index; a rewritten one is read again.
+    std::fs::remove_file(&files[0]).unwrap_or_else(|e| panic!("{e}"));
+    write_session(
+        root.path(),
+        "--p1--",
+        1,
+        &[("user", "rewritten wholly".into())],
+    );
+    let index = synced(agent.path(), root.path());
+    for p in ["zebra crossing", "rewritten wholly", "the lexer", "parse"] {
+        assert_eq!(index_phrase(&index, p), scan_phrase(root.path(), p), "{p}");
+    }
+}
+
+#[test]
+fn a_deleted_or_corrupt_index_is_rebuilt() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    corpus(root.path(), 12, 5);
+    let index = synced(agent.path(), root.path());
+    let db = index.path().to_owned();
+    let want = scan_phrase(root.path(), "lexer");
+    assert!(!want.is_empty());
+    drop(index);
+    std::fs::remove_file(&db).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        index_phrase(&synced(agent.path(), root.path()), "lexer"),
+        want
+    );
+    // Garbage over the whole file (and its journal).
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::write(
+            PathBuf::from(p),
+            b"this is not a database at all, not even close",
+        );
+    }
+    assert_eq!(
+        index_phrase(&synced(agent.path(), root.path()), "lexer"),
+        want
+    );
+    // Damage in the middle of the file: SQLite reports it when it reads there.
+    let index = synced(agent.path(), root.path());
+    drop(index);
+    let mut bytes = std::fs::read(&db).unwrap_or_else(|e| panic!("{e}"));
+    let (mid, len) = (bytes.len() / 2, bytes.len());
+    for b in &mut bytes[mid..(mid + 4096).min(len)] {
+        *b = 0xA5;
+    }
+    std::fs::write(&db, &bytes).unwrap_or_else(|e| panic!("{e}"));
+    let index = SearchIndex::open(agent.path(), root.path()).unwrap_or_else(|e| panic!("{e}"));
+    // Either the sync notices and rebuilds, or the damage missed every page a search reads.
+    let index = index
+        .sync(&all_session_files(root.path()), None, &|_, _| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    match index.search(
+        &Query::Tokens(vec![Token::Phrase("lexer".into())]),
+        None,
+        None,
+    ) {
+        Ok(hits) => assert_eq!(
+            hits.into_iter().map(|h| h.path).collect::<BTreeSet<_>>(),
+            want
+        ),
+        Err(_) => {
+            let index = index.rebuild().unwrap_or_else(|e| panic!("{e}"));
+            let index = index
+                .sync(&all_session_files(root.path()), None, &|_, _| {})
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(index_phrase(&index, "lexer"), want);
+        }
+    }
+}
+
+#[test]
+fn a_concurrent_writer_loses_nothing() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    corpus(root.path(), 40, 11);
+    let target = all_session_files(root.path())[7].clone();
+    let writer = {
+        let target = target.clone();
+        std::thread::spawn(move || {
+            for k in 0..200 {
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&target)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                // Torn writes too: half a line, then the rest.
+                let line = message(
+                    &format!("w{k}"),
+                    None,
+                    "user",
+                    &format!("written meanwhile {k}"),
+                );
+                let (a, b) = line.split_at(line.len() / 2);
+                f.write_all(a.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+                f.flush().unwrap_or_else(|e| panic!("{e}"));
+                f.write_all(format!("{b}\n").as_bytes())
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        })
+    };
+    let mut index = SearchIndex::open(agent.path(), root.path()).unwrap_or_else(|e| panic!("{e}"));
+    for _ in 0..5 {
+        index = index
+            .sync(&all_session_files(root.path()), None, &|_, _| {})
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    writer.join().unwrap_or_else(|_| panic!("writer"));
+    let index = index
+        .sync(&all_session_files(root.path()), None, &|_, _| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    for k in [0, 57, 199] {
+        let p = format!("written meanwhile {k}");
+        assert_eq!(
+            index_phrase(&index, &p),
+            BTreeSet::from([target.clone()]),
+            "{p}"
+        );
+    }
+    let q = Query::Tokens(vec![Token::Phrase("written meanwhile".into())]);
+    let hits = index
+        .search(&q, None, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        hits.len(),
+        1,
+        "one session, its rows not duplicated into others"
+    );
+}
+
+/// Set in the child process of the SIGKILL test: build the index of this root, then exit.
+const CHILD_ENV: &str = "PITH_TEST_SEARCH_BUILD";
+
+#[test]
+fn sigkill_during_a_build_leaves_a_usable_index() {
+    if let Ok(spec) = std::env::var(CHILD_ENV) {
+        let (agent, root) = spec.split_once('\n').unwrap_or_else(|| panic!("spec"));
+        let _ = synced(Path::new(agent), Path::new(root));
+        return;
+    }
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    corpus(root.path(), 1500, 13);
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+    for delay_ms in [30u64, 120, 400] {
+        let mut child = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "sigkill_during_a_build_leaves_a_usable_index",
+                "--nocapture",
+            ])
+            .env(
+                CHILD_ENV,
+                format!("{}\n{}", agent.path().display(), root.path().display()),
+            )
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        // Child::kill is SIGKILL on Unix.
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let index = synced(agent.path(), root.path());
+    for p in ["the lexer", "日本語", "x.y", "ß"] {
+        assert_eq!(index_phrase(&index, p), scan_phrase(root.path(), p), "{p}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    /// Generated sessions of generated texts; generated phrases and pieces of the texts.
+    #[test]
+    fn generated_phrases_match_a_plain_scan(
+        texts in prop::collection::vec(
+            prop::collection::vec("[a-cA-C0-9 ._\\-é日ßİ—\\n]{0,24}", 1..5), 1..8),
+        picks in prop::collection::vec((0usize..64, 0usize..24, 1usize..10), 1..8),
+        extra in prop::collection::vec("[a-cA-C ._é日ß—]{1,6}", 0..4),
+    ) {
+        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut all: Vec<String> = Vec::new();
+        for (n, session) in texts.iter().enumerate() {
+            let t: Vec<(&str, String)> = session
+                .iter()
+                .enumerate()
+                .map(|(k, s)| (if k % 2 == 0 { "user" } else { "assistant" }, s.clone()))
+                .collect();
+            all.extend(session.iter().cloned());
+            write_session(root.path(), "--p--", n, &t);
+        }
+        let index = synced(agent.path(), root.path());
+        let mut phrases = extra;
+        for (which, start, len) in picks {
+            let t: Vec<char> = all[which % all.len()].chars().collect();
+            if start < t.len() {
+                phrases.push(t[start..(start + len).min(t.len())].iter().collect());
+            }
+        }
+        for p in phrases {
+            if normalize(&p).is_empty() {
+                continue;
+            }
+            prop_assert_eq!(index_phrase(&index, &p), scan_phrase(root.path(), &p), "phrase {:?}", p);
+        }
+    }
+}
