@@ -17,7 +17,7 @@ mod command;
 mod commands;
 mod framing;
 mod models;
-mod queries;
+pub(crate) mod queries;
 mod state;
 
 use std::process::ExitCode;

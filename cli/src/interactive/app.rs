@@ -23,7 +23,7 @@ use pith_events::{AgentEvent, BashExecutionMessage};
 use pith_store::{Session, SessionEnv};
 
 use super::editor::{Editor, Input, ReadRequest};
-use super::footer::{Footer, context_tokens, session_totals};
+use super::footer::{Footer, context_tokens, session_stats};
 use super::messages::{message_lines, user_command_lines};
 use super::screen::{Screen, columns};
 use super::style;
@@ -99,6 +99,8 @@ pub struct App {
     /// for it, as pi's compaction queue makes them.
     compacting: bool,
     last_interrupt: Option<Instant>,
+    /// Set on the way out: the command that resumes the session (pi's `formatResumeCommand`).
+    pub(super) resume_command: Option<String>,
 }
 
 /// One thing that happened.
@@ -161,6 +163,7 @@ impl App {
             ext_commands,
             compacting: false,
             last_interrupt: None,
+            resume_command: None,
         })
     }
 
@@ -232,7 +235,9 @@ impl App {
         if self.task.is_some() {
             self.rt.abort_bash();
         }
+        let current = self.rt.current_session().await.ok();
         self.rt.shutdown().await?;
+        self.resume_command = current.and_then(|c| resume_command(&self.env, &c));
         while let Ok(event) = self.events.try_recv() {
             if let RuntimeEvent::WriteFailed(n) = event {
                 self.screen
@@ -243,7 +248,7 @@ impl App {
     }
 
     async fn on_input(&mut self, input: Input) -> Result<Flow> {
-        if input != Input::Escape {
+        if !matches!(input, Input::Escape { .. }) {
             self.editor.answered();
             self.screen.typed();
         }
@@ -255,7 +260,8 @@ impl App {
                 self.submit(text.trim(), follow_up).await
             }
             Input::Interrupt => self.on_ctrl_c().await,
-            Input::Escape => {
+            Input::Escape { restored } => {
+                self.restore_queue(&restored).await?;
                 self.interrupt().await?;
                 Ok(Flow::Go)
             }
@@ -349,6 +355,14 @@ impl App {
                 if let AgentEvent::CompactionEnd { .. } = *event {
                     self.compacting = false;
                 }
+                if let AgentEvent::QueueUpdate {
+                    steering,
+                    follow_up,
+                } = &*event
+                {
+                    self.editor
+                        .set_queued(steering.iter().chain(follow_up).cloned().collect());
+                }
                 let lines = self.transcript.event(&event, columns());
                 self.screen.print_lines(&lines);
             }
@@ -407,8 +421,34 @@ impl App {
             self.status("Cancelled");
             return Ok(Flow::Go);
         }
+        if self.run.is_some() {
+            // Ctrl-C cleared the line; the queued messages come back in the next one rather
+            // than running after the next prompt.
+            let taken = self.rt.clear_queue().await?;
+            let queued: Vec<String> = taken.steering.into_iter().chain(taken.follow_up).collect();
+            if !queued.is_empty() {
+                self.next_initial = super::editor::restored_text(&queued, "");
+            }
+        }
         self.interrupt().await?;
         Ok(Flow::Go)
+    }
+
+    /// Takes the queued steering and follow-ups out of the agent before Esc aborts the run
+    /// (pi's `restoreQueuedMessagesToEditor`): the editor holds `restored` already; one
+    /// queued after the editor looked is shown so it can be typed again, never run unasked.
+    async fn restore_queue(&mut self, restored: &[String]) -> Result<()> {
+        let taken = self.rt.clear_queue().await?;
+        let mut in_editor = restored.to_vec();
+        for text in taken.steering.iter().chain(&taken.follow_up) {
+            match in_editor.iter().position(|r| r == text) {
+                Some(at) => {
+                    in_editor.remove(at);
+                }
+                None => self.warn(&format!("Not sent (queued as Esc was pressed): {text}")),
+            }
+        }
+        Ok(())
     }
 
     /// Esc (pi's `app.interrupt`): aborts the run or cancels `/compact` (pi's `abort()`,
@@ -426,7 +466,7 @@ impl App {
     pub(super) async fn footer(&mut self) -> Result<()> {
         let session = self.session().await?;
         let context = self.rt.context().await?;
-        let totals = session_totals(&session);
+        let totals = session_stats(&session).tokens;
         let tokens = context_tokens(&session, &context.messages);
         let model = &self.choice.model;
         let settings = pith_actors::settings::Settings::load(
@@ -533,4 +573,38 @@ pub fn user_command(text: &str) -> Option<(&str, bool)> {
     };
     let command = rest.trim();
     (!command.is_empty()).then_some((command, exclude))
+}
+
+/// pi's `formatResumeCommand`: `pith --session <id>` for a session file in the default folder
+/// of its cwd, else `pith --session <path>` (pi adds `--session-dir`); `None` when the file
+/// was never written.
+fn resume_command(
+    env: &SessionEnv,
+    current: &pith_actors::runtime::CurrentSession,
+) -> Option<String> {
+    let file = current.session_file.as_deref()?;
+    if !file.is_file() {
+        return None;
+    }
+    let default = pith_store::dirs::sessions_root(&env.agent_dir)
+        .join(pith_store::dirs::encode_cwd(&current.cwd));
+    let arg = if Some(default.as_path()) == file.parent() {
+        current.session_id.clone()
+    } else {
+        shell_quote(&file.to_string_lossy())
+    };
+    Some(format!("pith --session {arg}"))
+}
+
+/// pi's `quoteIfNeeded`: bare when only `[A-Za-z0-9_./~:@-]`, else single-quoted.
+fn shell_quote(value: &str) -> String {
+    if !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./~:@".contains(c))
+    {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', "'\\''"))
+    }
 }

@@ -1,6 +1,7 @@
 //! The slash commands (pi's `onSubmit` handlers and `BUILTIN_SLASH_COMMANDS`), plus the ones
-//! pith adds: `/thinking`, `/label`, `/help`, `/exit`. A `/name` no built-in command and no
-//! extension command has is sent to the model as text, as pi does.
+//! pith adds: `/thinking`, `/label`, `/help`, `/exit`. A `/word` that no built-in command and
+//! no extension command has is an error and stays in the editor (pi sends it to the model as
+//! text: docs/divergences.md); a line such as `/usr/bin/env is …` is a prompt.
 
 use std::path::PathBuf;
 
@@ -11,11 +12,11 @@ use pith_events::{ModelRef, ThinkingLevel};
 use pith_llm::model_registry::{clamp_thinking_level, supported_thinking_levels};
 
 use super::app::{App, Flow, Question};
-use super::footer::session_info;
+use super::footer::{session_info, session_stats};
 use super::style;
 
 /// Built-in commands and their `/help` line, in pi's order where pi has them.
-pub const BUILTIN: [(&str, &str); 16] = [
+pub const BUILTIN: [(&str, &str); 18] = [
     (
         "model",
         "Switch model (/model provider/id), or list the models",
@@ -44,6 +45,8 @@ pub const BUILTIN: [(&str, &str); 16] = [
     ("new", "Start a new session"),
     ("compact", "Manually compact the session context"),
     ("resume", "Resume a different session"),
+    ("copy", "Copy last agent message to clipboard"),
+    ("hotkeys", "Show all keyboard shortcuts"),
     ("help", "Show commands and keys"),
     ("quit", "Quit pith"),
     ("exit", "Quit pith"),
@@ -88,6 +91,14 @@ impl App {
                 }
                 return Ok(Some(Flow::Go));
             }
+            if looks_like_command(name) {
+                self.error(&format!(
+                    "Unknown command: /{name}. Type /help for the commands."
+                ));
+                // What was typed is not lost: it comes back to be corrected.
+                self.next_initial = text.to_owned();
+                return Ok(Some(Flow::Go));
+            }
             return Ok(None);
         }
         if NEED_IDLE.contains(&name) && self.busy() {
@@ -97,6 +108,8 @@ impl App {
         match name {
             "quit" | "exit" => return Ok(Some(Flow::Quit)),
             "help" => self.help(),
+            "hotkeys" => self.hotkeys(),
+            "copy" => self.copy().await?,
             "new" => {
                 self.new_session().await?;
                 self.footer().await?;
@@ -152,6 +165,29 @@ impl App {
             }
         }
         Ok(Flow::Go)
+    }
+
+    /// `/hotkeys`: the keys, as `/help` lists them.
+    fn hotkeys(&mut self) {
+        let mut lines = vec![String::new(), style::bold("Keys")];
+        for (key, what) in KEYS {
+            lines.push(format!("{} {what}", style::accent(&format!("{key:<10}"))));
+        }
+        self.screen.print_lines(&lines);
+    }
+
+    /// `/copy`: the last reply's text to the clipboard through the terminal (OSC 52), which
+    /// works over ssh and needs no clipboard program; pi's messages.
+    async fn copy(&mut self) -> Result<()> {
+        let context = self.rt.context().await?;
+        match crate::rpc::queries::last_assistant_text(&context.messages) {
+            None => self.error("No agent messages to copy yet."),
+            Some(text) => {
+                self.screen.write_raw(&osc52(&text));
+                self.status("Copied last agent message to clipboard");
+            }
+        }
+        Ok(())
     }
 
     fn help(&mut self) {
@@ -364,12 +400,12 @@ impl App {
     async fn session_cmd(&mut self) -> Result<()> {
         let current = self.rt.current_session().await?;
         let name = self.session().await?.session_name();
-        let context = self.rt.context().await?;
+        let stats = session_stats(&self.session().await?);
         let lines = session_info(
             name.as_deref(),
             current.session_file.as_deref(),
             &current.session_id,
-            &context.messages,
+            &stats,
         );
         self.screen.print_lines(&lines);
         Ok(())
@@ -567,6 +603,24 @@ pub fn path_argument(args: &str) -> Option<String> {
     )
 }
 
+/// Whether `/name` is meant as a command (a word such as `/hepl` or `/skill:x`), not the start
+/// of a path such as `/usr/bin` (which has a second `/`) or text such as `/ 2`.
+fn looks_like_command(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'))
+}
+
+/// The OSC 52 sequence that puts `text` on the system clipboard (`c`), base64 as the
+/// sequence requires; terminals that do not support it ignore it.
+fn osc52(text: &str) -> String {
+    use base64::Engine;
+    format!(
+        "\x1b]52;c;{}\x07",
+        base64::engine::general_purpose::STANDARD.encode(text)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,5 +634,19 @@ mod tests {
             Some("my file.jsonl".into())
         );
         assert_eq!(path_argument("'unclosed"), None);
+    }
+
+    #[test]
+    fn words_are_commands_and_paths_are_prompts() {
+        assert!(looks_like_command("hepl"));
+        assert!(looks_like_command("skill:review"));
+        assert!(!looks_like_command("usr/bin/env"));
+        assert!(!looks_like_command(""));
+        assert!(!looks_like_command("2"));
+    }
+
+    #[test]
+    fn osc52_carries_the_text_in_base64() {
+        assert_eq!(osc52("héllo"), "\x1b]52;c;aMOpbGxv\x07");
     }
 }

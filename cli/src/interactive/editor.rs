@@ -18,7 +18,7 @@ use rustyline::history::FileHistory;
 use rustyline::validate::Validator;
 use rustyline::{
     Cmd, ConditionalEventHandler, Config, Event, EventContext, EventHandler, KeyCode, KeyEvent,
-    Modifiers, RepeatCount,
+    Modifiers, Movement, RepeatCount,
 };
 use tokio::sync::mpsc as tokio_mpsc;
 
@@ -36,8 +36,13 @@ pub enum Input {
     },
     /// Ctrl-C: the line was cleared (pi's `app.clear`).
     Interrupt,
-    /// Esc while something runs (pi's `app.interrupt`); the line stays being edited.
-    Escape,
+    /// Esc while something runs (pi's `app.interrupt`); the line stays being edited, with
+    /// the queued steering and follow-up messages put before it (pi's
+    /// `restoreQueuedMessagesToEditor`): `restored` is what the editor took, in queue order.
+    Escape {
+        /// The queued messages now in the editor.
+        restored: Vec<String>,
+    },
     /// Ctrl-D on an empty line (pi's `app.exit`), or the terminal went away.
     Eof,
     /// The editor failed; the text says why.
@@ -62,6 +67,8 @@ pub struct Editor {
     busy: Arc<AtomicBool>,
     /// Names and descriptions completed after `/`.
     commands: Arc<Mutex<Vec<(String, String)>>>,
+    /// The queued steering and follow-up messages, as the last `queue_update` listed them.
+    queued: Arc<Mutex<Vec<String>>>,
     /// A read was requested and its answer has not arrived yet.
     reading: bool,
 }
@@ -85,11 +92,16 @@ impl Editor {
         let (printer_tx, printer_rx) = mpsc::channel::<Result<Option<Printer>, String>>();
         let busy = Arc::new(AtomicBool::new(false));
         let commands = Arc::new(Mutex::new(commands));
-        let (thread_busy, thread_commands) = (busy.clone(), commands.clone());
+        let queued = Arc::new(Mutex::new(Vec::new()));
+        let keys = Keys {
+            busy: busy.clone(),
+            commands: commands.clone(),
+            queued: queued.clone(),
+        };
         std::thread::Builder::new()
             .name("line-editor".into())
             .spawn(move || {
-                let rl = match setup(&history, thread_busy, thread_commands, in_tx.clone()) {
+                let rl = match setup(&history, keys, in_tx.clone()) {
                     Ok(mut rl) => {
                         let printer =
                             rl.0.create_external_printer()
@@ -114,6 +126,7 @@ impl Editor {
                 requests: req_tx,
                 busy,
                 commands,
+                queued,
                 reading: false,
             },
             in_rx,
@@ -143,6 +156,14 @@ impl Editor {
         self.busy.store(busy, Ordering::SeqCst);
     }
 
+    /// Tells the Esc handler what is queued (steering first, then follow-ups, as pi lists
+    /// them), from each `queue_update`.
+    pub fn set_queued(&self, queued: Vec<String>) {
+        if let Ok(mut q) = self.queued.lock() {
+            *q = queued;
+        }
+    }
+
     /// Replaces the completed slash commands (extension commands change with the session).
     pub fn set_commands(&self, commands: Vec<(String, String)>) {
         if let Ok(mut c) = self.commands.lock() {
@@ -153,12 +174,23 @@ impl Editor {
 
 type Rl = rustyline::Editor<Helper, FileHistory>;
 
-fn setup(
-    history: &PathBuf,
+/// What the key handlers share with the main loop.
+struct Keys {
     busy: Arc<AtomicBool>,
     commands: Arc<Mutex<Vec<(String, String)>>>,
+    queued: Arc<Mutex<Vec<String>>>,
+}
+
+fn setup(
+    history: &PathBuf,
+    keys: Keys,
     inputs: tokio_mpsc::UnboundedSender<Input>,
 ) -> rustyline::Result<(Rl, Arc<AtomicBool>)> {
+    let Keys {
+        busy,
+        commands,
+        queued,
+    } = keys;
     let config = Config::builder()
         .max_history_size(1000)?
         .auto_add_history(false)
@@ -180,7 +212,11 @@ fn setup(
     );
     rl.bind_sequence(
         KeyEvent(KeyCode::Esc, Modifiers::NONE),
-        EventHandler::Conditional(Box::new(EscapeKey { busy, inputs })),
+        EventHandler::Conditional(Box::new(EscapeKey {
+            busy,
+            queued,
+            inputs,
+        })),
     );
     Ok((rl, follow_up))
 }
@@ -228,21 +264,49 @@ impl ConditionalEventHandler for FollowUpKey {
     }
 }
 
-/// Esc: while busy, interrupt (pi's `app.interrupt`) and keep the line; else rustyline's own.
+/// Esc: while busy, interrupt (pi's `app.interrupt`) and keep the line, with the queued
+/// messages put back before it (pi's `restoreQueuedMessagesToEditor({abort: true})`: a
+/// steer or follow-up typed for the interrupted reply must not run after the next prompt);
+/// else rustyline's own.
 struct EscapeKey {
     busy: Arc<AtomicBool>,
+    queued: Arc<Mutex<Vec<String>>>,
     inputs: tokio_mpsc::UnboundedSender<Input>,
 }
 
 impl ConditionalEventHandler for EscapeKey {
-    fn handle(&self, _: &Event, _: RepeatCount, _: bool, _: &EventContext) -> Option<Cmd> {
-        if self.busy.load(Ordering::SeqCst) {
-            let _ = self.inputs.send(Input::Escape);
-            Some(Cmd::Noop)
-        } else {
-            None
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        if !self.busy.load(Ordering::SeqCst) {
+            return None;
         }
+        let restored = self
+            .queued
+            .lock()
+            .map(|mut q| std::mem::take(&mut *q))
+            .unwrap_or_default();
+        let cmd = if restored.is_empty() {
+            Cmd::Noop
+        } else {
+            Cmd::Replace(
+                Movement::WholeBuffer,
+                Some(restored_text(&restored, ctx.line())),
+            )
+        };
+        let _ = self.inputs.send(Input::Escape { restored });
+        Some(cmd)
     }
+}
+
+/// pi's editor text after Esc: the queued messages, then what was being typed, separated by
+/// blank lines (blank parts left out).
+pub fn restored_text(queued: &[String], current: &str) -> String {
+    queued
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::once(current))
+        .filter(|t| !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// Completes `/command` names (pi's slash-command autocomplete).

@@ -7,6 +7,7 @@ use std::path::Path;
 use pith_events::{AgentMessage, ContentBlock, EntryType, StopReason, Usage};
 use pith_store::Session;
 use pith_store::compaction::{calculate_context_tokens, estimate_context_tokens};
+use pith_store::entry::Role;
 
 use super::screen::{format_tokens, thousands, width};
 use super::style;
@@ -34,19 +35,87 @@ impl Totals {
         self.cache_write += u.cache_write;
         self.cost += u.cost.total;
     }
+
+    /// Adds a usage object kept as JSON (summary and `usage` entries); a missing or
+    /// non-numeric count adds 0 (pi would sum `NaN`), and anything but an object adds nothing.
+    fn add_json(&mut self, u: &serde_json::Value) {
+        let count = |k: &str| u[k].as_f64().filter(|n| *n > 0.0).map_or(0, |n| n as u64);
+        self.input += count("input");
+        self.output += count("output");
+        self.cache_read += count("cacheRead");
+        self.cache_write += count("cacheWrite");
+        self.cost += u["cost"]["total"].as_f64().unwrap_or(0.0);
+    }
 }
 
-/// Usage of every assistant reply in the file, all branches (pi's footer counts them all).
-pub fn session_totals(session: &Session) -> Totals {
-    let mut t = Totals::default();
+/// pi's `getSessionStats` (footer and `/session` alike): message counts and usage over every
+/// entry of the file, all branches. Usage comes from assistant replies, tool results that carry
+/// one, `usage` entries (pi ≥ 1.6: cache warming and other model-attributed usage) and the
+/// summary requests of compactions and branch summaries (pi ≥ 0.81).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionStats {
+    /// User messages.
+    pub user: usize,
+    /// Assistant messages.
+    pub assistant: usize,
+    /// Tool calls in assistant messages.
+    pub tool_calls: usize,
+    /// Tool result messages.
+    pub tool_results: usize,
+    /// Message entries of any role.
+    pub messages: usize,
+    /// Summed usage.
+    pub tokens: Totals,
+}
+
+/// Counts [`SessionStats`] over `session`'s entries.
+pub fn session_stats(session: &Session) -> SessionStats {
+    let mut stats = SessionStats::default();
     for entry in session.entries() {
-        if entry.is_assistant_message()
-            && let Some(Ok(AgentMessage::Assistant(a))) = entry.decode_message()
-        {
-            t.add(&a.usage);
+        match entry.kind() {
+            EntryType::Usage | EntryType::Compaction | EntryType::BranchSummary => {
+                if let Ok(v) = entry.decode_as::<serde_json::Value>() {
+                    stats.tokens.add_json(&v["usage"]);
+                }
+                continue;
+            }
+            EntryType::Message => {}
+            EntryType::ThinkingLevelChange
+            | EntryType::ModelChange
+            | EntryType::Custom
+            | EntryType::CustomMessage
+            | EntryType::Label
+            | EntryType::SessionInfo
+            | EntryType::ContextEdit
+            | EntryType::Unknown(_) => continue,
+        }
+        stats.messages += 1;
+        match entry.role() {
+            Some(Role::User) => stats.user += 1,
+            Some(Role::ToolResult) => {
+                stats.tool_results += 1;
+                // Only extensions put usage on a tool result: skip the parse otherwise.
+                if entry.message_raw().is_some_and(|m| m.contains("\"usage\""))
+                    && let Ok(v) = entry.decode_as::<serde_json::Value>()
+                {
+                    stats.tokens.add_json(&v["message"]["usage"]);
+                }
+            }
+            Some(Role::Assistant) => {
+                stats.assistant += 1;
+                if let Some(Ok(AgentMessage::Assistant(a))) = entry.decode_message() {
+                    stats.tool_calls += a
+                        .content
+                        .iter()
+                        .filter(|b| matches!(b, ContentBlock::ToolCall(_)))
+                        .count();
+                    stats.tokens.add(&a.usage);
+                }
+            }
+            Some(Role::System | Role::BashExecution | Role::Custom | Role::Other(_)) | None => {}
         }
     }
-    t
+    stats
 }
 
 /// pi's `getContextUsage`: `Some(tokens)` estimated from the context, or `None` right after
@@ -196,27 +265,15 @@ fn git_branch(dir: &Path) -> Option<String> {
     })
 }
 
-/// `/session`: pi's "Session Info" (name, file, id, message counts over the current context,
-/// token and cost sums over its replies).
+/// `/session`: pi's "Session Info" (name, file, id, then [`SessionStats`] of the whole file,
+/// the same numbers the footer sums).
 pub fn session_info(
     name: Option<&str>,
     file: Option<&Path>,
     id: &str,
-    context: &[AgentMessage],
+    stats: &SessionStats,
 ) -> Vec<String> {
-    let count = |role: &str| context.iter().filter(|m| m.role() == role).count();
-    let mut t = Totals::default();
-    let mut tool_calls = 0;
-    for m in context {
-        if let AgentMessage::Assistant(a) = m {
-            tool_calls += a
-                .content
-                .iter()
-                .filter(|b| matches!(b, ContentBlock::ToolCall(_)))
-                .count();
-            t.add(&a.usage);
-        }
-    }
+    let t = &stats.tokens;
     let field = |k: &str, v: String| format!("{} {v}", style::dim(k));
     let mut out = vec![String::new(), style::bold("Session Info"), String::new()];
     if let Some(name) = name {
@@ -228,11 +285,11 @@ pub fn session_info(
     ));
     out.push(field("ID:", id.to_owned()));
     out.extend([String::new(), style::bold("Messages")]);
-    out.push(field("User:", count("user").to_string()));
-    out.push(field("Assistant:", count("assistant").to_string()));
-    out.push(field("Tool Calls:", tool_calls.to_string()));
-    out.push(field("Tool Results:", count("toolResult").to_string()));
-    out.push(field("Total:", context.len().to_string()));
+    out.push(field("User:", stats.user.to_string()));
+    out.push(field("Assistant:", stats.assistant.to_string()));
+    out.push(field("Tool Calls:", stats.tool_calls.to_string()));
+    out.push(field("Tool Results:", stats.tool_results.to_string()));
+    out.push(field("Total:", stats.messages.to_string()));
     out.extend([String::new(), style::bold("Tokens")]);
     out.push(field("Input:", thousands(t.input)));
     out.push(field("Output:", thousands(t.output)));
@@ -251,4 +308,75 @@ pub fn session_info(
         out.push(field("Total:", format!("{:.4}", t.cost)));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pith_store::SessionEnv;
+    use pith_store::session::OpenMode;
+
+    #[test]
+    fn stats_count_every_branch_usage_entries_summaries_and_tool_results() {
+        let usage = |input: u64, cost: f64| {
+            format!(
+                r#"{{"input":{input},"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":{cost}}}}}"#
+            )
+        };
+        let assistant = |id: &str, parent: &str, input: u64, call: bool| {
+            let content = if call {
+                r#"[{"type":"toolCall","id":"c1","name":"ls","arguments":{}}]"#
+            } else {
+                r#"[{"type":"text","text":"a"}]"#
+            };
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"assistant","content":{content},"api":"x","provider":"p","model":"m","usage":{},"stopReason":"stop","timestamp":1}}}}"#,
+                usage(input, 0.5)
+            )
+        };
+        let user = |id: &str, parent: &str| {
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"q","timestamp":1}}}}"#
+            )
+        };
+        let lines = [
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#.to_owned(),
+            user("u1", "null"),
+            assistant("a1", "u1", 10, true),
+            format!(
+                r#"{{"type":"message","id":"t1","parentId":"a1","timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"toolResult","toolCallId":"c1","toolName":"ls","content":[],"isError":false,"timestamp":1,"usage":{}}}}}"#,
+                usage(100, 0.25)
+            ),
+            // A second branch from u1: counted too, as pi's footer counts the whole file.
+            assistant("a2", "u1", 1000, false),
+            format!(
+                r#"{{"type":"usage","id":"w1","parentId":"a2","timestamp":"2026-01-01T00:00:00.000Z","kind":"cache_warm","provider":"p","model":"m","usage":{}}}"#,
+                usage(10000, 1.0)
+            ),
+            r#"{"type":"compaction","id":"k1","parentId":"w1","timestamp":"2026-01-01T00:00:00.000Z","summary":"s","firstKeptEntryId":"a2","tokensBefore":5,"usage":{"input":100000}}"#.to_owned(),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let session =
+            Session::open(&path, None, None, OpenMode::ReadOnly, &SessionEnv::system()).unwrap();
+        let stats = session_stats(&session);
+        assert_eq!(
+            (
+                stats.user,
+                stats.assistant,
+                stats.tool_calls,
+                stats.tool_results,
+                stats.messages
+            ),
+            (1, 2, 1, 1, 4)
+        );
+        assert_eq!(stats.tokens.input, 111_110);
+        assert_eq!(stats.tokens.output, 8);
+        assert!(
+            (stats.tokens.cost - 2.25).abs() < 1e-9,
+            "{}",
+            stats.tokens.cost
+        );
+    }
 }

@@ -87,15 +87,22 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
             &termios,
         );
     }
-    if let Ok(true) = result {
+    if let Ok((true, _)) = result {
         // The shell's prompt goes below the editor's, not after it.
         println!();
+    }
+    if let Ok((_, Some(command))) = &result
+        && std::io::stdout().is_terminal()
+    {
+        // Its own line, so a triple-click selects it (pi's exit hint).
+        println!("{}\n{command}", style::dim("To resume this session:"));
     }
     result.map(|_| ExitCode::SUCCESS)
 }
 
-/// Runs the mode; `true` when it ended with the editor's prompt on screen.
-async fn interactive(args: RunArgs) -> Result<bool> {
+/// Runs the mode; `true` when it ended with the editor's prompt on screen, and the command
+/// that resumes the session.
+async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
     let Started { rt, choice, .. } = start(&args).await?;
     let env = SessionEnv::system();
     let mut names: Vec<(String, String)> = commands::BUILTIN
@@ -120,6 +127,22 @@ async fn interactive(args: RunArgs) -> Result<bool> {
             "esc interrupt · ctrl+c twice/ctrl+d exit · / commands · ! bash · alt+enter follow-up · /help more",
         ),
     ]);
+    let cwd = rt.current_session().await?.cwd;
+    let context_files =
+        pith_actors::system_prompt::load_context_files(std::path::Path::new(&cwd), &env.agent_dir);
+    if !context_files.is_empty() {
+        // pi's startup listing: which AGENTS.md/CLAUDE.md files the model is given.
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let shown: Vec<String> = context_files
+            .iter()
+            .map(|f| display_path(&f.path, std::path::Path::new(&cwd), home.as_deref()))
+            .collect();
+        screen.print_lines(&[
+            String::new(),
+            style::accent("[Context]"),
+            style::dim(&format!("  {}", shown.join(", "))),
+        ]);
+    }
     let registry = ModelRegistry::load(&env.agent_dir);
     let creds = Credentials::load(&env.agent_dir);
     let providers: HashSet<&str> = registry
@@ -143,5 +166,22 @@ async fn interactive(args: RunArgs) -> Result<bool> {
         app.show_history().await?;
     }
     app.footer().await?;
-    app.run().await
+    let on_prompt = app.run().await?;
+    Ok((on_prompt, app.resume_command.take()))
+}
+
+/// pi's `formatContextPath`: relative to `cwd` when inside it, else with the home folder as
+/// `~`, else as it is.
+fn display_path(
+    path: &std::path::Path,
+    cwd: &std::path::Path,
+    home: Option<&std::path::Path>,
+) -> String {
+    if let Ok(rel) = path.strip_prefix(cwd) {
+        return rel.display().to_string();
+    }
+    if let Some(rest) = home.and_then(|h| path.strip_prefix(h).ok()) {
+        return format!("~/{}", rest.display());
+    }
+    path.display().to_string()
 }

@@ -33,6 +33,15 @@ impl Screen {
         self.write(text);
     }
 
+    /// Writes `sequence` to the terminal as it is: only for pith's own control sequences
+    /// (`/copy`'s OSC 52), never for text from a model, a tool or a file. Called between
+    /// reads, when the editor does not draw.
+    pub fn write_raw(&mut self, sequence: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(sequence.as_bytes());
+        let _ = out.flush();
+    }
+
     /// The editor printed a line (the prompt and what was typed).
     pub fn typed(&mut self) {
         self.last_blank = false;

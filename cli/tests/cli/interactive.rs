@@ -589,6 +589,87 @@ fn typing_during_a_reply_steers_and_alt_enter_queues_a_follow_up() {
 }
 
 #[test]
+fn escape_puts_queued_messages_back_into_the_editor_instead_of_running_them_later() {
+    // Issue 16: a steer and a follow-up typed for a reply that Esc interrupts must not run
+    // after the next prompt; pi puts them back into the editor, before what is being typed.
+    let s = setup(&format!(
+        r#"[{{"content": [{{"type": "text", "text": "never"}}], "delayMs": 10000}}, {}, {}]"#,
+        text_reply("answer to the restored text"),
+        text_reply("answer to the next question")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("start");
+    pith.prompt();
+    pith.line("steer me");
+    pith.expect("Steering: steer me");
+    pith.prompt();
+    pith.send("follow me\x1b\r");
+    pith.expect("Follow-up: follow me");
+    pith.prompt();
+    pith.send("draft");
+    pith.expect("draft");
+    pith.send("\x1b");
+    pith.expect("Operation aborted");
+    pith.idle();
+    // The editor now holds the queue and the draft; Enter sends them as one prompt.
+    pith.send("\r");
+    pith.expect("answer to the restored text");
+    pith.idle();
+    pith.line("next question");
+    pith.expect("answer to the next question");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(
+        user_texts(&s.sessions()[0]),
+        ["start", "steer me\n\nfollow me\n\ndraft", "next question"]
+    );
+}
+
+#[test]
+fn context_files_copy_unknown_commands_session_stats_and_the_resume_hint() {
+    // Issue 16: the header lists the context files; /copy puts the last reply on the
+    // clipboard through OSC 52; a mistyped /command is an error that keeps the text;
+    // /session counts the file; quitting prints how to resume.
+    let s = setup(&format!("[{}]", text_reply("copy me")));
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(s.agent.join("AGENTS.md"), "global rules\n").unwrap();
+    fs::write(s.work.join("AGENTS.md"), "project rules\n").unwrap();
+    let mut pith = s.start(&[]);
+    pith.expect("[Context]");
+    pith.expect("~/agent/AGENTS.md, AGENTS.md");
+    pith.prompt();
+    pith.line("hi");
+    pith.expect("copy me");
+    pith.idle();
+    pith.line("/copy");
+    pith.expect("Copied last agent message to clipboard");
+    let raw = String::from_utf8_lossy(&pith.term.lock().unwrap().raw).into_owned();
+    assert!(
+        raw.contains("\x1b]52;c;Y29weSBtZQ==\x07"),
+        "no OSC 52 in the output"
+    );
+    pith.prompt();
+    pith.line("/hepl");
+    pith.expect("Unknown command: /hepl. Type /help for the commands.");
+    // The mistyped line is back in the editor: Ctrl-U clears it.
+    pith.expect("> /hepl");
+    pith.send("\x15");
+    pith.line("/session");
+    pith.expect("User: 1");
+    pith.expect("Assistant: 1");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+    let id = lines(&s.sessions()[0])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    pith.expect("To resume this session:");
+    pith.expect(&format!("pith --session {id}"));
+    assert_eq!(user_texts(&s.sessions()[0]), ["hi"]);
+}
+
+#[test]
 fn escape_interrupts_a_reply() {
     let s = setup(r#"[{"content": [{"type": "text", "text": "never"}], "delayMs": 10000}]"#);
     let mut pith = s.start(&[]);

@@ -79,6 +79,13 @@ pub enum AgentMsg {
         /// The message.
         text: String,
     },
+    /// Take every queued steering and follow-up message out of the queues (pi's
+    /// `clearQueue()`); answered with what was queued, oldest first. A `queue_update` with
+    /// empty queues follows when anything was queued.
+    ClearQueue {
+        /// What was queued.
+        reply: RpcReplyPort<QueuedMessages>,
+    },
     /// Abort the current run; answered when the agent is idle.
     Abort {
         /// Idle.
@@ -143,6 +150,7 @@ impl MessageKind for AgentMsg {
             AgentMsg::Steer { .. } => "steer",
             AgentMsg::FollowUp { .. } => "follow_up",
             AgentMsg::Abort { .. } => "abort",
+            AgentMsg::ClearQueue { .. } => "clear_queue",
             AgentMsg::IsIdle { .. } => "is_idle",
             AgentMsg::WhenIdle { .. } => "when_idle",
             AgentMsg::Deferring { .. } => "deferring",
@@ -189,6 +197,23 @@ pub struct AgentArgs {
     pub extensions: Extensions,
     /// Decides after each run whether to compact.
     pub compactor: ActorRef<Envelope<CompactorMsg>>,
+}
+
+/// The steering and follow-up messages taken out of the queues by
+/// [`AgentMsg::ClearQueue`], each oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueuedMessages {
+    /// Steering messages.
+    pub steering: Vec<String>,
+    /// Follow-ups.
+    pub follow_up: Vec<String>,
+}
+
+impl QueuedMessages {
+    /// Nothing was queued.
+    pub fn is_empty(&self) -> bool {
+        self.steering.is_empty() && self.follow_up.is_empty()
+    }
 }
 
 /// Steering and follow-up messages waiting for the run.
@@ -350,6 +375,19 @@ impl Agent {
                     let _ = reply.send(());
                 }
             },
+            AgentMsg::ClearQueue { reply } => {
+                let taken = match state.queues.lock() {
+                    Ok(mut q) => QueuedMessages {
+                        steering: q.steering.drain(..).collect(),
+                        follow_up: q.follow_up.drain(..).collect(),
+                    },
+                    Err(_) => QueuedMessages::default(),
+                };
+                if !taken.is_empty() {
+                    emit_queue(&state.args.events, &state.queues);
+                }
+                let _ = reply.send(taken);
+            }
             AgentMsg::IsIdle { reply } => {
                 let _ = reply.send(state.abort.is_none());
             }

@@ -12,7 +12,7 @@ use pith_llm::provider::Provider;
 use super::open::{FirstSession, Opened, open_first, opened};
 use super::{CurrentSession, Runtime, RuntimeConfig, RuntimeEvent, RuntimeMsg, SwitchOutcome};
 use crate::RuntimeError;
-use crate::agent::UserCommand;
+use crate::agent::{QueuedMessages, UserCommand};
 use crate::envelope::{Envelope, Origin};
 use crate::extension::SlashCommand;
 use crate::trace::{ActorName, MessageIds, Trace};
@@ -99,6 +99,14 @@ impl RuntimeHandle {
     /// Errors: [`RuntimeError::Unanswered`].
     pub async fn is_idle(&self) -> Result<bool, RuntimeError> {
         self.ask(|reply| RuntimeMsg::IsIdle { reply }).await
+    }
+
+    /// Takes every queued steering and follow-up message out of the queues and returns them
+    /// (pi's `clearQueue()`: the interactive mode puts them back into the editor on Esc).
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn clear_queue(&self) -> Result<QueuedMessages, RuntimeError> {
+        self.ask(|reply| RuntimeMsg::ClearQueue { reply }).await
     }
 
     /// Runs `command` as the user's `!command` (`exclude_from_context` for `!!command`) in the

@@ -60,6 +60,12 @@ pub enum RuntimeMsg {
         /// No run is active.
         reply: RpcReplyPort<bool>,
     },
+    /// Takes the queued steering and follow-up messages out of the agent's queues (pi's
+    /// `clearQueue()`); answered with them (nothing when no session is active).
+    ClearQueue {
+        /// What was queued.
+        reply: RpcReplyPort<crate::agent::QueuedMessages>,
+    },
     /// Compaction with a summary the caller wrote; answered with the entry id.
     CompactWith {
         /// The summary.
@@ -193,6 +199,7 @@ impl MessageKind for RuntimeMsg {
             RuntimeMsg::Switch { .. } => "switch",
             RuntimeMsg::WhenIdle { .. } => "when_idle",
             RuntimeMsg::IsIdle { .. } => "is_idle",
+            RuntimeMsg::ClearQueue { .. } => "clear_queue",
             RuntimeMsg::CompactWith { .. } => "compact_with",
             RuntimeMsg::NavigateTree { .. } => "navigate_tree",
             RuntimeMsg::Compact { .. } => "compact",

@@ -227,6 +227,7 @@ mod open;
 mod subtree;
 mod switch;
 
+pub use crate::agent::QueuedMessages;
 pub use crate::error::RuntimeError;
 pub use handle::{RuntimeHandle, Started};
 pub use messages::RuntimeMsg;
@@ -300,6 +301,14 @@ impl Runtime {
                 }
                 None => {
                     let _ = reply.send(true);
+                }
+            },
+            RuntimeMsg::ClearQueue { reply } => match &state.subtree {
+                Some(sub) => {
+                    from.cast(&sub.agent, AgentMsg::ClearQueue { reply });
+                }
+                None => {
+                    let _ = reply.send(crate::agent::QueuedMessages::default());
                 }
             },
             // pi's `abort()`: the retry wait, the run, a compaction and a branch summary.
