@@ -27,7 +27,9 @@ pub fn message_lines(message: &AgentMessage, cols: usize) -> Vec<String> {
                 }
                 first = false;
                 match block {
-                    ContentBlock::Text(t) => out.extend(wrap(t.text.trim(), cols, &|s| s.into())),
+                    ContentBlock::Text(t) => {
+                        out.extend(super::markdown::render(&for_terminal(t.text.trim()), cols))
+                    }
                     ContentBlock::Thinking(t) => {
                         out.extend(wrap(t.thinking.trim(), cols, &style::thinking))
                     }

@@ -17,6 +17,7 @@ mod commands;
 mod editor;
 mod export_jsonl;
 mod footer;
+mod markdown;
 mod messages;
 mod quiet_wait;
 mod screen;

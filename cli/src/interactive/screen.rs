@@ -75,7 +75,13 @@ impl Screen {
             kept.push(line.as_str());
         }
         if !kept.is_empty() {
-            self.write(&kept.join("\n"));
+            let mut text = kept.join("\n");
+            if kept.last() == Some(&"") {
+                // `write` ends the text with a newline only when it has none: a blank last
+                // line needs its own (it was the paragraph break lost while a reply streamed).
+                text.push('\n');
+            }
+            self.write(&text);
         }
     }
 }

@@ -61,3 +61,13 @@ pub fn muted(text: &str) -> String {
 pub fn label(text: &str) -> String {
     wrap(text, "35", "39")
 }
+
+/// `text` in the SGR `codes` (e.g. `"1;33"`), reset after; `text` as it is when `codes` is
+/// empty or colours are off.
+pub fn with(codes: &str, text: &str) -> String {
+    if codes.is_empty() {
+        text.to_owned()
+    } else {
+        wrap(text, codes, "0")
+    }
+}

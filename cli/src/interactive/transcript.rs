@@ -14,6 +14,7 @@ use pith_events::{
 use super::messages::{compaction_lines, message_lines, stop_lines, user_lines, user_text, wrap};
 use pith_tools::sanitize::{for_terminal, split_incomplete_ansi_suffix};
 
+use super::markdown::{self, Markdown};
 use super::screen::split_row;
 use super::{style, tools};
 
@@ -48,6 +49,8 @@ pub struct Transcript {
     typed: VecDeque<String>,
     /// A manual compaction's failure was shown (its caller need not repeat it).
     compaction_error_shown: bool,
+    /// The streaming text block's markdown state (an open code fence, a table's rows).
+    markdown: Markdown,
 }
 
 impl Transcript {
@@ -103,7 +106,7 @@ impl Transcript {
                 self.last_call = Some(tool_call_id.clone());
             }
             AgentEvent::AgentEnd { .. } => {
-                self.flush(&mut out);
+                self.flush(cols, &mut out);
                 self.calls.clear();
             }
             AgentEvent::AutoRetryStart {
@@ -135,7 +138,7 @@ impl Transcript {
                 );
             }
             AgentEvent::CompactionStart { reason } => {
-                self.flush(&mut out);
+                self.flush(cols, &mut out);
                 let text = match reason.as_str() {
                     "manual" => "Compacting context...",
                     "overflow" => "Context overflow detected, Auto-compacting...",
@@ -187,7 +190,7 @@ impl Transcript {
                 self.last_call = None;
             }
             AgentMessage::Assistant(_) => {
-                self.flush(out);
+                self.flush(cols, out);
                 self.shown.clear();
                 self.block = None;
                 out.push(String::new());
@@ -212,7 +215,7 @@ impl Transcript {
     ) {
         match update.kind {
             StreamKind::TextStart | StreamKind::ThinkingStart => {
-                self.flush(out);
+                self.flush(cols, out);
                 if !self.shown.is_empty() {
                     out.push(String::new());
                 }
@@ -230,12 +233,12 @@ impl Transcript {
                 }
             }
             StreamKind::TextEnd | StreamKind::ThinkingEnd => {
-                self.flush(out);
+                self.flush(cols, out);
                 self.block = None;
             }
             StreamKind::ToolCallStart | StreamKind::ToolCallDelta => {}
             StreamKind::ToolCallEnd => {
-                self.flush(out);
+                self.flush(cols, out);
                 if let Some(ContentBlock::ToolCall(call)) = reply.content.get(update.content_index)
                 {
                     self.shown.insert(update.content_index);
@@ -247,7 +250,7 @@ impl Transcript {
 
     /// A reply is complete: what did not stream is shown whole, then how it failed, if it did.
     fn reply_end(&mut self, reply: &AssistantMessage, cols: usize, out: &mut Vec<String>) {
-        self.flush(out);
+        self.flush(cols, out);
         self.block = None;
         let mut first = self.shown.is_empty();
         for (i, block) in reply.content.iter().enumerate() {
@@ -259,7 +262,7 @@ impl Transcript {
                     self.announce(&call.id, &call.name, &call.arguments, cols, out);
                     continue;
                 }
-                ContentBlock::Text(t) => wrap(t.text.trim(), cols, &|s: &str| s.to_owned()),
+                ContentBlock::Text(t) => markdown::render(&for_terminal(t.text.trim()), cols),
                 ContentBlock::Thinking(t) => wrap(t.thinking.trim(), cols, &style::thinking),
                 ContentBlock::Image(_) | ContentBlock::Unknown(_) => continue,
             };
@@ -334,11 +337,10 @@ impl Transcript {
         self.last_call = Some(id.to_owned());
     }
 
-    /// Adds streamed text: every finished line, then every row that no longer fits.
+    /// Adds streamed text: every finished line, then (thinking only) every row that no longer
+    /// fits. Reply text is markdown, rendered a whole line at a time.
     fn push(&mut self, delta: &str, cols: usize, out: &mut Vec<String>) {
         self.last_call = None;
-        // One column spare: a row exactly as wide as the terminal wraps early in some.
-        let cols = cols.saturating_sub(1);
         // Model text: escape sequences and control characters never reach the terminal, even
         // when one is split across deltas.
         let mut text = std::mem::take(&mut self.pending_escape);
@@ -346,6 +348,15 @@ impl Transcript {
         let (complete, pending) = split_incomplete_ansi_suffix(&text);
         self.partial.push_str(&for_terminal(complete));
         self.pending_escape = pending.to_owned();
+        if self.block == Some(Block::Text) {
+            while let Some(i) = self.partial.find('\n') {
+                let line: String = self.partial.drain(..=i).collect();
+                out.extend(self.markdown.line(line.trim_end_matches('\n'), cols));
+            }
+            return;
+        }
+        // One column spare: a row exactly as wide as the terminal wraps early in some.
+        let cols = cols.saturating_sub(1);
         while let Some(i) = self.partial.find('\n') {
             let line: String = self.partial.drain(..=i).collect();
             let mut rest = line.trim_end_matches('\n').to_owned();
@@ -362,9 +373,17 @@ impl Transcript {
     }
 
     /// Prints what is left of the streamed block.
-    fn flush(&mut self, out: &mut Vec<String>) {
+    fn flush(&mut self, cols: usize, out: &mut Vec<String>) {
         let pending = std::mem::take(&mut self.pending_escape);
         self.partial.push_str(&for_terminal(&pending));
+        if self.block == Some(Block::Text) {
+            let rest = std::mem::take(&mut self.partial);
+            if !rest.is_empty() {
+                out.extend(self.markdown.line(&rest, cols));
+            }
+            out.extend(self.markdown.finish(cols));
+            return;
+        }
         if !self.partial.is_empty() {
             let rest = std::mem::take(&mut self.partial);
             out.push(self.styled(&rest));
@@ -423,7 +442,7 @@ mod tests {
     }
 
     #[test]
-    fn text_streams_a_row_at_a_time() {
+    fn reply_text_streams_a_line_at_a_time_as_markdown() {
         let mut t = Transcript::default();
         let start = AgentEvent::MessageStart {
             message: AgentMessage::Assistant(reply(Vec::new())),
@@ -442,12 +461,21 @@ mod tests {
                 &update(StreamKind::TextDelta, 0, Some("ld\nthe rest of it goes on")),
                 20
             ),
-            ["Hello world", "the rest of it goes"]
+            ["Hello world"]
         );
-        assert_eq!(t.event(&update(StreamKind::TextEnd, 0, None), 20), ["on"]);
+        assert!(
+            t.event(
+                &update(StreamKind::TextDelta, 0, Some("\n\n**bold** end")),
+                20
+            ) == ["the rest of it goes", "on", ""]
+        );
+        assert_eq!(
+            t.event(&update(StreamKind::TextEnd, 0, None), 20),
+            ["\x1b[1mbold\x1b[0m end"]
+        );
         let end = AgentEvent::MessageEnd {
             message: AgentMessage::Assistant(reply(vec![ContentBlock::text(
-                "Hello world\nthe rest of it goes on",
+                "Hello world\nthe rest of it goes on\n\n**bold** end",
             )])),
         };
         assert!(t.event(&end, 20).is_empty());

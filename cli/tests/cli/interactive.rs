@@ -670,6 +670,46 @@ fn context_files_copy_unknown_commands_session_stats_and_the_resume_hint() {
 }
 
 #[test]
+fn replies_are_rendered_as_markdown_with_their_paragraph_breaks() {
+    // Issue 16: headings, emphasis, tables and code as pi renders them, and the blank lines
+    // between paragraphs kept while the reply streams.
+    let s = setup(&format!(
+        "[{}]",
+        text_reply(
+            "# Plan\n\nFirst paragraph.\n\nSecond with **bold** and `code`.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```sh\n# kept as typed\n```"
+        )
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("plan it");
+    pith.expect("└───┴───┘");
+    pith.idle();
+    let screen = pith.screen();
+    let at = screen.find("Plan").expect("the heading");
+    let reply: Vec<&str> = screen[at..].lines().take(14).collect();
+    assert_eq!(
+        reply,
+        [
+            "Plan",
+            "",
+            "First paragraph.",
+            "",
+            "Second with bold and code.",
+            "",
+            "┌───┬───┐",
+            "│ a │ b │",
+            "├───┼───┤",
+            "│ 1 │ 2 │",
+            "└───┴───┘",
+            "",
+            "```sh",
+            "  # kept as typed",
+        ]
+    );
+    assert_eq!(pith.quit(), 0);
+}
+
+#[test]
 fn escape_interrupts_a_reply() {
     let s = setup(r#"[{"content": [{"type": "text", "text": "never"}], "delayMs": 10000}]"#);
     let mut pith = s.start(&[]);

@@ -1,0 +1,582 @@
+//! Replies rendered as pi renders markdown (pi-tui's `Markdown` component with pi's dark
+//! theme): headings (`#` kept from level 3), emphasis, code spans, links, lists, block quotes
+//! behind `│ `, rules, box-drawn tables and fenced code blocks.
+//!
+//! The transcript prints whole rows above the line editor as a reply streams, so rendering
+//! works one source line at a time ([`Markdown::line`]), keeping only what spans lines: an
+//! open code fence and the rows of a table, which is drawn once its last row has arrived.
+//! Paragraph breaks are kept as blank rows. The text is made safe for the terminal before it
+//! gets here; the only escape sequences in the output are the SGR styles added here.
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use unicode_width::UnicodeWidthChar;
+
+use super::screen::width;
+use super::style;
+
+/// SGR codes of pi's dark theme roles, as the basic colours `style` uses.
+mod sgr {
+    pub const HEADING: &str = "33";
+    pub const CODE: &str = "35";
+    pub const CODE_BLOCK: &str = "32";
+    pub const MUTED: &str = "90";
+    pub const LINK: &str = "34";
+    pub const BULLET: &str = "35";
+}
+
+/// One run of text with the SGR codes it is shown with (`""`: plain).
+#[derive(Debug, Clone, PartialEq)]
+struct Span {
+    text: String,
+    sgr: String,
+}
+
+/// An open fenced code block.
+#[derive(Debug, Clone)]
+struct Fence {
+    marker: char,
+    len: usize,
+}
+
+/// The renderer's state between lines of one text block.
+#[derive(Debug, Default)]
+pub struct Markdown {
+    fence: Option<Fence>,
+    table: Vec<String>,
+}
+
+impl Markdown {
+    /// The rows one complete source line (without its newline) adds, for `cols` columns.
+    /// A table row adds nothing until the table ends.
+    pub fn line(&mut self, line: &str, cols: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(fence) = &self.fence {
+            if is_closing_fence(line, fence) {
+                self.fence = None;
+                out.push(style::with(sgr::MUTED, "```"));
+            } else {
+                for row in hard_wrap(line, cols.saturating_sub(2)) {
+                    out.push(format!("  {}", style::with(sgr::CODE_BLOCK, &row)));
+                }
+            }
+            return out;
+        }
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        if indent <= 3 && trimmed.starts_with('|') {
+            self.table.push(line.to_owned());
+            return out;
+        }
+        out.extend(self.finish_table(cols));
+        if let Some((fence, lang)) = opening_fence(line) {
+            self.fence = Some(fence);
+            out.push(style::with(sgr::MUTED, &format!("```{lang}")));
+            return out;
+        }
+        out.extend(block_line(line, cols));
+        out
+    }
+
+    /// The rows still held (a table at the end of the text); the state is reset.
+    pub fn finish(&mut self, cols: usize) -> Vec<String> {
+        self.fence = None;
+        self.finish_table(cols)
+    }
+
+    fn finish_table(&mut self, cols: usize) -> Vec<String> {
+        if self.table.is_empty() {
+            return Vec::new();
+        }
+        let rows = std::mem::take(&mut self.table);
+        table(&rows, cols).unwrap_or_else(|| {
+            rows.iter()
+                .flat_map(|r| wrap_spans(&inline(r, ""), cols, "", ""))
+                .collect()
+        })
+    }
+}
+
+/// Renders a whole text (a reply shown at once, or the history on `/resume`).
+pub fn render(text: &str, cols: usize) -> Vec<String> {
+    let mut md = Markdown::default();
+    let mut out: Vec<String> = text.split('\n').flat_map(|l| md.line(l, cols)).collect();
+    out.extend(md.finish(cols));
+    out
+}
+
+/// A line outside code blocks and tables.
+fn block_line(line: &str, cols: usize) -> Vec<String> {
+    let trimmed = line.trim_start();
+    let indent = line.len() - trimmed.len();
+    if trimmed.is_empty() {
+        return vec![String::new()];
+    }
+    if indent <= 3 {
+        if let Some((level, text)) = heading(trimmed) {
+            let sgr = match level {
+                1 => format!("{};1;4", sgr::HEADING),
+                _ => format!("{};1", sgr::HEADING),
+            };
+            let prefix = if level >= 3 {
+                style::with(&sgr, &format!("{} ", "#".repeat(level)))
+            } else {
+                String::new()
+            };
+            let spans = inline(text, &sgr);
+            return wrap_spans(&spans, cols, &prefix, "");
+        }
+        if is_rule(trimmed) {
+            return vec![style::with(sgr::MUTED, &"─".repeat(cols.clamp(1, 80)))];
+        }
+        if let Some(rest) = trimmed.strip_prefix('>') {
+            let rest = rest.strip_prefix(' ').unwrap_or(rest);
+            let border = style::with(sgr::MUTED, "│ ");
+            let spans = inline(rest, &format!("{};3", sgr::MUTED));
+            return wrap_spans(&spans, cols, &border, &border);
+        }
+    }
+    if let Some((marker, text)) = list_item(trimmed) {
+        let pad = "    ".repeat((indent / 2).min(8));
+        let first = format!("{pad}{}", style::with(sgr::BULLET, &marker));
+        let rest = format!("{pad}{}", " ".repeat(width(&marker)));
+        return wrap_spans(&inline(text, ""), cols, &first, &rest);
+    }
+    let pad = " ".repeat(indent.min(16));
+    wrap_spans(&inline(trimmed, ""), cols, &pad, &pad)
+}
+
+/// `# text` → (1, "text"); a closing run of `#` is dropped.
+fn heading(line: &str) -> Option<(usize, &str)> {
+    let level = line.chars().take_while(|c| *c == '#').count();
+    if !(1..=6).contains(&level) {
+        return None;
+    }
+    let rest = &line[level..];
+    if !(rest.is_empty() || rest.starts_with([' ', '\t'])) {
+        return None;
+    }
+    let text = rest.trim();
+    let text = text.trim_end_matches('#');
+    Some((level, text.trim_end()))
+}
+
+/// `---`, `***`, `___` (three or more, spaces allowed).
+fn is_rule(line: &str) -> bool {
+    let mut chars = line.chars().filter(|c| !c.is_whitespace());
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    matches!(first, '-' | '*' | '_') && {
+        let n = 1 + line.chars().filter(|c| *c == first).count() - 1;
+        n >= 3 && line.chars().all(|c| c == first || c.is_whitespace())
+    }
+}
+
+/// `- x`, `* x`, `+ x`, `1. x`, `1) x`, with a task box: (the marker as pi shows it, the text).
+fn list_item(line: &str) -> Option<(String, &str)> {
+    let (marker, rest) = if let Some(rest) = line
+        .strip_prefix("- ")
+        .or_else(|| line.strip_prefix("* "))
+        .or_else(|| line.strip_prefix("+ "))
+    {
+        ("- ".to_owned(), rest)
+    } else {
+        let digits = line.chars().take_while(char::is_ascii_digit).count();
+        if digits == 0 || digits > 9 {
+            return None;
+        }
+        let after = &line[digits..];
+        let rest = after
+            .strip_prefix(". ")
+            .or_else(|| after.strip_prefix(") "))?;
+        (format!("{}. ", &line[..digits]), rest)
+    };
+    for (box_text, shown) in [("[ ] ", "[ ] "), ("[x] ", "[x] "), ("[X] ", "[x] ")] {
+        if let Some(text) = rest.strip_prefix(box_text) {
+            return Some((format!("{marker}{shown}"), text));
+        }
+    }
+    Some((marker, rest))
+}
+
+fn opening_fence(line: &str) -> Option<(Fence, &str)> {
+    let trimmed = line.trim_start();
+    if line.len() - trimmed.len() > 3 {
+        return None;
+    }
+    let marker = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = trimmed.chars().take_while(|c| *c == marker).count();
+    if len < 3 {
+        return None;
+    }
+    let info = trimmed[len..].trim();
+    if marker == '`' && info.contains('`') {
+        return None;
+    }
+    let lang = info.split_whitespace().next().unwrap_or("");
+    Some((Fence { marker, len }, lang))
+}
+
+fn is_closing_fence(line: &str, fence: &Fence) -> bool {
+    let trimmed = line.trim();
+    let len = trimmed.chars().take_while(|c| *c == fence.marker).count();
+    len >= fence.len && trimmed.chars().all(|c| c == fence.marker)
+}
+
+/// The inline markdown of one line as spans, on top of `base` (the block's own style).
+fn inline(text: &str, base: &str) -> Vec<Span> {
+    let mut spans: Vec<Span> = Vec::new();
+    let mut stack: Vec<String> = Vec::new();
+    let mut links: Vec<String> = Vec::new();
+    let current = |stack: &[String]| -> String {
+        std::iter::once(base)
+            .chain(stack.iter().map(String::as_str))
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(";")
+    };
+    let push = |spans: &mut Vec<Span>, text: &str, sgr: String| {
+        if text.is_empty() {
+            return;
+        }
+        match spans.last_mut() {
+            Some(last) if last.sgr == sgr => last.text.push_str(text),
+            _ => spans.push(Span {
+                text: text.to_owned(),
+                sgr,
+            }),
+        }
+    };
+    // Block starts (headings, quotes, list markers, tables, rules) were taken off by the
+    // caller, so the rest parses as one paragraph.
+    let source = text;
+    let options = Options::ENABLE_STRIKETHROUGH;
+    for event in Parser::new_ext(source, options) {
+        match event {
+            Event::Start(Tag::Strong) => stack.push("1".into()),
+            Event::Start(Tag::Emphasis) => stack.push("3".into()),
+            Event::Start(Tag::Strikethrough) => stack.push("9".into()),
+            Event::Start(Tag::Link { dest_url, .. }) => {
+                stack.push(format!("{};4", sgr::LINK));
+                links.push(dest_url.into_string());
+            }
+            Event::End(TagEnd::Strong | TagEnd::Emphasis | TagEnd::Strikethrough) => {
+                stack.pop();
+            }
+            Event::End(TagEnd::Link) => {
+                stack.pop();
+                if let Some(url) = links.pop() {
+                    let shown = spans.last().map(|s| s.text.clone()).unwrap_or_default();
+                    if !url.is_empty() && !shown.ends_with(&url) {
+                        let url_sgr = [base, sgr::MUTED]
+                            .iter()
+                            .filter(|s| !s.is_empty())
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(";");
+                        push(&mut spans, &format!(" ({url})"), url_sgr);
+                    }
+                }
+            }
+            Event::Code(code) => {
+                let sgr = [current(&stack).as_str(), sgr::CODE]
+                    .iter()
+                    .filter(|s| !s.is_empty())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(";");
+                push(&mut spans, &code, sgr);
+            }
+            Event::Text(t) | Event::Html(t) | Event::InlineHtml(t) | Event::InlineMath(t) => {
+                push(&mut spans, &t, current(&stack));
+            }
+            Event::DisplayMath(t) => push(&mut spans, &t, current(&stack)),
+            Event::SoftBreak | Event::HardBreak => push(&mut spans, " ", current(&stack)),
+            Event::FootnoteReference(t) => push(&mut spans, &format!("[^{t}]"), current(&stack)),
+            Event::TaskListMarker(done) => push(
+                &mut spans,
+                if done { "[x] " } else { "[ ] " },
+                current(&stack),
+            ),
+            Event::Rule => push(&mut spans, "───", current(&stack)),
+            Event::Start(_) | Event::End(_) => {}
+        }
+    }
+    spans
+}
+
+/// Word-wraps `spans` to `cols` columns: the first row after `first`, the others after
+/// `rest` (both already styled); each row closes its styles.
+fn wrap_spans(spans: &[Span], cols: usize, first: &str, rest: &str) -> Vec<String> {
+    // One column spare: a row exactly as wide as the terminal wraps early in some.
+    let avail = |prefix: &str| cols.saturating_sub(1 + visible_width(prefix)).max(10);
+    let chars: Vec<(char, usize)> = spans
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| s.text.chars().map(move |c| (c, i)))
+        .collect();
+    let mut rows = Vec::new();
+    let mut start = 0;
+    while start < chars.len() || rows.is_empty() {
+        let prefix = if rows.is_empty() { first } else { rest };
+        let limit = avail(prefix);
+        let (mut used, mut end, mut last_space) = (0, start, None);
+        while end < chars.len() {
+            let w = chars[end].0.width().unwrap_or(0);
+            if used + w > limit {
+                break;
+            }
+            if chars[end].0 == ' ' {
+                last_space = Some(end);
+            }
+            used += w;
+            end += 1;
+        }
+        let (row_end, next) = if end >= chars.len() {
+            (end, end)
+        } else if chars[end].0 == ' ' {
+            (end, end + 1)
+        } else {
+            match last_space {
+                Some(s) if s > start => (s, s + 1),
+                _ => (end.max(start + 1), end.max(start + 1)),
+            }
+        };
+        let mut row = prefix.to_owned();
+        let mut i = start;
+        while i < row_end {
+            let span = chars[i].1;
+            let mut text = String::new();
+            while i < row_end && chars[i].1 == span {
+                text.push(chars[i].0);
+                i += 1;
+            }
+            row.push_str(&style::with(&spans[span].sgr, &text));
+        }
+        rows.push(row.trim_end().to_owned());
+        start = next;
+    }
+    rows
+}
+
+/// Columns of `text` on screen, its SGR sequences not counted.
+fn visible_width(text: &str) -> usize {
+    let mut w = 0;
+    let mut in_sgr = false;
+    for c in text.chars() {
+        match (in_sgr, c) {
+            (false, '\x1b') => in_sgr = true,
+            (true, 'm') => in_sgr = false,
+            (true, _) => {}
+            (false, c) => w += c.width().unwrap_or(0),
+        }
+    }
+    w
+}
+
+/// Cuts `text` into rows of at most `cols` columns (code keeps its spaces).
+fn hard_wrap(text: &str, cols: usize) -> Vec<String> {
+    let cols = cols.max(10);
+    let mut rows = vec![String::new()];
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > cols {
+            rows.push(String::new());
+            used = 0;
+        }
+        used += w;
+        if let Some(row) = rows.last_mut() {
+            row.push(c);
+        }
+    }
+    rows
+}
+
+/// A GFM table drawn with box characters as pi draws it; `None` when the rows are no table
+/// (no delimiter row) or it does not fit in `cols`, then the rows are shown as text.
+fn table(rows: &[String], cols: usize) -> Option<Vec<String>> {
+    let cells: Vec<Vec<String>> = rows.iter().map(|r| split_cells(r)).collect();
+    let delimiter = cells.get(1)?;
+    if !delimiter.iter().all(|c| is_delimiter_cell(c)) {
+        return None;
+    }
+    let n = cells[0].len();
+    let body: Vec<&Vec<String>> = std::iter::once(&cells[0]).chain(&cells[2..]).collect();
+    let rendered: Vec<Vec<Vec<Span>>> = body
+        .iter()
+        .enumerate()
+        .map(|(r, row)| {
+            (0..n)
+                .map(|c| {
+                    let text = row.get(c).map_or("", String::as_str);
+                    inline(text, if r == 0 { "1" } else { "" })
+                })
+                .collect()
+        })
+        .collect();
+    let plain = |spans: &[Span]| spans.iter().map(|s| s.text.as_str()).collect::<String>();
+    let widths: Vec<usize> = (0..n)
+        .map(|c| {
+            rendered
+                .iter()
+                .map(|row| width(&plain(&row[c])))
+                .max()
+                .unwrap_or(0)
+                .max(1)
+        })
+        .collect();
+    if widths.iter().sum::<usize>() + 3 * n + 1 > cols.saturating_sub(1) {
+        return None;
+    }
+    let border = |l: &str, m: &str, r: &str| {
+        let inner: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+        format!("{l}─{}─{r}", inner.join(&format!("─{m}─")))
+    };
+    let line = |row: &[Vec<Span>]| {
+        let parts: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(spans, w)| {
+                let text: String = spans.iter().map(|s| style::with(&s.sgr, &s.text)).collect();
+                format!("{text}{}", " ".repeat(w - width(&plain(spans))))
+            })
+            .collect();
+        format!("│ {} │", parts.join(" │ "))
+    };
+    let mut out = vec![border("┌", "┬", "┐"), line(&rendered[0])];
+    out.push(border("├", "┼", "┤"));
+    for row in &rendered[1..] {
+        out.push(line(row));
+    }
+    out.push(border("└", "┴", "┘"));
+    Some(out)
+}
+
+/// The cells of `| a | b |` (an escaped `\|` stays in its cell).
+fn split_cells(row: &str) -> Vec<String> {
+    let row = row.trim();
+    let row = row.strip_prefix('|').unwrap_or(row);
+    let row = if row.ends_with('|') && !row.ends_with("\\|") {
+        &row[..row.len() - 1]
+    } else {
+        row
+    };
+    let mut cells = vec![String::new()];
+    let mut chars = row.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => {
+                chars.next();
+                if let Some(cell) = cells.last_mut() {
+                    cell.push('|');
+                }
+            }
+            '|' => cells.push(String::new()),
+            _ => {
+                if let Some(cell) = cells.last_mut() {
+                    cell.push(c);
+                }
+            }
+        }
+    }
+    cells.into_iter().map(|c| c.trim().to_owned()).collect()
+}
+
+fn is_delimiter_cell(cell: &str) -> bool {
+    let inner = cell.trim_start_matches(':').trim_end_matches(':');
+    !inner.is_empty() && inner.chars().all(|c| c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(rows: Vec<String>) -> Vec<String> {
+        let re = regex::Regex::new(r"\x1b\[[0-9;]*m").unwrap();
+        rows.iter()
+            .map(|r| re.replace_all(r, "").into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn headings_lists_quotes_and_rules_read_as_pi_shows_them() {
+        let text = "# Title\n\nSome **bold** and *it* with `code`.\n\n### Third\n- one\n  - nested\n1. first\n- [x] done\n> quoted *text*\n\n---";
+        assert_eq!(
+            plain(render(text, 40)),
+            [
+                "Title",
+                "",
+                "Some bold and it with code.",
+                "",
+                "### Third",
+                "- one",
+                "    - nested",
+                "1. first",
+                "- [x] done",
+                "│ quoted text",
+                "",
+                &"─".repeat(40),
+            ]
+        );
+    }
+
+    #[test]
+    fn styles_are_the_theme_roles_and_close_on_every_row() {
+        let rows = render("**b** `c` [pi](https://x.dev)", 80);
+        assert_eq!(
+            rows,
+            ["\x1b[1mb\x1b[0m \x1b[35mc\x1b[0m \x1b[34;4mpi\x1b[0m\x1b[90m (https://x.dev)\x1b[0m"]
+        );
+    }
+
+    #[test]
+    fn code_blocks_keep_their_text_and_markup_inside_is_not_rendered() {
+        let rows = plain(render(
+            "```rust\nlet x = **y**;\n# not a heading\n```\nafter",
+            40,
+        ));
+        assert_eq!(
+            rows,
+            [
+                "```rust",
+                "  let x = **y**;",
+                "  # not a heading",
+                "```",
+                "after"
+            ]
+        );
+    }
+
+    #[test]
+    fn tables_are_drawn_with_box_characters_once_complete() {
+        let mut md = Markdown::default();
+        assert!(md.line("| Name | Size |", 80).is_empty());
+        assert!(md.line("|------|-----:|", 80).is_empty());
+        assert!(md.line("| a | `10` |", 80).is_empty());
+        let rows = plain(md.line("", 80));
+        assert_eq!(
+            rows,
+            [
+                "┌──────┬──────┐",
+                "│ Name │ Size │",
+                "├──────┼──────┤",
+                "│ a    │ 10   │",
+                "└──────┴──────┘",
+                "",
+            ]
+        );
+    }
+
+    #[test]
+    fn long_lines_wrap_at_words_with_the_list_indent() {
+        let rows = plain(render("- alpha beta gamma delta epsilon", 20));
+        assert_eq!(rows, ["- alpha beta gamma", "  delta epsilon"]);
+    }
+
+    #[test]
+    fn a_line_that_only_looks_like_a_block_stays_text() {
+        assert_eq!(plain(render("2024 was long", 40)), ["2024 was long"]);
+        assert_eq!(plain(render("-5 degrees", 40)), ["-5 degrees"]);
+    }
+}
