@@ -46,14 +46,6 @@ pub enum TaskDone {
     Compact(Result<String, RuntimeError>),
 }
 
-/// A question the next line answers instead of being a prompt.
-pub enum Question {
-    /// `/fork`: which user message (1-based in the list), by entry id.
-    Fork(Vec<String>),
-    /// `/import`: replace the session with this file?
-    Import(PathBuf),
-}
-
 /// Whether to go on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
@@ -88,8 +80,6 @@ pub struct App {
     pub(super) compacting_task: bool,
     /// Text for the editor at its next read (`/fork`, `/tree`).
     pub(super) next_initial: String,
-    /// The next line answers this.
-    pub(super) question: Option<Question>,
     /// Prompts waiting their turn: the command-line messages, and lines typed during a
     /// compaction (pi queues those).
     pub(super) queued: VecDeque<String>,
@@ -158,7 +148,6 @@ impl App {
             task: None,
             compacting_task: false,
             next_initial: String::new(),
-            question: None,
             queued: parts.messages.into(),
             ext_commands,
             compacting: false,
@@ -181,16 +170,10 @@ impl App {
             self.editor
                 .set_busy(self.run.is_some() || self.task.is_some());
             if !self.editor.is_reading() {
-                let prompt = match &self.question {
-                    Some(Question::Fork(ids)) => format!("Fork from message (1-{}): ", ids.len()),
-                    Some(Question::Import(_)) => "Import? [y/N] ".to_owned(),
-                    None => PROMPT.to_owned(),
-                };
-                let history = self.question.is_none();
                 self.editor.read(ReadRequest {
-                    prompt,
+                    prompt: PROMPT.to_owned(),
                     initial: std::mem::take(&mut self.next_initial),
-                    history,
+                    history: true,
                 });
             }
             let step = tokio::select! {
@@ -253,12 +236,7 @@ impl App {
             self.screen.typed();
         }
         match input {
-            Input::Line { text, follow_up } => {
-                if let Some(question) = self.question.take() {
-                    return self.answer(question, text.trim()).await;
-                }
-                self.submit(text.trim(), follow_up).await
-            }
+            Input::Line { text, follow_up } => self.submit(text.trim(), follow_up).await,
             Input::Interrupt => self.on_ctrl_c().await,
             Input::Escape { restored } => {
                 self.restore_queue(&restored).await?;
@@ -417,10 +395,6 @@ impl App {
             return Ok(Flow::Quit);
         }
         self.last_interrupt = Some(now);
-        if self.question.take().is_some() {
-            self.status("Cancelled");
-            return Ok(Flow::Go);
-        }
         if self.run.is_some() {
             // Ctrl-C cleared the line; the queued messages come back in the next one rather
             // than running after the next prompt.

@@ -11,20 +11,15 @@ use pith_events::{EntryType, SessionStart};
 use pith_events::{ModelRef, ThinkingLevel};
 use pith_llm::model_registry::{clamp_thinking_level, supported_thinking_levels};
 
-use super::app::{App, Flow, Question};
+use super::app::{App, Flow};
 use super::footer::{session_info, session_stats};
 use super::style;
+use crate::tui::select::{Item, select};
 
 /// Built-in commands and their `/help` line, in pi's order where pi has them.
 pub const BUILTIN: [(&str, &str); 18] = [
-    (
-        "model",
-        "Switch model (/model provider/id), or list the models",
-    ),
-    (
-        "thinking",
-        "Set the thinking level (/thinking off|minimal|low|medium|high|xhigh)",
-    ),
+    ("model", "Select model (opens selector UI)"),
+    ("thinking", "Set thinking level"),
     (
         "export",
         "Export session (HTML default, or specify path: .html/.jsonl)",
@@ -134,37 +129,22 @@ impl App {
             "thinking" => self.thinking(args).await?,
             "label" => self.label(args).await?,
             "export" => self.export(args).await?,
-            "import" => self.import(args),
+            "import" => self.import(args).await?,
             _ => return Ok(None),
         }
         Ok(Some(Flow::Go))
     }
 
-    /// The answer to a question the editor asked.
+    /// `/import`'s confirmed replacement of the session by `path`.
     ///
     /// Errors: the runtime stopped answering.
-    pub(super) async fn answer(&mut self, question: Question, text: &str) -> Result<Flow> {
-        match question {
-            Question::Fork(ids) => match text.parse::<usize>() {
-                Ok(n) if (1..=ids.len()).contains(&n) => {
-                    self.fork_at(&ids[n - 1]).await?;
-                    self.footer().await?;
-                }
-                _ => self.status("Fork cancelled"),
-            },
-            Question::Import(path) => {
-                if matches!(text.to_lowercase().as_str(), "y" | "yes") {
-                    let shown = path.display().to_string();
-                    if self.switch(SessionStart::Import(path)).await?.is_some() {
-                        self.status(&format!("Session imported from: {shown}"));
-                        self.footer().await?;
-                    }
-                } else {
-                    self.status("Import cancelled");
-                }
-            }
+    async fn import_confirmed(&mut self, path: PathBuf) -> Result<()> {
+        let shown = path.display().to_string();
+        if self.switch(SessionStart::Import(path)).await?.is_some() {
+            self.status(&format!("Session imported from: {shown}"));
+            self.footer().await?;
         }
-        Ok(Flow::Go)
+        Ok(())
     }
 
     /// `/hotkeys`: the keys, as `/help` lists them.
@@ -299,7 +279,7 @@ impl App {
     async fn fork(&mut self, args: &str) -> Result<()> {
         let session = self.session().await?;
         let mut ids = Vec::new();
-        let mut lines = vec![String::new()];
+        let mut texts = Vec::new();
         for entry in session.entries() {
             if entry.kind() != &EntryType::Message {
                 continue;
@@ -313,10 +293,9 @@ impl App {
             }
             ids.push(entry.id().to_owned());
             let first = text.lines().next().unwrap_or_default();
-            lines.push(format!(
-                "{} {}",
-                style::accent(&format!("{:>3}.", ids.len())),
-                super::screen::truncate(first, super::screen::columns().saturating_sub(6))
+            texts.push(super::screen::truncate(
+                first,
+                super::screen::columns().saturating_sub(24),
             ));
         }
         if ids.is_empty() {
@@ -333,9 +312,22 @@ impl App {
             }
             return Ok(());
         }
-        self.screen.print_lines(&lines);
-        self.next_initial = ids.len().to_string();
-        self.question = Some(Question::Fork(ids));
+        // pi's user-message selector, on the last message.
+        let n = texts.len();
+        let items: Vec<Item> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Item::new(t.clone(), format!("Message {} of {n}", i + 1)))
+            .collect();
+        let picked = view(move || select("Fork from which message?", items, n - 1, true)).await;
+        match picked {
+            Ok(Some(i)) => {
+                self.fork_at(&ids[i]).await?;
+                self.footer().await?;
+            }
+            Ok(None) => self.status("Fork cancelled"),
+            Err(e) => self.error(&format!("{e:#}")),
+        }
         Ok(())
     }
 
@@ -415,14 +407,48 @@ impl App {
     /// level; otherwise the current level is kept, clamped to the new model).
     async fn model(&mut self, pattern: &str) -> Result<()> {
         let cwd = self.rt.current_session().await?.cwd;
-        if pattern.is_empty() {
-            crate::model_choice::list_models(&self.env.agent_dir, None)?;
+        let picked;
+        let pattern = if pattern.is_empty() {
+            // pi's model selector: every model that has a key, on the current one.
+            let registry = pith_llm::model_registry::ModelRegistry::load(&self.env.agent_dir);
+            let creds = pith_llm::auth::Credentials::load(&self.env.agent_dir);
+            let mut models = registry.available(&creds);
+            models.sort_by(|a, b| (&a.provider, &a.id).cmp(&(&b.provider, &b.id)));
             let current = self.choice.model.qualified_id();
-            self.status(&format!(
-                "Current model: {current}. Switch with /model provider/id"
-            ));
-            return Ok(());
-        }
+            let names: Vec<String> = models
+                .iter()
+                .map(|m| format!("{}/{}", m.provider, m.id))
+                .collect();
+            let initial = names.iter().position(|n| *n == current).unwrap_or(0);
+            let items: Vec<Item> = models
+                .iter()
+                .zip(&names)
+                .map(|(m, n)| {
+                    let note = if *n == current {
+                        "✓ current".to_owned()
+                    } else {
+                        m.name.clone()
+                    };
+                    Item::new(n.clone(), note)
+                })
+                .collect();
+            match view(move || select("Select model", items, initial, true)).await {
+                Ok(Some(i)) => {
+                    picked = names[i].clone();
+                    picked.as_str()
+                }
+                Ok(None) => {
+                    self.status(&format!("Current model: {current}"));
+                    return Ok(());
+                }
+                Err(e) => {
+                    self.error(&format!("{e:#}"));
+                    return Ok(());
+                }
+            }
+        } else {
+            pattern
+        };
         let suffixed = pattern
             .rsplit_once(':')
             .is_some_and(|(_, level)| level.parse::<ThinkingLevel>().is_ok());
@@ -464,20 +490,31 @@ impl App {
     }
 
     async fn thinking(&mut self, level: &str) -> Result<()> {
-        let model = &self.choice.model;
-        if level.is_empty() {
-            let supported: Vec<&str> = supported_thinking_levels(model)
-                .into_iter()
-                .map(ThinkingLevel::as_str)
+        let model = self.choice.model.clone();
+        let level = if level.is_empty() {
+            // pi's thinking selector: the levels this model supports, on the current one.
+            let supported = supported_thinking_levels(&model);
+            let current = self.choice.thinking_level;
+            let initial = supported.iter().position(|l| *l == current).unwrap_or(0);
+            let items: Vec<Item> = supported
+                .iter()
+                .map(|l| Item::new(l.as_str(), if *l == current { "✓ current" } else { "" }))
                 .collect();
-            let text = format!(
-                "Thinking level: {} (available: {})",
-                self.choice.thinking_level,
-                supported.join(", ")
-            );
-            self.status(&text);
-            return Ok(());
-        }
+            match view(move || select("Thinking level", items, initial, false)).await {
+                Ok(Some(i)) => supported[i].as_str(),
+                Ok(None) => {
+                    self.status(&format!("Thinking level: {current}"));
+                    return Ok(());
+                }
+                Err(e) => {
+                    self.error(&format!("{e:#}"));
+                    return Ok(());
+                }
+            }
+        } else {
+            level
+        };
+        let model = &model;
         let Ok(asked) = level.parse::<ThinkingLevel>() else {
             self.error(&format!(
                 "unknown thinking level {level}: use one of {}",
@@ -564,16 +601,25 @@ impl App {
     }
 
     /// `/import <path>`: asks first, as pi does.
-    fn import(&mut self, args: &str) {
+    async fn import(&mut self, args: &str) -> Result<()> {
         let Some(path) = path_argument(args) else {
             self.error("Usage: /import <path.jsonl>");
-            return;
+            return Ok(());
         };
-        self.screen.print_lines(&[
-            String::new(),
-            format!("Replace current session with {path}?"),
-        ]);
-        self.question = Some(Question::Import(PathBuf::from(path)));
+        // pi's confirmation, as a Yes/No selector.
+        let title = format!("Replace current session with {path}?");
+        let items = vec![Item::new("Yes", ""), Item::new("No", "")];
+        match view(move || select(&title, items, 0, false)).await {
+            Ok(Some(0)) => self.import_confirmed(PathBuf::from(path)).await,
+            Ok(_) => {
+                self.status("Import cancelled");
+                Ok(())
+            }
+            Err(e) => {
+                self.error(&format!("{e:#}"));
+                Ok(())
+            }
+        }
     }
 }
 

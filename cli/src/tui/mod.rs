@@ -18,6 +18,7 @@ pub mod input;
 pub mod picker;
 pub mod progress;
 pub mod search;
+pub mod select;
 pub mod style;
 pub mod terminal;
 pub mod tree;

@@ -421,10 +421,10 @@ fn fork_copies_the_path_before_a_user_message_and_puts_it_in_the_editor() {
     pith.expect("second answer");
     pith.idle();
     pith.line("/fork");
-    pith.expect("1. first question");
-    pith.expect("2. second question");
-    pith.expect("Fork from message (1-2): 2");
-    // Replace the preselected last message with the second one... i.e. keep "2".
+    // pi's message selector, on the last message.
+    pith.expect_screen("Fork from which message?");
+    pith.expect_screen("first question  Message 1 of 2");
+    pith.expect_screen("› second question  Message 2 of 2");
     pith.send("\r");
     pith.expect("Forked to new session");
     // The forked message is back in the editor; Enter sends it again in the fork.
@@ -733,8 +733,16 @@ fn model_thinking_and_label_change_the_session() {
     let mut pith = s.start(&[]);
     pith.prompt();
     pith.line("/model");
-    pith.expect("faux-1");
+    pith.expect_screen("Select model");
+    pith.expect_screen("› faux/faux-1  ✓ current");
+    pith.send("\x1b");
     pith.expect("Current model: faux/faux-1");
+    pith.prompt();
+    pith.line("/thinking");
+    // The offline model does not reason: off is its only level.
+    pith.expect_screen("› off  ✓ current");
+    pith.send("\r");
+    pith.expect("Thinking level: off");
     pith.prompt();
     pith.line("/model faux/faux-1");
     pith.expect("Model: faux-1");
@@ -793,12 +801,15 @@ fn export_jsonl_and_import_round_trip() {
     assert_eq!(user_texts(&copy), ["export me"]);
 
     pith.line("/import out/copy.jsonl");
-    pith.expect("Replace current session with out/copy.jsonl?");
-    pith.line("n");
+    pith.expect_screen("Replace current session with out/copy.jsonl?");
+    pith.send("\x1b[B");
+    pith.expect_screen("› No");
+    pith.send("\r");
     pith.expect("Import cancelled");
     pith.prompt();
     pith.line("/import out/copy.jsonl");
-    pith.line("y");
+    pith.expect_screen("› Yes");
+    pith.send("\r");
     pith.expect("> export me");
     pith.expect("Session imported from: out/copy.jsonl");
     pith.prompt();
