@@ -53,8 +53,9 @@ const NEED_IDLE: [&str; 7] = [
 ];
 
 /// The keys, for `/help` and the startup header.
-pub const KEYS: [(&str, &str); 7] = [
+pub const KEYS: [(&str, &str); 14] = [
     ("enter", "send; while a reply streams: steer"),
+    ("ctrl+j", "new line"),
     ("alt+enter", "queue a follow-up while a reply streams"),
     ("esc", "interrupt the reply or the running !command"),
     (
@@ -64,6 +65,12 @@ pub const KEYS: [(&str, &str); 7] = [
     ("ctrl+d", "exit (empty line)"),
     ("tab", "complete /commands"),
     ("up/down", "history"),
+    ("ctrl+l", "select model"),
+    ("ctrl+p", "next model"),
+    ("shift+tab", "next thinking level"),
+    ("ctrl+t", "hide or show thinking blocks"),
+    ("ctrl+o", "the last tool output in full"),
+    ("esc esc", "/tree (when idle)"),
 ];
 
 impl App {

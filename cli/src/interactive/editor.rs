@@ -43,10 +43,35 @@ pub enum Input {
         /// The queued messages now in the editor.
         restored: Vec<String>,
     },
+    /// One of pi's app keys (Ctrl-L, Ctrl-P, Shift-Tab, Ctrl-T, Ctrl-O, Esc Esc): the line
+    /// ended without being sent; `text` is what the editor held, to be put back.
+    Action {
+        /// The key's action.
+        action: KeyAction,
+        /// The editor's text.
+        text: String,
+    },
     /// Ctrl-D on an empty line (pi's `app.exit`), or the terminal went away.
     Eof,
     /// The editor failed; the text says why.
     Failed(String),
+}
+
+/// What pi's app keys ask for (pi's `app.*` keybindings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyAction {
+    /// Ctrl-L: the model selector (`app.model.select`).
+    SelectModel,
+    /// Ctrl-P: the next model (`app.model.cycleForward`).
+    CycleModel,
+    /// Shift-Tab: the next thinking level (`app.thinking.cycle`).
+    CycleThinking,
+    /// Ctrl-T: hide or show thinking blocks (`app.thinking.toggle`).
+    ToggleThinking,
+    /// Ctrl-O: expand tool output (`app.tools.expand`).
+    ExpandOutput,
+    /// Esc Esc on an idle editor: `/tree` (`app.tree`, pi's `doubleEscapeAction`).
+    Tree,
 }
 
 /// One line to read.
@@ -181,11 +206,14 @@ struct Keys {
     queued: Arc<Mutex<Vec<String>>>,
 }
 
+/// The editor with the flags its key handlers set: Alt-Enter's follow-up, an app key's action.
+type Bound = (Rl, Arc<AtomicBool>, Arc<Mutex<Option<KeyAction>>>);
+
 fn setup(
     history: &PathBuf,
     keys: Keys,
     inputs: tokio_mpsc::UnboundedSender<Input>,
-) -> rustyline::Result<(Rl, Arc<AtomicBool>)> {
+) -> rustyline::Result<Bound> {
     let Keys {
         busy,
         commands,
@@ -204,6 +232,27 @@ fn setup(
     // A missing history file is the first run, not a problem.
     let _ = rl.load_history(history);
     let follow_up = Arc::new(AtomicBool::new(false));
+    let action = Arc::new(Mutex::new(None));
+    for (key, which) in [
+        (KeyEvent::ctrl('L'), KeyAction::SelectModel),
+        (KeyEvent::ctrl('P'), KeyAction::CycleModel),
+        (
+            KeyEvent(KeyCode::BackTab, Modifiers::NONE),
+            KeyAction::CycleThinking,
+        ),
+        (KeyEvent::ctrl('T'), KeyAction::ToggleThinking),
+        (KeyEvent::ctrl('O'), KeyAction::ExpandOutput),
+    ] {
+        rl.bind_sequence(
+            key,
+            EventHandler::Conditional(Box::new(ActionKey {
+                slot: action.clone(),
+                action: which,
+            })),
+        );
+    }
+    // Ctrl-J adds a line (pi's `tui.input.newLine`); Enter sends.
+    rl.bind_sequence(KeyEvent::ctrl('J'), EventHandler::Simple(Cmd::Newline));
     rl.bind_sequence(
         KeyEvent(KeyCode::Enter, Modifiers::ALT),
         EventHandler::Conditional(Box::new(FollowUpKey {
@@ -216,20 +265,25 @@ fn setup(
             busy,
             queued,
             inputs,
+            slot: action.clone(),
+            last_idle_escape: Mutex::new(None),
         })),
     );
-    Ok((rl, follow_up))
+    Ok((rl, follow_up, action))
 }
 
 /// Reads one line per request until the main loop goes away.
 fn serve(
-    (mut rl, follow_up): (Rl, Arc<AtomicBool>),
+    (mut rl, follow_up, action): Bound,
     history: &PathBuf,
     requests: &mpsc::Receiver<ReadRequest>,
     inputs: &tokio_mpsc::UnboundedSender<Input>,
 ) {
     while let Ok(req) = requests.recv() {
         let input = match rl.readline_with_initial(&req.prompt, (&req.initial, "")) {
+            Ok(text) if let Some(action) = action.lock().ok().and_then(|mut a| a.take()) => {
+                Input::Action { action, text }
+            }
             Ok(text) => {
                 let follow_up = follow_up.swap(false, Ordering::SeqCst);
                 if req.history && !text.trim().is_empty() {
@@ -264,6 +318,25 @@ impl ConditionalEventHandler for FollowUpKey {
     }
 }
 
+/// An app key: ends the read so the main loop can act (a view needs the terminal); the
+/// text comes back to the editor.
+struct ActionKey {
+    slot: Arc<Mutex<Option<KeyAction>>>,
+    action: KeyAction,
+}
+
+impl ConditionalEventHandler for ActionKey {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, _: &EventContext) -> Option<Cmd> {
+        if let Ok(mut slot) = self.slot.lock() {
+            *slot = Some(self.action);
+        }
+        Some(Cmd::AcceptLine)
+    }
+}
+
+/// pi's window for Esc Esc.
+const DOUBLE_ESCAPE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Esc: while busy, interrupt (pi's `app.interrupt`) and keep the line, with the queued
 /// messages put back before it (pi's `restoreQueuedMessagesToEditor({abort: true})`: a
 /// steer or follow-up typed for the interrupted reply must not run after the next prompt);
@@ -272,12 +345,25 @@ struct EscapeKey {
     busy: Arc<AtomicBool>,
     queued: Arc<Mutex<Vec<String>>>,
     inputs: tokio_mpsc::UnboundedSender<Input>,
+    /// Esc Esc while idle opens `/tree`.
+    slot: Arc<Mutex<Option<KeyAction>>>,
+    last_idle_escape: Mutex<Option<std::time::Instant>>,
 }
 
 impl ConditionalEventHandler for EscapeKey {
     fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
         if !self.busy.load(Ordering::SeqCst) {
-            return None;
+            let now = std::time::Instant::now();
+            let mut last = self.last_idle_escape.lock().ok()?;
+            if last.is_some_and(|t| now.duration_since(t) < DOUBLE_ESCAPE) {
+                *last = None;
+                if let Ok(mut slot) = self.slot.lock() {
+                    *slot = Some(KeyAction::Tree);
+                }
+                return Some(Cmd::AcceptLine);
+            }
+            *last = Some(now);
+            return Some(Cmd::Noop);
         }
         let restored = self
             .queued

@@ -9,8 +9,10 @@
 //!   [`footer`]: the status after each run and `/session`; [`screen`], [`style`]: output.
 //!
 //! Keys (pi's defaults where pi has them): Enter sends (steers while a reply streams),
-//! Alt-Enter queues a follow-up, Esc interrupts, Ctrl-C interrupts and clears the line (a
-//! second one within 500 ms exits), Ctrl-D on an empty line exits.
+//! Alt-Enter queues a follow-up, Ctrl-J adds a line, Esc interrupts (and gives the queued
+//! messages back to the editor), Ctrl-C interrupts and clears the line (a second one within
+//! 500 ms exits), Ctrl-D on an empty line exits; Ctrl-L, Ctrl-P, Shift-Tab, Ctrl-T, Ctrl-O and
+//! Esc Esc are pi's app keys ([`editor::KeyAction`]). Replies are rendered by [`markdown`].
 
 mod app;
 mod commands;

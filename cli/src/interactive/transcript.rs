@@ -51,9 +51,31 @@ pub struct Transcript {
     compaction_error_shown: bool,
     /// The streaming text block's markdown state (an open code fence, a table's rows).
     markdown: Markdown,
+    /// Ctrl-T: thinking blocks are shown as pi's `Thinking...` label only.
+    pub hide_thinking: bool,
+    /// The last tool result (name, result, is_error), for Ctrl-O.
+    last_result: Option<(String, serde_json::Value, bool)>,
 }
 
+/// pi's `hiddenThinkingLabel`.
+const HIDDEN_THINKING: &str = "Thinking...";
+
 impl Transcript {
+    /// Ctrl-O: the last tool result's whole text (the transcript shows a preview), or `None`
+    /// when no tool has run.
+    pub fn last_result_in_full(&self, cols: usize) -> Option<Vec<String>> {
+        let (name, result, is_error) = self.last_result.as_ref()?;
+        let text = tools::text_output(result);
+        let styled: &dyn Fn(&str) -> String = if *is_error {
+            &style::error
+        } else {
+            &style::muted
+        };
+        let mut out = vec![style::bold(&format!("{name} (full output)"))];
+        out.extend(wrap(text.trim_end(), cols, styled));
+        Some(out)
+    }
+
     /// A prompt typed at the editor is about to be sent.
     pub fn typed(&mut self, text: &str) {
         self.typed.push_back(text.to_owned());
@@ -104,6 +126,7 @@ impl Transcript {
                 }
                 out.extend(lines);
                 self.last_call = Some(tool_call_id.clone());
+                self.last_result = Some((tool_name.clone(), result.clone(), *is_error));
             }
             AgentEvent::AgentEnd { .. } => {
                 self.flush(cols, &mut out);
@@ -225,7 +248,11 @@ impl Transcript {
                 } else {
                     Block::Thinking
                 });
+                if self.hide_thinking && update.kind == StreamKind::ThinkingStart {
+                    out.push(style::thinking(HIDDEN_THINKING));
+                }
             }
+            StreamKind::ThinkingDelta if self.hide_thinking => {}
             StreamKind::TextDelta | StreamKind::ThinkingDelta => {
                 if let Some(delta) = &update.delta {
                     self.shown.insert(update.content_index);
@@ -263,6 +290,9 @@ impl Transcript {
                     continue;
                 }
                 ContentBlock::Text(t) => markdown::render(&for_terminal(t.text.trim()), cols),
+                ContentBlock::Thinking(_) if self.hide_thinking => {
+                    vec![style::thinking(HIDDEN_THINKING)]
+                }
                 ContentBlock::Thinking(t) => wrap(t.thinking.trim(), cols, &style::thinking),
                 ContentBlock::Image(_) | ContentBlock::Unknown(_) => continue,
             };

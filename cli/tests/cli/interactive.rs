@@ -710,6 +710,55 @@ fn replies_are_rendered_as_markdown_with_their_paragraph_breaks() {
 }
 
 #[test]
+fn pi_keys_add_lines_open_selectors_and_the_tree() {
+    let s = setup(&format!(
+        "[{}, {}]",
+        r#"{"content": [{"type": "thinking", "thinking": "SECRET THOUGHT"}, {"type": "text", "text": "first"}]}"#,
+        text_reply("second")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    // Ctrl-J: a second line in the same prompt.
+    pith.send("line one\n");
+    pith.send("line two\r");
+    pith.expect("first");
+    pith.idle();
+    // Ctrl-T hides thinking blocks from now on.
+    pith.send("\x14");
+    pith.expect("Thinking blocks: hidden");
+    pith.prompt();
+    // Ctrl-O with nothing run yet.
+    pith.send("\x0f");
+    pith.expect("No tool output to expand");
+    pith.prompt();
+    // Ctrl-L opens the model selector; what was typed stays in the editor.
+    pith.send("draft");
+    pith.expect("draft");
+    pith.send("\x0c");
+    pith.expect_screen("Select model");
+    pith.send("\x1b");
+    pith.expect("Current model: faux/faux-1");
+    pith.expect("> draft");
+    pith.send("\x15");
+    // Esc Esc on an idle editor opens /tree.
+    // (Apart, as fingers press them: two in one read are Alt-Esc.)
+    pith.send("\x1b");
+    std::thread::sleep(Duration::from_millis(100));
+    pith.send("\x1b");
+    pith.expect_screen("Session Tree");
+    pith.send("\x1b");
+    pith.prompt();
+    pith.line("again");
+    pith.expect("second");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(
+        user_texts(&s.sessions()[0]),
+        ["line one\nline two", "again"]
+    );
+}
+
+#[test]
 fn escape_interrupts_a_reply() {
     let s = setup(r#"[{"content": [{"type": "text", "text": "never"}], "delayMs": 10000}]"#);
     let mut pith = s.start(&[]);
