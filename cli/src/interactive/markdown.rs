@@ -1,6 +1,7 @@
 //! Replies rendered as pi renders markdown (pi-tui's `Markdown` component with pi's dark
 //! theme): headings (`#` kept from level 3), emphasis, code spans, links, lists, block quotes
-//! behind `│ `, rules, box-drawn tables and fenced code blocks.
+//! behind `│ `, rules, box-drawn tables and fenced code blocks (highlighted by syntect when
+//! the fence names a language it knows).
 //!
 //! The transcript prints whole rows above the line editor as a reply streams, so rendering
 //! works one source line at a time ([`Markdown::line`]), keeping only what spans lines: an
@@ -8,7 +9,12 @@
 //! Paragraph breaks are kept as blank rows. The text is made safe for the terminal before it
 //! gets here; the only escape sequences in the output are the SGR styles added here.
 
+use std::sync::LazyLock;
+
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use syntect::easy::HighlightLines;
+use syntect::highlighting::ThemeSet;
+use syntect::parsing::SyntaxSet;
 use unicode_width::UnicodeWidthChar;
 
 use super::screen::width;
@@ -31,11 +37,54 @@ struct Span {
     sgr: String,
 }
 
-/// An open fenced code block.
-#[derive(Debug, Clone)]
+/// An open fenced code block, with the highlighter of its language when syntect knows it.
 struct Fence {
     marker: char,
     len: usize,
+    highlighter: Option<HighlightLines<'static>>,
+}
+
+impl std::fmt::Debug for Fence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fence")
+            .field("marker", &self.marker)
+            .field("len", &self.len)
+            .field("highlighted", &self.highlighter.is_some())
+            .finish()
+    }
+}
+
+/// syntect's bundled grammars and themes, loaded once on first use (read-only).
+static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_newlines);
+static THEMES: LazyLock<ThemeSet> = LazyLock::new(ThemeSet::load_defaults);
+
+/// A highlighter for the fence's language (`rust`, `py`, `sh`, …), or `None` when the
+/// language is unknown or colours are off: then the code is shown in pi's `mdCodeBlock` green.
+fn highlighter(lang: &str) -> Option<HighlightLines<'static>> {
+    if lang.is_empty() || !style::enabled() {
+        return None;
+    }
+    let syntax = SYNTAXES.find_syntax_by_token(lang)?;
+    let theme = THEMES.themes.get("base16-ocean.dark")?;
+    Some(HighlightLines::new(syntax, theme))
+}
+
+/// One code line in the highlighter's colours (24-bit foreground only), or `None` when it
+/// cannot be highlighted.
+fn highlight(h: &mut HighlightLines<'static>, line: &str) -> Option<String> {
+    let with_newline = format!("{line}\n");
+    let ranges = h.highlight_line(&with_newline, &SYNTAXES).ok()?;
+    let mut out = String::new();
+    for (style, text) in ranges {
+        let text = text.trim_end_matches('\n');
+        if text.is_empty() {
+            continue;
+        }
+        let c = style.foreground;
+        out.push_str(&format!("\x1b[38;2;{};{};{}m{text}", c.r, c.g, c.b));
+    }
+    out.push_str("\x1b[0m");
+    Some(out)
 }
 
 /// The renderer's state between lines of one text block.
@@ -50,13 +99,18 @@ impl Markdown {
     /// A table row adds nothing until the table ends.
     pub fn line(&mut self, line: &str, cols: usize) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(fence) = &self.fence {
+        if let Some(fence) = &mut self.fence {
             if is_closing_fence(line, fence) {
                 self.fence = None;
                 out.push(style::with(sgr::MUTED, "```"));
             } else {
                 for row in hard_wrap(line, cols.saturating_sub(2)) {
-                    out.push(format!("  {}", style::with(sgr::CODE_BLOCK, &row)));
+                    let shown = fence
+                        .highlighter
+                        .as_mut()
+                        .and_then(|h| highlight(h, &row))
+                        .unwrap_or_else(|| style::with(sgr::CODE_BLOCK, &row));
+                    out.push(format!("  {shown}"));
                 }
             }
             return out;
@@ -214,7 +268,14 @@ fn opening_fence(line: &str) -> Option<(Fence, &str)> {
         return None;
     }
     let lang = info.split_whitespace().next().unwrap_or("");
-    Some((Fence { marker, len }, lang))
+    Some((
+        Fence {
+            marker,
+            len,
+            highlighter: highlighter(lang),
+        },
+        lang,
+    ))
 }
 
 fn is_closing_fence(line: &str, fence: &Fence) -> bool {
@@ -546,6 +607,15 @@ mod tests {
                 "after"
             ]
         );
+    }
+
+    #[test]
+    fn known_languages_are_highlighted_and_unknown_ones_are_green() {
+        let rows = render("```rust\nfn main() {}\n```\n```nosuchlang\nx\n```", 40);
+        assert!(rows[1].starts_with("  \x1b[38;2;"), "{:?}", rows[1]);
+        assert!(rows[1].ends_with("\x1b[0m"), "{:?}", rows[1]);
+        assert_eq!(plain(vec![rows[1].clone()]), ["  fn main() {}"]);
+        assert_eq!(rows[4], "  \x1b[32mx\x1b[0m");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 
 use std::sync::OnceLock;
 
-fn enabled() -> bool {
+/// Whether styles are written (`NO_COLOR` unset).
+pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("NO_COLOR").is_none())
 }
