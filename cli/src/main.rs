@@ -11,6 +11,7 @@ mod export;
 mod interactive;
 mod logging;
 mod model_choice;
+mod model_source;
 mod print;
 mod rpc;
 mod session_cmd;

@@ -10,7 +10,9 @@ use clap::Args;
 use pith_actors::runtime::{
     FirstSession, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, ToolChoice,
 };
+use pith_actors::selection::Selection;
 use pith_actors::settings::Settings;
+use pith_events::ThinkingLevel;
 use pith_llm::faux::{Faux, read_script};
 use pith_llm::model::Api;
 use pith_llm::provider::Provider;
@@ -147,6 +149,13 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
     let tools = toolset(args)?;
     let first = choose_session(args, &cwd, &env)?;
     let config_provider = provider_for(&choice, args.faux_script.as_deref(), &env)?;
+    let models = Arc::new(crate::model_source::RegistryModels::new(
+        env.clone(),
+        &choice,
+        config_provider.clone(),
+        args.api_key.clone(),
+        args.faux_script.clone(),
+    ));
     let agent_dir = env.agent_dir.clone();
     let config = RuntimeConfig {
         env: env.clone(),
@@ -156,6 +165,7 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         provider: config_provider.clone(),
         model: pith_events::ModelRef::new(&choice.model.provider, &choice.model.id),
         thinking_level: choice.thinking_level,
+        selection: selection(args, &choice, models.clone()),
         tools,
         system_prompt: Some(Arc::new(move |cwd: &Path, specs: &[ToolSpec]| {
             pith_actors::system_prompt::build(cwd, &agent_dir, specs, &today())
@@ -170,12 +180,64 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
             eprintln!("pith: {}: {w}", file.display());
         }
     }
+    // A resumed session runs its own model and level: the frontends show those.
+    let (choice, provider) =
+        running_choice(&started.handle, &models, choice, config_provider).await?;
     Ok(Started {
         rt: started.handle,
         header_line: started.opened.header_line,
         choice,
-        provider: config_provider,
+        provider,
     })
+}
+
+/// How sessions choose their model (spec: lifecycle.md §6): `--model`/`--provider` (and
+/// `--faux-script`, which plays the offline model) pin the model for every session;
+/// `--thinking` or a `:level` suffix pins the first session's level.
+fn selection(
+    args: &RunArgs,
+    choice: &crate::model_choice::Choice,
+    models: Arc<crate::model_source::RegistryModels>,
+) -> Selection {
+    let model_flag = args.model.as_deref().filter(|m| !m.trim().is_empty());
+    let suffixed = model_flag.is_some_and(|m| {
+        m.rsplit_once(':')
+            .is_some_and(|(_, l)| l.parse::<ThinkingLevel>().is_ok())
+    });
+    Selection {
+        models: Some(models),
+        pinned_model: model_flag.is_some() || args.provider.is_some() || args.faux_script.is_some(),
+        pinned_thinking: (args.thinking.is_some() || suffixed).then_some(choice.thinking_level),
+    }
+}
+
+/// `choice` brought up to the model and level the runtime's session runs (a resumed session's
+/// own), with the provider serving it.
+///
+/// Errors: the runtime is gone.
+pub async fn running_choice(
+    rt: &RuntimeHandle,
+    models: &crate::model_source::RegistryModels,
+    mut choice: crate::model_choice::Choice,
+    provider: Arc<dyn Provider>,
+) -> Result<(crate::model_choice::Choice, Arc<dyn Provider>)> {
+    let current = rt.current_session().await?;
+    choice.thinking_level = current.thinking_level;
+    if current.model.provider == choice.model.provider && current.model.id == choice.model.id {
+        return Ok((choice, provider));
+    }
+    use pith_actors::selection::ModelSource;
+    match (
+        models.lookup(&current.model),
+        models.provider(&current.model),
+    ) {
+        (Some((model, api_key)), Some(provider)) => {
+            choice.model = model;
+            choice.api_key = api_key;
+            Ok((choice, provider))
+        }
+        _ => Ok((choice, provider)),
+    }
 }
 
 /// The provider serving `choice` (faux plays `faux_script`, if any). A real model's

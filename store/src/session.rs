@@ -429,8 +429,9 @@ impl Session {
         let Some(log) = &mut self.log else {
             return Ok(());
         };
-        // Deferred creation: nothing is written before the first assistant message.
-        if !self.tree.has_assistant() {
+        // Deferred creation (spec: format.md §7.1): a new file appears with the first user or
+        // assistant message, holding everything so far; a file on disk only ever appends.
+        if !log.exists_on_disk() && !self.tree.has_conversation() {
             return Ok(());
         }
         let notices = log.write_pending(&self.header, self.tree.entries())?;

@@ -74,6 +74,7 @@ impl Replay {
             )),
             model: pith_events::ModelRef::new("faux", "faux-1"),
             thinking_level: pith_events::ThinkingLevel::Off,
+            selection: Default::default(),
             tools,
             system_prompt: None,
             extensions,

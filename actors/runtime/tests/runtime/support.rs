@@ -39,6 +39,7 @@ pub(crate) fn project_config(
         provider,
         model: pith_events::ModelRef::new("faux", "faux-1"),
         thinking_level: pith_events::ThinkingLevel::Off,
+        selection: Default::default(),
         tools: ToolChoice::none(),
         system_prompt: None,
         extensions,
