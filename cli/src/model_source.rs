@@ -2,12 +2,16 @@
 //! resolves to (spec: lifecycle.md §6 step 2, pi's `getModel` + `hasConfiguredAuth`), looked up
 //! in `models.json`, pi's built-in table and the user's keys when a session starts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use anyhow::{Result, bail};
+
 use pith_actors::selection::ModelSource;
+use pith_actors::settings::Settings;
 use pith_events::{ModelRef, ThinkingLevel};
 use pith_llm::auth::Credentials;
+use pith_llm::faux::{Faux, read_script};
 use pith_llm::model::{Api, Model};
 use pith_llm::model_registry::{ModelRegistry, clamp_thinking_level};
 use pith_llm::provider::Provider;
@@ -73,7 +77,7 @@ impl ModelSource for RegistryModels {
             api_key,
             thinking_level: ThinkingLevel::Off,
         };
-        let provider = crate::startup::provider_for(&choice, script, &self.env).ok()?;
+        let provider = provider_for(&choice, script, &self.env).ok()?;
         providers.push((model.clone(), provider.clone()));
         Some(provider)
     }
@@ -85,4 +89,41 @@ impl ModelSource for RegistryModels {
             None => level,
         }
     }
+}
+
+/// The provider serving `choice` (faux plays `faux_script`, if any). A real model's
+/// `models.json` header values are resolved (pi 1.6.0's rule, see
+/// `pith_llm::auth::resolve_config_value`), and the provider retries requests as the
+/// `retry.provider.*` settings of the agent directory and the current directory say (none by
+/// default, as pi 1.6.0).
+///
+/// Errors: a `--faux-script` with a real model; a header value that cannot be resolved; a
+/// provider that cannot be built.
+pub fn provider_for(
+    choice: &crate::model_choice::Choice,
+    faux_script: Option<&Path>,
+    env: &SessionEnv,
+) -> Result<Arc<dyn Provider>> {
+    Ok(match choice.model.api {
+        Api::Faux => {
+            let script = match faux_script {
+                Some(p) => read_script(p)?,
+                None => Vec::new(),
+            };
+            Arc::new(Faux::new(script, env.clock.clone()))
+        }
+        _ => {
+            if faux_script.is_some() {
+                bail!(
+                    "--faux-script plays replies of the offline model: use it with --model faux/faux-1"
+                );
+            }
+            let mut model = choice.model.clone();
+            pith_llm::auth::resolve_model_headers(&mut model)?;
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let mut options = pith_llm::providers::ProviderOptions::default();
+            options.apply_retry(&Settings::load(&env.agent_dir, &cwd).provider_retry());
+            pith_llm::providers::provider_with(model, choice.api_key.clone(), options)?
+        }
+    })
 }

@@ -11,10 +11,7 @@ use pith_actors::runtime::{
     FirstSession, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, ToolChoice,
 };
 use pith_actors::selection::Selection;
-use pith_actors::settings::Settings;
 use pith_events::ThinkingLevel;
-use pith_llm::faux::{Faux, read_script};
-use pith_llm::model::Api;
 use pith_llm::provider::Provider;
 use pith_store::list::{Resolved, resolve_session_arg};
 use pith_store::{SessionEnv, dirs};
@@ -240,42 +237,7 @@ pub async fn running_choice(
     }
 }
 
-/// The provider serving `choice` (faux plays `faux_script`, if any). A real model's
-/// `models.json` header values are resolved (pi 1.6.0's rule, see
-/// `pith_llm::auth::resolve_config_value`), and the provider retries requests as the
-/// `retry.provider.*` settings of the agent directory and the current directory say (none by
-/// default, as pi 1.6.0).
-///
-/// Errors: a `--faux-script` with a real model; a header value that cannot be resolved; a
-/// provider that cannot be built.
-pub fn provider_for(
-    choice: &crate::model_choice::Choice,
-    faux_script: Option<&Path>,
-    env: &SessionEnv,
-) -> Result<Arc<dyn Provider>> {
-    Ok(match choice.model.api {
-        Api::Faux => {
-            let script = match faux_script {
-                Some(p) => read_script(p)?,
-                None => Vec::new(),
-            };
-            Arc::new(Faux::new(script, env.clock.clone()))
-        }
-        _ => {
-            if faux_script.is_some() {
-                bail!(
-                    "--faux-script plays replies of the offline model: use it with --model faux/faux-1"
-                );
-            }
-            let mut model = choice.model.clone();
-            pith_llm::auth::resolve_model_headers(&mut model)?;
-            let cwd = std::env::current_dir().unwrap_or_default();
-            let mut options = pith_llm::providers::ProviderOptions::default();
-            options.apply_retry(&Settings::load(&env.agent_dir, &cwd).provider_retry());
-            pith_llm::providers::provider_with(model, choice.api_key.clone(), options)?
-        }
-    })
-}
+pub use crate::model_source::provider_for;
 
 /// `--tools a,b` / `--no-tools` / pi's default set (built per session by the runtime, once
 /// the session's settings are known).
