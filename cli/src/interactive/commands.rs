@@ -22,7 +22,7 @@ pub const BUILTIN: [(&str, &str); 16] = [
     ),
     (
         "thinking",
-        "Set the thinking level (/thinking off|minimal|low|medium|high|xhigh)",
+        "Set the thinking level (/thinking off|minimal|low|medium|high|xhigh|max)",
     ),
     (
         "export",

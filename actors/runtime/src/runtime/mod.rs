@@ -53,6 +53,9 @@ pub struct RuntimeConfig {
     pub thinking_level: ThinkingLevel,
     /// How a resumed session gets its own model and level back (spec: lifecycle.md §6).
     pub selection: crate::selection::Selection,
+    /// `--name`: the first session's name, appended as its `session_info` before pi's
+    /// session-start entries (in a new session, the root; spec: lifecycle.md §5.1).
+    pub session_name: Option<String>,
     /// Tools the model may call; built for each session once its settings are read.
     pub tools: ToolChoice,
     /// Builds the system prompt of a session from its cwd and tools; `None` sends none.

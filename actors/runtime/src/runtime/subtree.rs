@@ -47,6 +47,10 @@ impl Runtime {
         );
         // `--thinking` is the first session's (pi calls `setThinkingLevel` once, after startup).
         state.config.selection.pinned_thinking = None;
+        let mut writes = chosen.writes;
+        if let Some(name) = state.config.session_name.take() {
+            writes.insert(0, crate::writer::Append::SessionInfo { name });
+        }
         if let Some(notice) = &chosen.notice {
             state.notify(RuntimeEvent::Notice(notice.clone()));
         }
@@ -79,7 +83,7 @@ impl Runtime {
         )
         .await?;
         let writer = WriterRef(writer);
-        for append in chosen.writes {
+        for append in writes {
             writer.append(from, append).await?;
         }
         let extensions =

@@ -40,6 +40,7 @@ pub(crate) fn project_config(
         model: pith_events::ModelRef::new("faux", "faux-1"),
         thinking_level: pith_events::ThinkingLevel::Off,
         selection: Default::default(),
+        session_name: None,
         tools: ToolChoice::none(),
         system_prompt: None,
         extensions,
