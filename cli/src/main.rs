@@ -11,6 +11,7 @@ mod export;
 mod interactive;
 mod logging;
 mod model_choice;
+mod model_source;
 mod print;
 mod rpc;
 mod session_cmd;
@@ -65,8 +66,30 @@ fn run(args: startup::RunArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// pi's multi-letter short flags (`-xt`, `-nt`), which clap cannot declare, spelled long.
+pub(crate) fn pi_short_flags(
+    args: impl Iterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::new();
+    let mut rest_are_prompts = false;
+    for arg in args {
+        let long = match arg.to_str() {
+            _ if rest_are_prompts => None,
+            Some("--") => {
+                rest_are_prompts = true;
+                None
+            }
+            Some("-xt") => Some("--exclude-tools"),
+            Some("-nt") => Some("--no-tools"),
+            _ => None,
+        };
+        out.push(long.map_or(arg, std::ffi::OsString::from));
+    }
+    out
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(pi_short_flags(std::env::args_os()));
     let result = match cli.command {
         Some(Command::Session(cmd)) => session_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
         Some(Command::Trace(cmd)) => trace_cmd::run(cmd).map(|()| ExitCode::SUCCESS),

@@ -100,7 +100,53 @@ pub fn choose(req: &Request<'_>, agent_dir: &Path, cwd: &Path) -> Result<Choice>
         }
         creds = creds.with_runtime_key(&model.provider, key.to_owned());
     }
-    let api_key = match model.api {
+    let api_key = key_for(&model, &creds, &registry, agent_dir)?;
+    let requested = asked_level
+        .or(suffix_level)
+        .or_else(|| {
+            settings
+                .get("defaultThinkingLevel")
+                .and_then(|v| v.as_str())
+                .and_then(|l| l.parse().ok())
+        })
+        .unwrap_or(DEFAULT_THINKING_LEVEL);
+    let thinking_level = clamp_thinking_level(&model, requested);
+    Ok(Choice {
+        model,
+        api_key,
+        thinking_level,
+    })
+}
+
+/// `choice` following the runtime to the model and level its session runs (a resumed
+/// session's own, spec: lifecycle.md §6): the frontends show what the next request uses. A
+/// model the registry does not know leaves `choice.model` as it is.
+pub fn follow(
+    choice: &mut Choice,
+    model: &pith_events::ModelRef,
+    level: ThinkingLevel,
+    agent_dir: &Path,
+) {
+    choice.thinking_level = level;
+    if choice.model.provider == model.provider && choice.model.id == model.id {
+        return;
+    }
+    if let Some(found) = ModelRegistry::load(agent_dir).find(&model.provider, &model.id) {
+        choice.model = found.clone();
+    }
+}
+
+/// The key `model` is used with: `None` for faux, a local server or a `models.json`
+/// `Authorization` header.
+///
+/// Errors: pi's missing-key message; an API pith cannot speak.
+pub fn key_for(
+    model: &Model,
+    creds: &Credentials,
+    registry: &ModelRegistry,
+    agent_dir: &Path,
+) -> Result<Option<String>> {
+    Ok(match model.api {
         Api::Faux => None,
         Api::AnthropicMessages
         | Api::OpenAiCompletions
@@ -137,21 +183,6 @@ pub fn choose(req: &Request<'_>, agent_dir: &Path, cwd: &Path) -> Result<Choice>
             "{} uses the {api} API, which pith cannot speak yet (it speaks anthropic-messages, openai-completions, openai-responses and google-generative-ai)",
             model.qualified_id()
         ),
-    };
-    let requested = asked_level
-        .or(suffix_level)
-        .or_else(|| {
-            settings
-                .get("defaultThinkingLevel")
-                .and_then(|v| v.as_str())
-                .and_then(|l| l.parse().ok())
-        })
-        .unwrap_or(DEFAULT_THINKING_LEVEL);
-    let thinking_level = clamp_thinking_level(&model, requested);
-    Ok(Choice {
-        model,
-        api_key,
-        thinking_level,
     })
 }
 

@@ -13,7 +13,8 @@ use pith_tools::sanitize::for_terminal;
 
 use crate::startup::{Mode, RunArgs, Started, check_flags, start};
 
-/// Runs print mode; exit status 1 when the last reply is an error or was aborted.
+/// Runs print mode; exit status 1 when the last reply is an error, was aborted or stopped at
+/// the output limit (`length`, pi 1.6.0).
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     check_flags(&args)?;
     // `@file` arguments are files for the first prompt, not prompts (pi's fileArgs).
@@ -250,10 +251,11 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
         Some(_) if json => false,
         Some(AgentMessage::Assistant(a)) => {
             if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
+                // pi's `Request ${stopReason}`.
                 let fallback = if a.stop_reason == StopReason::Aborted {
                     "Request aborted"
                 } else {
-                    "Request failed"
+                    "Request error"
                 };
                 eprintln!(
                     "pith: {}",
@@ -266,7 +268,13 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
                         println!("{}", for_stdout(&t.text));
                     }
                 }
-                false
+                // pi 1.6.0: a reply cut at the output limit is a failed run.
+                if a.stop_reason == StopReason::Length {
+                    eprintln!(
+                        "pith: Response was truncated: the model reached its output token limit."
+                    );
+                }
+                a.stop_reason == StopReason::Length
             }
         }
         _ => false,

@@ -10,9 +10,8 @@ use clap::Args;
 use pith_actors::runtime::{
     FirstSession, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, ToolChoice,
 };
-use pith_actors::settings::Settings;
-use pith_llm::faux::{Faux, read_script};
-use pith_llm::model::Api;
+use pith_actors::selection::Selection;
+use pith_events::ThinkingLevel;
 use pith_llm::provider::Provider;
 use pith_store::list::{Resolved, resolve_session_arg};
 use pith_store::{SessionEnv, dirs};
@@ -77,14 +76,30 @@ pub struct RunArgs {
     /// List the models that have a key (and the offline one), optionally filtered, and exit.
     #[arg(long, value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
     pub list_models: Option<String>,
-    /// The tools the model may use, comma-separated, from read, bash, edit, write, grep, find, ls
-    /// (default: read,bash,edit,write).
-    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    /// Comma-separated allowlist of tool names or patterns (*) to enable, from read, bash, edit,
+    /// write, grep, find, ls (default: read,bash,edit,write). Only +name/-name entries add to
+    /// or remove from the defaults.
+    #[arg(
+        short = 't',
+        long,
+        value_name = "TOOLS",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
     pub tools: Option<Vec<String>>,
-    /// No tools at all.
-    #[arg(long, conflicts_with = "tools")]
+    /// Comma-separated denylist of tool names or patterns (*) to disable (`-xt`).
+    #[arg(long, value_name = "TOOLS", value_delimiter = ',')]
+    pub exclude_tools: Option<Vec<String>>,
+    /// Disable all tools by default (`-nt`); `--tools +name` adds some back.
+    #[arg(long)]
     pub no_tools: bool,
-    /// Thinking level: off, minimal, low, medium, high, xhigh.
+    /// Set the session display name.
+    #[arg(short = 'n', long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Use the current directory's existing session with this id, creating it otherwise.
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    /// Thinking level: off, minimal, low, medium, high, xhigh, max.
     #[arg(long, value_name = "LEVEL")]
     pub thinking: Option<String>,
     /// Replies for the faux model, in order (a JSON array; see the spec's faux-model.md).
@@ -120,8 +135,31 @@ pub fn check_flags(args: &RunArgs) -> Result<()> {
     .into_iter()
     .flatten()
     .collect();
-    if args.fork.is_some() && !combined.is_empty() {
-        bail!("--fork cannot be combined with {}", combined.join(", "));
+    let resume = args.resume.then_some("--resume");
+    if args.fork.is_some() && !(combined.is_empty() && resume.is_none()) {
+        let all: Vec<&str> = combined.iter().copied().chain(resume).collect();
+        bail!("--fork cannot be combined with {}", all.join(", "));
+    }
+    if let Some(id) = &args.session_id {
+        let with: Vec<&str> = [
+            args.session.as_ref().map(|_| "--session"),
+            args.continue_recent.then_some("--continue"),
+            resume,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !with.is_empty() {
+            bail!("--session-id cannot be combined with {}", with.join(", "));
+        }
+        if !pith_store::dirs::valid_session_id(id) {
+            bail!(
+                "Invalid session id '{id}': use letters, digits, '.', '_' and '-', starting and ending with a letter or digit"
+            );
+        }
+    }
+    if args.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+        bail!("--name requires a non-empty value");
     }
     Ok(())
 }
@@ -147,6 +185,13 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
     let tools = toolset(args)?;
     let first = choose_session(args, &cwd, &env)?;
     let config_provider = provider_for(&choice, args.faux_script.as_deref(), &env)?;
+    let models = Arc::new(crate::model_source::RegistryModels::new(
+        env.clone(),
+        &choice,
+        config_provider.clone(),
+        args.api_key.clone(),
+        args.faux_script.clone(),
+    ));
     let agent_dir = env.agent_dir.clone();
     let config = RuntimeConfig {
         env: env.clone(),
@@ -156,6 +201,8 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         provider: config_provider.clone(),
         model: pith_events::ModelRef::new(&choice.model.provider, &choice.model.id),
         thinking_level: choice.thinking_level,
+        selection: selection(args, &choice, models.clone()),
+        session_name: args.name.as_ref().map(|n| n.trim().to_owned()),
         tools,
         system_prompt: Some(Arc::new(move |cwd: &Path, specs: &[ToolSpec]| {
             pith_actors::system_prompt::build(cwd, &agent_dir, specs, &today())
@@ -170,71 +217,191 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
             eprintln!("pith: {}: {w}", file.display());
         }
     }
+    // A resumed session runs its own model and level: the frontends show those.
+    let (choice, provider) =
+        running_choice(&started.handle, &models, choice, config_provider).await?;
     Ok(Started {
         rt: started.handle,
         header_line: started.opened.header_line,
         choice,
-        provider: config_provider,
+        provider,
     })
 }
 
-/// The provider serving `choice` (faux plays `faux_script`, if any). A real model's
-/// `models.json` header values are resolved (pi 1.6.0's rule, see
-/// `pith_llm::auth::resolve_config_value`), and the provider retries requests as the
-/// `retry.provider.*` settings of the agent directory and the current directory say (none by
-/// default, as pi 1.6.0).
-///
-/// Errors: a `--faux-script` with a real model; a header value that cannot be resolved; a
-/// provider that cannot be built.
-pub fn provider_for(
+/// How sessions choose their model (spec: lifecycle.md §6): `--model`/`--provider` (and
+/// `--faux-script`, which plays the offline model) pin the model for every session;
+/// `--thinking` or a `:level` suffix pins the first session's level.
+fn selection(
+    args: &RunArgs,
     choice: &crate::model_choice::Choice,
-    faux_script: Option<&Path>,
-    env: &SessionEnv,
-) -> Result<Arc<dyn Provider>> {
-    Ok(match choice.model.api {
-        Api::Faux => {
-            let script = match faux_script {
-                Some(p) => read_script(p)?,
-                None => Vec::new(),
-            };
-            Arc::new(Faux::new(script, env.clock.clone()))
-        }
-        _ => {
-            if faux_script.is_some() {
-                bail!(
-                    "--faux-script plays replies of the offline model: use it with --model faux/faux-1"
-                );
-            }
-            let mut model = choice.model.clone();
-            pith_llm::auth::resolve_model_headers(&mut model)?;
-            let cwd = std::env::current_dir().unwrap_or_default();
-            let mut options = pith_llm::providers::ProviderOptions::default();
-            options.apply_retry(&Settings::load(&env.agent_dir, &cwd).provider_retry());
-            pith_llm::providers::provider_with(model, choice.api_key.clone(), options)?
-        }
-    })
+    models: Arc<crate::model_source::RegistryModels>,
+) -> Selection {
+    let model_flag = args.model.as_deref().filter(|m| !m.trim().is_empty());
+    let suffixed = model_flag.is_some_and(|m| {
+        m.rsplit_once(':')
+            .is_some_and(|(_, l)| l.parse::<ThinkingLevel>().is_ok())
+    });
+    Selection {
+        models: Some(models),
+        pinned_model: model_flag.is_some() || args.provider.is_some() || args.faux_script.is_some(),
+        pinned_thinking: (args.thinking.is_some() || suffixed).then_some(choice.thinking_level),
+    }
 }
 
-/// `--tools a,b` / `--no-tools` / pi's default set (built per session by the runtime, once
-/// the session's settings are known).
-pub fn toolset(args: &RunArgs) -> Result<ToolChoice> {
-    if args.no_tools {
-        return Ok(ToolChoice::none());
+/// `choice` brought up to the model and level the runtime's session runs (a resumed session's
+/// own), with the provider serving it.
+///
+/// Errors: the runtime is gone.
+pub async fn running_choice(
+    rt: &RuntimeHandle,
+    models: &crate::model_source::RegistryModels,
+    mut choice: crate::model_choice::Choice,
+    provider: Arc<dyn Provider>,
+) -> Result<(crate::model_choice::Choice, Arc<dyn Provider>)> {
+    let current = rt.current_session().await?;
+    choice.thinking_level = current.thinking_level;
+    if current.model.provider == choice.model.provider && current.model.id == choice.model.id {
+        return Ok((choice, provider));
     }
-    let Some(names) = &args.tools else {
-        return Ok(ToolChoice::defaults());
+    use pith_actors::selection::ModelSource;
+    match (
+        models.lookup(&current.model),
+        models.provider(&current.model),
+    ) {
+        (Some((model, api_key)), Some(provider)) => {
+            choice.model = model;
+            choice.api_key = api_key;
+            Ok((choice, provider))
+        }
+        _ => Ok((choice, provider)),
+    }
+}
+
+pub use crate::model_source::provider_for;
+
+/// `--tools` / `--exclude-tools` / `--no-tools` / pi's default set (built per session by the
+/// runtime, once the session's settings are known), as pi 1.6.0's `createAgentSession` picks
+/// them: an allowlist of names and `*` patterns replaces the defaults; a list of only
+/// `+name`/`-name` entries changes the defaults (an empty set with `--no-tools`); the denylist
+/// applies last.
+///
+/// Errors: names and modifiers mixed, a modifier with a pattern (pi's messages), a tool pith
+/// does not have.
+pub fn toolset(args: &RunArgs) -> Result<ToolChoice> {
+    let entries: Vec<String> = args
+        .tools
+        .iter()
+        .flatten()
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .collect();
+    if let Some(problem) = tool_list_error(&entries) {
+        bail!("--tools: {problem}");
+    }
+    let defaults: Vec<String> = if args.no_tools {
+        Vec::new()
+    } else {
+        pith_tools::BUILTIN_TOOL_NAMES
+            .iter()
+            .map(|n| (*n).to_owned())
+            .collect()
     };
-    let mut tools = Vec::new();
-    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-        match pith_tools::tool_by_name(name) {
-            Some(_) => tools.push(name.to_owned()),
-            None => bail!(
+    let modifiers = entries.iter().any(|e| is_modifier(e));
+    let selected: Vec<String> = if modifiers {
+        let mut tools = defaults;
+        for entry in &entries {
+            let name = &entry[1..];
+            let at = tools.iter().position(|t| t == name);
+            match (entry.starts_with('+'), at) {
+                (true, None) if !name.is_empty() => tools.push(name.to_owned()),
+                (false, Some(i)) => {
+                    tools.remove(i);
+                }
+                _ => {}
+            }
+        }
+        tools
+    } else if args.tools.is_some() {
+        let mut tools: Vec<String> = Vec::new();
+        for entry in &entries {
+            let matched: Vec<&str> = if entry.contains('*') {
+                pith_tools::ALL_TOOL_NAMES
+                    .iter()
+                    .copied()
+                    .filter(|n| tool_pattern_matches(entry, n))
+                    .collect()
+            } else {
+                vec![entry.as_str()]
+            };
+            for name in matched {
+                if !tools.iter().any(|t| t == name) {
+                    tools.push(name.to_owned());
+                }
+            }
+        }
+        tools
+    } else {
+        defaults
+    };
+    for name in &selected {
+        if pith_tools::tool_by_name(name).is_none() {
+            bail!(
                 "unknown tool {name}: pith has {}",
                 pith_tools::ALL_TOOL_NAMES.join(", ")
-            ),
+            );
         }
     }
+    let excluded: Vec<&str> = args
+        .exclude_tools
+        .iter()
+        .flatten()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let tools = selected
+        .into_iter()
+        .filter(|name| !excluded.iter().any(|p| tool_pattern_matches(p, name)))
+        .collect();
     Ok(ToolChoice::Builtin(tools))
+}
+
+/// A `+name` or `-name` entry of `--tools` (pi's `isToolModifier`).
+fn is_modifier(entry: &str) -> bool {
+    entry.starts_with('+') || entry.starts_with('-')
+}
+
+/// pi's `getToolListError`: a list is names and patterns, or only exact `+name`/`-name`.
+fn tool_list_error(entries: &[String]) -> Option<String> {
+    let modifiers: Vec<&String> = entries.iter().filter(|e| is_modifier(e)).collect();
+    if modifiers.is_empty() {
+        return None;
+    }
+    if modifiers.len() < entries.len() {
+        return Some("tool names cannot be mixed with +name or -name entries".into());
+    }
+    modifiers
+        .iter()
+        .find(|e| e.contains('*'))
+        .map(|p| format!("+name and -name entries take exact tool names, not patterns: {p}"))
+}
+
+/// Whether `name` is `pattern`, where `*` in the pattern matches any characters (pi's
+/// `createToolNameMatcher`).
+pub fn tool_pattern_matches(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == name;
+    };
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// Today's date for the system prompt, `YYYY-MM-DD` in UTC.
@@ -274,7 +441,10 @@ pub fn split_entry(arg: &str) -> (&str, Option<&str>) {
 /// Errors: no session or several sessions match an id prefix; a session of another project.
 pub fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<FirstSession> {
     if args.no_session {
-        return Ok(FirstSession::New);
+        return Ok(match &args.session_id {
+            Some(id) => FirstSession::NewWithId(id.clone()),
+            None => FirstSession::New,
+        });
     }
     let local_dir = match args.session_dir.as_deref() {
         Some(d) => d.to_owned(),
@@ -285,7 +455,15 @@ pub fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<Fir
         let source = match resolve_session_arg(arg, &local_dir, &root)? {
             Resolved::Path(p) | Resolved::Local(p) | Resolved::Global { path: p, .. } => p,
         };
-        return Ok(FirstSession::Fork { source });
+        if let Some(id) = &args.session_id
+            && session_with_id(&local_dir, cwd, id, args.session_dir.is_some()).is_some()
+        {
+            bail!("Session already exists with id '{id}'");
+        }
+        return Ok(FirstSession::Fork {
+            source,
+            id: args.session_id.clone(),
+        });
     }
     if let Some(arg) = &args.session {
         // `ID@ENTRY` (what `pith session search` prints): the session with its leaf moved to
@@ -307,7 +485,35 @@ pub fn choose_session(args: &RunArgs, cwd: &str, env: &SessionEnv) -> Result<Fir
             read_only: args.read_only,
         });
     }
+    if let Some(id) = &args.session_id {
+        // pi's `findById`: this project's session with exactly that id, else a new one.
+        return Ok(
+            match session_with_id(&local_dir, cwd, id, args.session_dir.is_some()) {
+                Some(path) => FirstSession::Open {
+                    path,
+                    read_only: args.read_only,
+                    at: None,
+                },
+                None => {
+                    eprintln!(
+                        "No project session found with id '{id}'; creating a new session with that id."
+                    );
+                    FirstSession::NewWithId(id.clone())
+                }
+            },
+        );
+    }
     Ok(FirstSession::New)
+}
+
+/// pi's `findById`: the session file in `dir` whose header has exactly `id` (in a custom
+/// `--session-dir`, only one of `cwd`).
+fn session_with_id(dir: &Path, cwd: &str, id: &str, custom_dir: bool) -> Option<PathBuf> {
+    pith_store::list::list(dir)
+        .sessions
+        .into_iter()
+        .find(|s| s.id == id && (!custom_dir || Path::new(&s.cwd) == Path::new(cwd)))
+        .map(|s| s.path)
 }
 
 #[cfg(test)]
@@ -332,6 +538,87 @@ mod entry_arg_tests {
             split_entry(&arg),
             (arg.as_str(), None),
             "an existing file is whole"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tool_flag_tests {
+    use clap::Parser;
+
+    use super::{RunArgs, tool_pattern_matches, toolset};
+    use pith_actors::runtime::ToolChoice;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn tools(args: &[&str]) -> Result<Vec<String>, String> {
+        let cli = Cli::try_parse_from(std::iter::once("pith").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        match toolset(&cli.run).map_err(|e| e.to_string())? {
+            ToolChoice::Builtin(names) => Ok(names),
+            ToolChoice::Fixed(_) => Err("fixed".into()),
+        }
+    }
+
+    #[test]
+    fn tools_take_pis_lists_modifiers_patterns_and_exclusions() {
+        assert_eq!(tools(&[]).unwrap(), ["read", "bash", "edit", "write"]);
+        assert_eq!(
+            tools(&["--tools", "+grep,-bash"]).unwrap(),
+            ["read", "edit", "write", "grep"]
+        );
+        assert_eq!(tools(&["-t", "ls,*ea*"]).unwrap(), ["ls", "read"]);
+        assert_eq!(
+            tools(&["--no-tools", "--tools", "+find"]).unwrap(),
+            ["find"]
+        );
+        assert_eq!(tools(&["--no-tools"]).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            tools(&["--exclude-tools", "b*,write"]).unwrap(),
+            ["read", "edit"]
+        );
+        assert!(
+            tools(&["--tools", "read,+grep"])
+                .unwrap_err()
+                .contains("tool names cannot be mixed with +name or -name entries")
+        );
+        assert!(
+            tools(&["--tools", "+g*"])
+                .unwrap_err()
+                .contains("+name and -name entries take exact tool names, not patterns: +g*")
+        );
+        assert!(
+            tools(&["--tools", "nope"])
+                .unwrap_err()
+                .contains("unknown tool nope")
+        );
+    }
+
+    #[test]
+    fn patterns_match_as_pis_tool_matcher() {
+        assert!(tool_pattern_matches("mcp__radius__*", "mcp__radius__scan"));
+        assert!(!tool_pattern_matches("mcp__radius__*", "mcp__other__scan"));
+        assert!(tool_pattern_matches("*", ""));
+        assert!(tool_pattern_matches("a*a", "aa"));
+        assert!(!tool_pattern_matches("a*a", "a"));
+        assert!(tool_pattern_matches("read", "read"));
+        assert!(!tool_pattern_matches("rea", "read"));
+    }
+
+    #[test]
+    fn pis_two_letter_short_flags_are_spelled_long() {
+        let args = crate::pi_short_flags(
+            ["pith", "-xt", "bash", "-nt", "--", "-xt"]
+                .into_iter()
+                .map(std::ffi::OsString::from),
+        );
+        assert_eq!(
+            args,
+            ["pith", "--exclude-tools", "bash", "--no-tools", "--", "-xt"]
         );
     }
 }

@@ -50,20 +50,23 @@ pub enum ThinkingLevel {
     High,
     /// `xhigh`: only models whose `thinkingLevelMap` names it.
     Xhigh,
+    /// `max` (pi ≥ 1.x): only models whose `thinkingLevelMap` names it.
+    Max,
 }
 
 impl ThinkingLevel {
     /// Every level, lowest first.
-    pub const ALL: [ThinkingLevel; 6] = [
+    pub const ALL: [ThinkingLevel; 7] = [
         ThinkingLevel::Off,
         ThinkingLevel::Minimal,
         ThinkingLevel::Low,
         ThinkingLevel::Medium,
         ThinkingLevel::High,
         ThinkingLevel::Xhigh,
+        ThinkingLevel::Max,
     ];
 
-    /// pi's spelling: `off`, `minimal`, `low`, `medium`, `high`, `xhigh`.
+    /// pi's spelling: `off`, `minimal`, `low`, `medium`, `high`, `xhigh`, `max`.
     pub fn as_str(self) -> &'static str {
         match self {
             ThinkingLevel::Off => "off",
@@ -72,10 +75,11 @@ impl ThinkingLevel {
             ThinkingLevel::Medium => "medium",
             ThinkingLevel::High => "high",
             ThinkingLevel::Xhigh => "xhigh",
+            ThinkingLevel::Max => "max",
         }
     }
 
-    /// The levels as pi lists them in messages: `off, minimal, low, medium, high, xhigh`.
+    /// The levels as pi lists them in messages: `off, minimal, low, medium, high, xhigh, max`.
     pub fn list() -> String {
         ThinkingLevel::ALL.map(ThinkingLevel::as_str).join(", ")
     }
@@ -120,7 +124,7 @@ mod tests {
         assert!("High".parse::<ThinkingLevel>().is_err());
         assert_eq!(
             ThinkingLevel::list(),
-            "off, minimal, low, medium, high, xhigh"
+            "off, minimal, low, medium, high, xhigh, max"
         );
         assert_eq!(ModelRef::new("faux", "faux-1").to_string(), "faux/faux-1");
     }

@@ -100,6 +100,16 @@ pub fn session_file_name(timestamp: &str, session_id: &str) -> String {
     format!("{}_{session_id}.jsonl", timestamp.replace([':', '.'], "-"))
 }
 
+/// Whether `id` may name a session (`^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$`, pi ≥ 0.76,
+/// spec: format.md §4.2): letters and digits at both ends, `.`, `_`, `-` between.
+pub fn valid_session_id(id: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_alphanumeric();
+    let (Some(first), Some(last)) = (id.chars().next(), id.chars().last()) else {
+        return false;
+    };
+    alnum(first) && alnum(last) && id.chars().all(|c| alnum(c) || matches!(c, '.' | '_' | '-'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +149,21 @@ mod tests {
         assert!(one.starts_with("/a/agent/index"), "{one:?}");
         assert_ne!(one, two, "colliding encodings stay apart");
         assert_eq!(one, index_dir(agent, Path::new("/no/such/x-y")));
+    }
+
+    #[test]
+    fn session_ids_follow_pis_pattern() {
+        for ok in [
+            "my-fixed-id.v1",
+            "ci-run-42",
+            "Release_2026.01",
+            "a",
+            "01a22bcc-ad53-72bd-bcad-bf348b6ab101",
+        ] {
+            assert!(super::valid_session_id(ok), "{ok}");
+        }
+        for bad in ["", "-a", "a-", ".a", "a b", "a/b", "é"] {
+            assert!(!super::valid_session_id(bad), "{bad}");
+        }
     }
 }

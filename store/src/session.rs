@@ -250,7 +250,10 @@ impl Session {
             Some(d) => d.to_owned(),
             None => dirs::default_session_dir(&env.agent_dir, cwd)?,
         };
-        match most_recent_session(&dir) {
+        // In a custom directory only this cwd's sessions count (pi ≥ 0.77, lifecycle.md §1).
+        let default = dirs::sessions_root(&env.agent_dir).join(dirs::encode_cwd(cwd));
+        let filter = session_dir.is_some() && default != dir;
+        match most_recent_session_of(&dir, filter.then_some(cwd)) {
             Some(path) => Session::open(&path, Some(&dir), Some(cwd), OpenMode::Write, env),
             None => Session::create(cwd, Some(&dir), env),
         }
@@ -269,6 +272,21 @@ impl Session {
         session_dir: Option<&Path>,
         env: &SessionEnv,
     ) -> Result<Session> {
+        Session::fork_from_with_id(source, target_cwd, session_dir, None, env)
+    }
+
+    /// [`Session::fork_from`] with the copy's id given (`forkFrom(…, {id})`, CLI `--fork …
+    /// --session-id`); `None` = a new UUIDv7. The id is the caller's to check (format.md §4.2,
+    /// [`crate::dirs::valid_session_id`]).
+    ///
+    /// Errors: as [`Session::fork_from`]; [`Error::Io`] when a file with that name exists.
+    pub fn fork_from_with_id(
+        source: &Path,
+        target_cwd: &str,
+        session_dir: Option<&Path>,
+        id: Option<String>,
+        env: &SessionEnv,
+    ) -> Result<Session> {
         let log = match load_file(source, &mut || env.ids.entry_id()) {
             Ok(Loaded::Log(log)) => log,
             Ok(Loaded::Blank(_)) => return Err(Error::EmptyForkSource(source.to_owned())),
@@ -285,7 +303,7 @@ impl Session {
             None => dirs::default_session_dir(&env.agent_dir, target_cwd)?,
         };
         let timestamp = env.now_iso();
-        let id = env.ids.session_id();
+        let id = id.unwrap_or_else(|| env.ids.session_id());
         let header = Header::from_new(&SessionHeader::new(
             id.clone(),
             timestamp.clone(),
@@ -429,8 +447,9 @@ impl Session {
         let Some(log) = &mut self.log else {
             return Ok(());
         };
-        // Deferred creation: nothing is written before the first assistant message.
-        if !self.tree.has_assistant() {
+        // Deferred creation (spec: format.md §7.1): a new file appears with the first user or
+        // assistant message, holding everything so far; a file on disk only ever appends.
+        if !log.exists_on_disk() && !self.tree.has_conversation() {
             return Ok(());
         }
         let notices = log.write_pending(&self.header, self.tree.entries())?;
@@ -447,6 +466,12 @@ impl Session {
 /// The newest valid session file in `dir` by mtime (`findMostRecentSession`); ties keep
 /// name order. A file counts when its first JSON line is a valid header.
 pub fn most_recent_session(dir: &Path) -> Option<PathBuf> {
+    most_recent_session_of(dir, None)
+}
+
+/// [`most_recent_session`] among the files whose header `cwd` resolves to `cwd` (pi's
+/// `findMostRecentSession(dir, cwd)` for a custom `--session-dir`); `None` takes every file.
+pub fn most_recent_session_of(dir: &Path, cwd: Option<&str>) -> Option<PathBuf> {
     let mut names: Vec<_> = fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok())
@@ -457,8 +482,11 @@ pub fn most_recent_session(dir: &Path) -> Option<PathBuf> {
     let mut best: Option<(SystemTime, PathBuf)> = None;
     for name in names {
         let path = dir.join(name);
-        if !has_valid_header(&path) {
-            continue;
+        match (cwd, header_cwd(&path)) {
+            (_, None) => continue,
+            (Some(want), Some(Some(have))) if Path::new(&have) == Path::new(want) => {}
+            (Some(_), Some(_)) => continue,
+            (None, Some(_)) => {}
         }
         let Ok(mtime) = fs::metadata(&path).and_then(|m| m.modified()) else {
             continue;
@@ -468,6 +496,26 @@ pub fn most_recent_session(dir: &Path) -> Option<PathBuf> {
         }
     }
     best.map(|(_, p)| p)
+}
+
+/// The `cwd` of the file's header: `None` when the file has no valid header, `Some(None)`
+/// when the header has no string `cwd`.
+fn header_cwd(path: &Path) -> Option<Option<String>> {
+    if !fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let file = fs::File::open(path).ok()?;
+    let mut found = None;
+    let _ = read_lines(file, |event| {
+        if let LineEvent::Parsed { text, scanned, .. } = event {
+            found = Header::parse(scanned.value.of(text))
+                .ok()
+                .map(|h| h.cwd().map(str::to_owned));
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    found
 }
 
 /// Whether the first JSON value in the file is a session header (reads only up to it).

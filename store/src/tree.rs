@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use pith_events::EntryType;
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Role};
 use crate::error::{Error, Result};
 use crate::load::Warning;
 use pith_events::js::js_trim;
@@ -63,8 +63,11 @@ pub struct SessionTree {
     labels: IndexMap<Arc<str>, Label>,
     leaf: Option<usize>,
     has_cycles: bool,
-    /// Whether any entry holds an assistant message (pi's condition for creating the file).
+    /// Whether any entry holds an assistant message.
     has_assistant: bool,
+    /// Whether any entry holds a user or assistant message (pi 1.6.0's condition for creating
+    /// the file, spec: format.md §7.1).
+    has_conversation: bool,
 }
 
 impl SessionTree {
@@ -99,6 +102,8 @@ impl SessionTree {
         let index = self.entries.len();
         self.by_id.insert(entry.id_shared().clone(), index);
         self.has_assistant |= entry.is_assistant_message();
+        self.has_conversation |= entry.kind() == &EntryType::Message
+            && matches!(entry.role(), Some(Role::User | Role::Assistant));
         if entry.kind() == &EntryType::Label {
             self.apply_label(&entry);
         }
@@ -217,6 +222,12 @@ impl SessionTree {
     /// Whether any entry holds an assistant message.
     pub fn has_assistant(&self) -> bool {
         self.has_assistant
+    }
+
+    /// Whether any entry (any branch) holds a user or assistant message: pi 1.6.0 creates a
+    /// new session's file then (spec: format.md §7.1).
+    pub fn has_conversation(&self) -> bool {
+        self.has_conversation
     }
 
     /// Moves the leaf to `id` (`branch`). Nothing is written.

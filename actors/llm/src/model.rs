@@ -140,7 +140,7 @@ pub struct Model {
 
 /// pi-ai's `clampThinkingLevel`: the level itself when the model supports it, else the nearest
 /// supported level above it, else below it. Models that do not reason only have `off`;
-/// `xhigh` needs a `thinkingLevelMap` entry; a level mapped to `null` is unsupported.
+/// `xhigh` and `max` need a `thinkingLevelMap` entry; a level mapped to `null` is unsupported.
 pub fn clamp_thinking_level(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
     let supported = |l: ThinkingLevel| {
         if !model.reasoning {
@@ -153,7 +153,7 @@ pub fn clamp_thinking_level(model: &Model, level: ThinkingLevel) -> ThinkingLeve
         match mapped {
             Some(None) => false,
             Some(Some(_)) => true,
-            None => l != ThinkingLevel::Xhigh,
+            None => !matches!(l, ThinkingLevel::Xhigh | ThinkingLevel::Max),
         }
     };
     if supported(level) {

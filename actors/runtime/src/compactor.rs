@@ -74,6 +74,9 @@ pub enum CompactorMsg {
         last_reply: Box<AssistantMessage>,
         /// The run was itself the retry after an overflow.
         retried: bool,
+        /// Entry ids of the reply and the tool results answering it: an overflow recovery
+        /// hides them with `context_edit` entries before it compacts (compaction.md §3 step 5).
+        attempt: Vec<String>,
         /// The run's abort: cancels the compaction too (pi's `abort()`).
         abort: CancellationToken,
         /// Whether the Agent sends the request again.
@@ -436,10 +439,12 @@ impl Compactor {
             CompactorMsg::AfterRun {
                 last_reply,
                 retried,
+                attempt,
                 abort,
                 reply,
             } => {
-                let next = Self::after_run(state, from, &last_reply, retried, &abort).await;
+                let next =
+                    Self::after_run(state, from, &last_reply, retried, &attempt, &abort).await;
                 let _ = reply.send(next);
             }
         }

@@ -13,6 +13,8 @@
 //! - [`envelope`]: how actors send each other messages (envelopes, the call helper and its
 //!   one timeout policy).
 //! - [`system_prompt`]: pi's default system prompt and the context files it holds.
+//! - [`selection`]: the model and thinking level a starting session runs with (a resumed one
+//!   goes on with its own).
 //! - [`settings`]: `settings.json` of the agent dir and the project, read per session cwd.
 //! - [`summarize`]: summaries through the current model (conversation serialization, prompts).
 //! - [`trace`]: who sent a message, in which flow, caused by what; the span every actor
@@ -29,6 +31,7 @@ pub mod extension;
 pub mod extension_host;
 pub mod projection;
 pub mod runtime;
+pub mod selection;
 pub mod settings;
 pub mod summarize;
 pub mod system_prompt;

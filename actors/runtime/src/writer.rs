@@ -75,6 +75,15 @@ pub enum Append {
         /// `fromHook`.
         from_hook: Option<bool>,
     },
+    /// `appendContextEdit` (pi ≥ 0.87): changes what `target_id` contributes to the context
+    /// (spec: tree-and-context.md §2.1); `None` hides it, as auto-retry and overflow recovery
+    /// do with a failed attempt (compaction.md §3).
+    ContextEdit {
+        /// The edited entry.
+        target_id: String,
+        /// Its new content, or `None` to leave it out.
+        replacement: Option<UserContent>,
+    },
     /// `appendLabelChange`: sets (non-empty) or clears a label.
     Label {
         /// The labelled entry.
@@ -96,6 +105,7 @@ impl Append {
             Append::Compaction { .. } => "append_compaction",
             Append::BranchSummary { .. } => "branch_with_summary",
             Append::Label { .. } => "append_label",
+            Append::ContextEdit { .. } => "append_context_edit",
         }
     }
 }
@@ -279,6 +289,10 @@ impl SessionWriter {
             Append::Label { target_id, label } => {
                 s.append_label_change(&target_id, label.as_deref())
             }
+            Append::ContextEdit {
+                target_id,
+                replacement,
+            } => s.append_context_edit(&target_id, replacement),
         };
         if result.is_ok() {
             // The search index reads what was appended (store/src/search).

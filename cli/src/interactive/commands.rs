@@ -215,6 +215,13 @@ impl App {
                     return Ok(None);
                 }
                 self.drain_events();
+                let running = self.rt.current_session().await?;
+                crate::model_choice::follow(
+                    &mut self.choice,
+                    &running.model,
+                    running.thinking_level,
+                    &self.env.agent_dir,
+                );
                 self.ext_commands = self.rt.commands().await?;
                 let mut names: Vec<(String, String)> = BUILTIN
                     .iter()

@@ -360,7 +360,11 @@ impl Rpc {
     }
 
     async fn switch(&mut self, start: SessionStart) -> Result<SwitchOutcome, String> {
-        self.rt.switch(start).await.map_err(failed)
+        let outcome = self.rt.switch(start).await.map_err(failed)?;
+        // A resumed or forked session runs its own model and level (lifecycle.md §6).
+        let running = self.rt.current_session().await.map_err(failed)?;
+        self.models.follow(&running.model, running.thinking_level);
+        Ok(outcome)
     }
 
     /// Settings the runtime reads once per session: pith has no switch for them during a

@@ -69,6 +69,19 @@ impl Models {
         }
     }
 
+    /// Follows the runtime to the model and level its session runs (a resumed session's own).
+    pub fn follow(&mut self, model: &ModelRef, level: ThinkingLevel) {
+        self.thinking = level;
+        if self.current.provider == model.provider && self.current.id == model.id {
+            return;
+        }
+        if let Some(found) =
+            ModelRegistry::load(&self.env.agent_dir).find(&model.provider, &model.id)
+        {
+            self.current = found.clone();
+        }
+    }
+
     /// pi's `getAvailable`: the models with a key, and the offline one.
     pub fn available(&self) -> Vec<Model> {
         let registry = ModelRegistry::load(&self.env.agent_dir);

@@ -209,3 +209,87 @@ fn kill_at_random(iterations: usize, seed: u64) {
         "only {killed_mid_run} of {iterations} kills landed mid-run"
     );
 }
+
+/// pi 1.6.0 creates a new session's file at the first user message (spec: format.md §7.1):
+/// a SIGKILL while the first reply is still on its way keeps the prompt, with the lines pi
+/// leaves (header, `model_change`, `thinking_level_change`, the prompt), each once.
+#[test]
+fn sigkill_during_the_first_request_keeps_the_prompt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let cwd = tmp.path().join("work");
+    fs::create_dir_all(&cwd).unwrap();
+    let script = tmp.path().join("script.json");
+    fs::write(
+        &script,
+        r#"[{"content":[{"type":"text","text":"too late"}],"delayMs":60000}]"#,
+    )
+    .unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("pith"))
+        .current_dir(&cwd)
+        .env("PITH_AGENT_DIR", &agent)
+        .args(["-p", "--faux-script"])
+        .arg(&script)
+        .arg("the first prompt")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let file = loop {
+        if let Some(f) = session_file(&agent)
+            && fs::read_to_string(&f).unwrap().contains("the first prompt")
+        {
+            break f;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no session file with the prompt while the reply is delayed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still waiting for the reply"
+    );
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let text = fs::read_to_string(&file).unwrap();
+    let types: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            match v["type"].as_str().unwrap() {
+                "message" => format!("message:{}", v["message"]["role"].as_str().unwrap()),
+                other => other.to_owned(),
+            }
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "session",
+            "model_change",
+            "thinking_level_change",
+            "message:user"
+        ]
+    );
+    assert_eq!(text.matches("the first prompt").count(), 1);
+    // `-c` continues it: the prompt is in the context of the next run.
+    let out = Command::new(assert_cmd::cargo::cargo_bin("pith"))
+        .current_dir(&cwd)
+        .env("PITH_AGENT_DIR", &agent)
+        .args(["-p", "-c", "again"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = fs::read_to_string(&file).unwrap();
+    assert_eq!(text.matches("the first prompt").count(), 1);
+    assert!(text.contains("again"));
+}

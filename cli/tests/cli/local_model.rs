@@ -507,3 +507,106 @@ fn full_outputs_live_in_a_private_folder_removed_at_exit() {
     assert!(!folder.exists());
     assert_eq!(fs::read_dir(&temp).unwrap().count(), 0);
 }
+
+/// A reply of `text` from the local server.
+fn text_reply(text: &str) -> String {
+    [
+        chunk(json!({"role":"assistant","content":text}), None),
+        chunk(json!({}), Some("stop")),
+        usage(10, 2),
+    ]
+    .concat()
+}
+
+/// pi 1.6.0 restores a resumed session's model and thinking level (spec: lifecycle.md §6):
+/// `-c` and `--session` really send the next request to the model the session last used,
+/// at its level, whatever the settings' default is, and write no `model_change` for it.
+#[test]
+fn continue_and_session_restore_the_sessions_model_and_level() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = serve(vec![
+        text_reply("one"),
+        text_reply("two"),
+        text_reply("three"),
+        text_reply("four"),
+    ]);
+    let (agent, cwd) = setup(tmp.path(), &server.url);
+    fs::write(
+        agent.join("models.json"),
+        json!({"providers": {"local": {
+            "baseUrl": server.url, "api": "openai-completions", "apiKey": "none",
+            "models": [
+                {"id": "small", "contextWindow": 32768},
+                {"id": "big", "reasoning": true, "contextWindow": 32768}
+            ]
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    fs::write(
+        agent.join("settings.json"),
+        r#"{"defaultProvider":"local","defaultModel":"small","defaultThinkingLevel":"low"}"#,
+    )
+    .unwrap();
+    // The session is made with the big model at high, as `/model` and `/thinking` would.
+    pith(&agent, &cwd)
+        .args(["-p", "--model", "local/big", "--thinking", "high", "first"])
+        .assert()
+        .success()
+        .stdout("one\n");
+    let before = session_lines(&agent);
+    pith(&agent, &cwd)
+        .args(["-p", "-c", "second"])
+        .assert()
+        .success()
+        .stdout("two\n");
+    let file = {
+        let project = fs::read_dir(agent.join("sessions"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        fs::read_dir(project)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+    };
+    pith(&agent, &cwd)
+        .args(["-p", "--session"])
+        .arg(&file)
+        .arg("third")
+        .assert()
+        .success()
+        .stdout("three\n");
+    // A new session takes the settings' default.
+    pith(&agent, &cwd)
+        .args(["-p", "fresh"])
+        .assert()
+        .success()
+        .stdout("four\n");
+    let requests = server.requests.lock().unwrap();
+    let models: Vec<&str> = requests
+        .iter()
+        .map(|r| r["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(models, ["big", "big", "big", "small"]);
+    let efforts: Vec<&Value> = requests.iter().map(|r| &r["reasoning_effort"]).collect();
+    assert_eq!(
+        efforts[..3],
+        [&json!("high"), &json!("high"), &json!("high")]
+    );
+    // Resuming wrote no model_change and no thinking_level_change: only the conversation.
+    let after: Vec<Value> = fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let added: Vec<&str> = after[before.len()..]
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(added, ["message"; 4]);
+}

@@ -438,15 +438,18 @@ fn an_overflow_is_compacted_and_retried_before_the_next_prompt_runs() {
             "assistant",
             "user",
             "assistant",
+            "context_edit",
             "compaction",
             "assistant",
             "user",
             "assistant",
+            "context_edit",
             "compaction",
             "assistant",
             "user",
             "assistant"
-        ]
+        ],
+        "each overflowed reply is hidden by a context_edit before the compaction (pi 1.6.0)"
     );
     let text = fs::read_to_string(&file).unwrap();
     assert!(!text.contains("Request was aborted"), "{text}");

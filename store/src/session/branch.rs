@@ -117,7 +117,7 @@ impl Session {
             .as_ref()
             .map(|dir| LogFile::new(dir.join(dirs::session_file_name(&timestamp, &id))));
         if let Some(log) = &mut self.log
-            && self.tree.has_assistant()
+            && self.tree.has_conversation()
         {
             log.rewrite(&self.header, self.tree.entries())?;
         }

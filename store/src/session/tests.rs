@@ -27,23 +27,29 @@ fn assistant(text: &str) -> AgentMessage {
 }
 
 #[test]
-fn file_appears_with_the_first_assistant_message() {
+fn file_appears_with_the_first_user_message() {
     let tmp = tempfile::tempdir().expect("tmp");
     let env = env(tmp.path());
     let mut s = Session::create("/w", None, &env).expect("create");
     s.append_model_change("faux", "faux-1").expect("append");
     s.append_thinking_level_change("off").expect("append");
-    let u = s.append_message(user("hi")).expect("append");
     let file = s.session_file().expect("persisted").to_owned();
-    assert!(!file.exists(), "no file before an assistant message");
+    assert!(!file.exists(), "no file before a user message");
+    let u = s.append_message(user("hi")).expect("append");
     assert_eq!(
         file.parent(),
         Some(tmp.path().join("agent/sessions/--w--").as_path())
     );
+    let text = fs::read_to_string(&file).expect("file at the first user message");
+    assert_eq!(text.lines().count(), 4, "header and every entry so far");
     s.append_message(assistant("hello")).expect("append");
     let text = fs::read_to_string(&file).expect("file");
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 5);
+    assert_eq!(
+        lines.len(),
+        5,
+        "the reply is one more line: nothing written twice"
+    );
     assert!(lines[0].starts_with(r#"{"type":"session","version":3,"id":"00000000-0000-7000-8000-000000000001","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#));
     assert!(lines[3].contains(&format!("\"id\":\"{u}\"")));
     s.append_session_info("  named  ").expect("append");

@@ -136,7 +136,11 @@ fn thinking(
             effort: model.reasoning.then_some(effort),
         };
     }
-    let level = if level == "xhigh" { "high" } else { level };
+    let level = if matches!(level, "xhigh" | "max") {
+        "high"
+    } else {
+        level
+    };
     let default_budget = match level {
         "minimal" => 1024,
         "low" => 2048,

@@ -43,6 +43,9 @@ impl Run {
                 .unwrap_or_else(|| "Unknown error".into()),
         })
         .await;
+        // pi ≥ 0.87: the failed attempt stays in the file, hidden from every later request;
+        // the retry's reply is a child of the edit.
+        self.hide_attempt().await;
         let aborted = tokio::select! {
             _ = tokio::time::sleep(std::time::Duration::from_millis(delay_ms)) => false,
             () = self.abort.cancelled() => true,

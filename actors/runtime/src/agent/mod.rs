@@ -269,6 +269,7 @@ impl Agent {
             retry_attempt: state.retry_attempt.clone(),
             pending_bash: std::mem::take(&mut state.pending_bash),
             overflowed: None,
+            attempt: Mutex::new(Vec::new()),
         };
         // Not a "message" span: the run is the prompt's work, not a message of its own.
         let span = tracing::info_span!(

@@ -37,6 +37,9 @@ pub(super) struct Run {
     /// In an overflow retry: the reply that overflowed. It stays in the log but is not sent
     /// again (pi drops it from the agent's messages).
     pub(super) overflowed: Option<AssistantMessage>,
+    /// Entry ids of the run's last reply and the tool results answering it: what auto-retry
+    /// and overflow recovery hide with `context_edit` entries (compaction.md §3).
+    pub(super) attempt: Mutex<Vec<String>>,
 }
 
 impl Run {
@@ -74,10 +77,45 @@ impl Run {
         texts
     }
 
-    pub(super) async fn persist(&self, message: &AgentMessage) {
+    /// Appends `message`; its entry id, or `None` when the append failed (the writer tells
+    /// the frontends).
+    pub(super) async fn persist(&self, message: &AgentMessage) -> Option<String> {
         let append = Append::Message(Box::new(message.clone()));
-        if let Err(e) = self.args.writer.append(&self.from, append).await {
-            tracing::error!(user_notified = true, "could not persist a message: {e}");
+        match self.args.writer.append(&self.from, append).await {
+            Ok(id) => Some(id),
+            Err(e) => {
+                tracing::error!(user_notified = true, "could not persist a message: {e}");
+                None
+            }
+        }
+    }
+
+    /// Hides the last attempt (its reply and tool results) from every later request with
+    /// `context_edit {replacement: null}` entries (pi ≥ 0.87, compaction.md §3); the entries
+    /// stay in the file and the tree.
+    pub(super) async fn hide_attempt(&self) {
+        let ids = self
+            .attempt
+            .lock()
+            .map(|mut a| std::mem::take(&mut *a))
+            .unwrap_or_default();
+        for target_id in ids {
+            let append = Append::ContextEdit {
+                target_id,
+                replacement: None,
+            };
+            if let Err(e) = self.args.writer.append(&self.from, append).await {
+                tracing::error!(user_notified = true, "could not hide a failed attempt: {e}");
+            }
+        }
+    }
+
+    fn note_attempt(&self, id: Option<String>, first: bool) {
+        if let Ok(mut attempt) = self.attempt.lock() {
+            if first {
+                attempt.clear();
+            }
+            attempt.extend(id);
         }
     }
 
@@ -94,7 +132,7 @@ impl Run {
     }
 
     /// A message that is persisted on `message_end`: start, end, append.
-    async fn deliver(&self, message: AgentMessage) {
+    async fn deliver(&self, message: AgentMessage) -> Option<String> {
         self.emit(AgentEvent::MessageStart {
             message: message.clone(),
         })
@@ -103,7 +141,7 @@ impl Run {
             message: message.clone(),
         })
         .await;
-        self.persist(&message).await;
+        self.persist(&message).await
     }
 
     async fn context(&self) -> Vec<AgentMessage> {
@@ -194,7 +232,7 @@ impl Run {
         if text.is_some() {
             // Retries (no text) must not record them twice.
             for bash in &self.pending_bash {
-                self.persist(bash).await;
+                let _ = self.persist(bash).await;
             }
             // pi checks the last reply before each prompt too, before agent_start: compaction
             // may have been off, or the session was resumed over the threshold.
@@ -240,7 +278,7 @@ impl Run {
                 }
                 first = false;
                 for m in pending.drain(..) {
-                    self.deliver(m.clone()).await;
+                    let _ = self.deliver(m.clone()).await;
                     new_messages.push(m);
                 }
                 let reply = self.stream().await;
@@ -249,7 +287,8 @@ impl Run {
                     message: message.clone(),
                 })
                 .await;
-                self.persist(&message).await;
+                let id = self.persist(&message).await;
+                self.note_attempt(id, true);
                 new_messages.push(message.clone());
                 if reply.stop_reason != StopReason::Error {
                     let attempt = self
@@ -280,7 +319,8 @@ impl Run {
                     .collect();
                 let results = self.run_tools(&calls).await;
                 for result in &results {
-                    self.deliver(result.clone()).await;
+                    let id = self.deliver(result.clone()).await;
+                    self.note_attempt(id, false);
                     new_messages.push(result.clone());
                 }
                 self.emit(AgentEvent::TurnEnd {
@@ -326,6 +366,7 @@ impl Run {
             *last = Some(reply.clone());
         }
         let retried = self.overflowed.is_some();
+        let attempt = self.attempt.lock().map(|a| a.clone()).unwrap_or_default();
         // A summary is a full model reply: waited for, not timed.
         let next = self
             .from
@@ -333,6 +374,7 @@ impl Run {
                 CompactorMsg::AfterRun {
                     last_reply: Box::new(reply),
                     retried,
+                    attempt,
                     abort: self.abort.clone(),
                     reply: reply_port,
                 }

@@ -13,7 +13,7 @@ use pith_store::compaction::{calculate_context_tokens, estimate_context_tokens, 
 
 use super::{Compactor, CompactorArgs, NextStep, OVERFLOW_GAVE_UP, Refusal, Trigger};
 use crate::envelope::Origin;
-use crate::writer::Snapshot;
+use crate::writer::{Append, Snapshot};
 
 impl Compactor {
     /// [`Self::compact`] between `compaction_start` and `compaction_end` (compaction.md §8).
@@ -158,9 +158,10 @@ impl Compactor {
         from: &Origin,
         reply: &AssistantMessage,
         retried: bool,
+        attempt: &[String],
         abort: &CancellationToken,
     ) -> NextStep {
-        let Some((trigger, snapshot)) = Self::trigger(args, from, reply, false).await else {
+        let Some((trigger, mut snapshot)) = Self::trigger(args, from, reply, false).await else {
             return NextStep::Idle;
         };
         if trigger == Trigger::Overflow && retried {
@@ -172,6 +173,28 @@ impl Compactor {
                 error_message: Some(OVERFLOW_GAVE_UP.to_owned()),
             });
             return NextStep::Idle;
+        }
+        if trigger == Trigger::Overflow && reply.stop_reason != StopReason::Stop {
+            // pi ≥ 0.87 hides the overflowed attempt for good (it stays in the file and the
+            // tree), then compacts what is left; with nothing to summarize the run settles.
+            for target_id in attempt {
+                let edit = Append::ContextEdit {
+                    target_id: target_id.clone(),
+                    replacement: None,
+                };
+                if let Err(e) = args.writer.append(from, edit).await {
+                    tracing::error!(
+                        user_notified = true,
+                        "could not hide the overflowed reply: {e}"
+                    );
+                }
+            }
+            if !attempt.is_empty() {
+                match Self::snapshot(args, from).await {
+                    Ok(s) => snapshot = s,
+                    Err(_) => return NextStep::Idle,
+                }
+            }
         }
         match Self::announced(
             args,

@@ -25,6 +25,7 @@ async fn after_run(parts: &Parts, reply: AssistantMessage, retried: bool) -> Nex
             CompactorMsg::AfterRun {
                 last_reply: Box::new(reply),
                 retried,
+                attempt: Vec::new(),
                 abort: CancellationToken::new(),
                 reply: reply_port,
             }

@@ -38,7 +38,8 @@ impl Runtime {
         Self::append(state, from, Append::ModelChange(model.clone())).await?;
         state.config.provider = provider.clone();
         state.config.model = model.clone();
-        if let Some(sub) = &state.subtree {
+        if let Some(sub) = &mut state.subtree {
+            sub.model = model.clone();
             from.cast(
                 &sub.agent,
                 AgentMsg::SetModel {
@@ -66,12 +67,17 @@ impl Runtime {
         from: &Origin,
         level: ThinkingLevel,
     ) -> Result<(), RuntimeError> {
-        if level == state.config.thinking_level {
+        let running = state
+            .subtree
+            .as_ref()
+            .map_or(state.config.thinking_level, |s| s.thinking_level);
+        if level == running {
             return Ok(());
         }
         Self::append(state, from, Append::ThinkingLevel(level)).await?;
         state.config.thinking_level = level;
-        if let Some(sub) = &state.subtree {
+        if let Some(sub) = &mut state.subtree {
+            sub.thinking_level = level;
             from.cast(&sub.agent, AgentMsg::SetThinkingLevel { level });
             from.cast(&sub.compactor, CompactorMsg::SetThinkingLevel { level });
             sub.events.emit(AgentEvent::ThinkingLevelChanged { level });

@@ -11,7 +11,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use pith_events::{EntryType, ExtensionEvent, ModelRef, StartReason, ThinkingLevel};
+use pith_events::{ExtensionEvent, ModelRef, StartReason, ThinkingLevel};
 use pith_store::{Leaf, Session, SessionEnv};
 
 use crate::agent::AgentMsg;
@@ -51,6 +51,11 @@ pub struct RuntimeConfig {
     pub model: ModelRef,
     /// Thinking level for new sessions.
     pub thinking_level: ThinkingLevel,
+    /// How a resumed session gets its own model and level back (spec: lifecycle.md §6).
+    pub selection: crate::selection::Selection,
+    /// `--name`: the first session's name, appended as its `session_info` before pi's
+    /// session-start entries (in a new session, the root; spec: lifecycle.md §5.1).
+    pub session_name: Option<String>,
     /// Tools the model may call; built for each session once its settings are read.
     pub tools: ToolChoice,
     /// Builds the system prompt of a session from its cwd and tools; `None` sends none.
@@ -131,6 +136,10 @@ pub struct CurrentSession {
     pub entries: usize,
     /// The leaf id.
     pub leaf_id: Option<String>,
+    /// The model the session runs (a resumed session's own, spec: lifecycle.md §6).
+    pub model: ModelRef,
+    /// The thinking level it runs at.
+    pub thinking_level: ThinkingLevel,
 }
 
 /// The actors of one session.
@@ -147,6 +156,10 @@ struct Subtree {
     session_id: String,
     session_dir: Option<PathBuf>,
     cwd: String,
+    /// The model this session runs (its own when resumed, spec: lifecycle.md §6).
+    model: ModelRef,
+    /// The thinking level this session runs at.
+    thinking_level: ThinkingLevel,
     /// A child failed; a restart is on its way.
     failed: bool,
 }
@@ -232,24 +245,6 @@ pub use crate::error::RuntimeError;
 pub use handle::{RuntimeHandle, Started};
 pub use messages::RuntimeMsg;
 pub use open::{FirstSession, Opened};
-
-/// pi's writes at session start (spec: lifecycle.md §6): a fresh session gets `model_change`
-/// and `thinking_level_change`; a resumed one without a thinking level on its branch gets one.
-/// They are made through the SessionWriter like every other write.
-fn initial_writes(session: &Session, config: &RuntimeConfig) -> Vec<Append> {
-    let has_existing = !session.build_context().messages.is_empty();
-    let has_thinking = session
-        .tree()
-        .get_branch(None)
-        .iter()
-        .any(|e| e.kind() == &EntryType::ThinkingLevelChange);
-    let thinking = Append::ThinkingLevel(config.thinking_level);
-    match (has_existing, has_thinking) {
-        (true, true) => Vec::new(),
-        (true, false) => vec![thinking],
-        (false, _) => vec![Append::ModelChange(config.model.clone()), thinking],
-    }
-}
 
 impl Runtime {
     async fn on(
@@ -468,6 +463,8 @@ impl Runtime {
                         cwd: snap.cwd,
                         entries: snap.entries.len(),
                         leaf_id,
+                        model: sub.model.clone(),
+                        thinking_level: sub.thinking_level,
                     });
                 }
             }

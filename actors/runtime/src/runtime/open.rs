@@ -40,7 +40,12 @@ pub enum FirstSession {
     Fork {
         /// The session copied.
         source: PathBuf,
+        /// The copy's session id (`--fork … --session-id`); `None` = a new UUIDv7.
+        id: Option<String>,
     },
+    /// A new session with exactly this id (`--session-id` when the project has no session
+    /// with it; in memory with `--no-session`), already checked (format.md §4.2).
+    NewWithId(String),
 }
 
 /// What the caller learns about the first session when the runtime starts.
@@ -75,11 +80,22 @@ pub(super) fn open_first(
     let env = &config.env;
     let given_dir = config.session_dir.as_deref();
     if !config.persist {
-        return Ok(Session::in_memory(cwd, env));
+        let mut session = Session::in_memory(cwd, env);
+        if let FirstSession::NewWithId(id) = first {
+            session.new_session(Some(id.clone()), None);
+        }
+        return Ok(session);
     }
     let session = match first {
         FirstSession::New => Session::create(cwd, given_dir, env)?,
-        FirstSession::Fork { source } => Session::fork_from(source, cwd, given_dir, env)?,
+        FirstSession::NewWithId(id) => {
+            let mut session = Session::create(cwd, given_dir, env)?;
+            session.new_session(Some(id.clone()), None);
+            session
+        }
+        FirstSession::Fork { source, id } => {
+            Session::fork_from_with_id(source, cwd, given_dir, id.clone(), env)?
+        }
         FirstSession::Open {
             path,
             read_only,
@@ -95,7 +111,9 @@ pub(super) fn open_first(
             Session::continue_recent(cwd, given_dir, env)?
         }
         FirstSession::Continue { read_only: true } => {
-            match pith_store::session::most_recent_session(&session_dir(config, cwd)?) {
+            // In a custom directory only this cwd's sessions count (lifecycle.md §1).
+            let only = config.session_dir.is_some().then_some(cwd);
+            match pith_store::session::most_recent_session_of(&session_dir(config, cwd)?, only) {
                 Some(p) => Session::open(&p, given_dir, Some(cwd), OpenMode::ReadOnly, env)?,
                 None => Session::in_memory(cwd, env),
             }

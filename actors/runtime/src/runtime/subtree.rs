@@ -7,7 +7,7 @@ use ractor::{Actor, ActorCell, ActorRef};
 use pith_events::{ExtensionEvent, StartReason};
 use pith_store::Session;
 
-use super::{Runtime, RuntimeEvent, RuntimeMsg, RuntimeState, Subtree, initial_writes};
+use super::{Runtime, RuntimeEvent, RuntimeMsg, RuntimeState, Subtree};
 use crate::RuntimeError;
 use crate::agent::{Agent, AgentArgs, AgentMsg};
 use crate::compactor::{Compactor, CompactorArgs};
@@ -33,7 +33,27 @@ impl Runtime {
         reason: StartReason,
         previous: Option<PathBuf>,
     ) -> Result<(), RuntimeError> {
-        let first_writes = initial_writes(&session, &state.config);
+        // cwd-bound: read again for every session this runtime starts.
+        let settings = Settings::load(&state.config.env.agent_dir, Path::new(session.cwd()));
+        let chosen = crate::selection::choose(
+            &session,
+            &crate::selection::Current {
+                provider: &state.config.provider,
+                model: &state.config.model,
+                thinking_level: state.config.thinking_level,
+                selection: &state.config.selection,
+            },
+            &settings,
+        );
+        // `--thinking` is the first session's (pi calls `setThinkingLevel` once, after startup).
+        state.config.selection.pinned_thinking = None;
+        let mut writes = chosen.writes;
+        if let Some(name) = state.config.session_name.take() {
+            writes.insert(0, crate::writer::Append::SessionInfo { name });
+        }
+        if let Some(notice) = &chosen.notice {
+            state.notify(RuntimeEvent::Notice(notice.clone()));
+        }
         let cell: ActorCell = me.get_cell();
         let session_id = session.session_id().to_owned();
         let session_file = session.session_file().map(Path::to_owned);
@@ -63,13 +83,11 @@ impl Runtime {
         )
         .await?;
         let writer = WriterRef(writer);
-        for append in first_writes {
+        for append in writes {
             writer.append(from, append).await?;
         }
         let extensions =
             Extensions::spawn(&state.config.extensions, &writer, &session_id, cell.clone()).await?;
-        // cwd-bound: read again for every session this runtime starts.
-        let settings = Settings::load(&state.config.env.agent_dir, Path::new(&cwd));
         for problem in &settings.problems {
             state.notify(RuntimeEvent::Notice(format!("settings ignored: {problem}")));
         }
@@ -80,9 +98,9 @@ impl Runtime {
         let compactor_args = CompactorArgs {
             writer: writer.clone(),
             projection: projection.clone(),
-            provider: state.config.provider.clone(),
-            model: state.config.model.clone(),
-            thinking_level: state.config.thinking_level,
+            provider: chosen.provider.clone(),
+            model: chosen.model.clone(),
+            thinking_level: chosen.thinking_level,
             settings: settings.compaction(),
             extensions: extensions.clone(),
             events: events.clone(),
@@ -93,8 +111,8 @@ impl Runtime {
             Actor::spawn_linked(None, Compactor, compactor_args, cell.clone()).await?;
         let navigator_args = NavigatorArgs {
             writer: writer.clone(),
-            provider: state.config.provider.clone(),
-            model: state.config.model.clone(),
+            provider: chosen.provider.clone(),
+            model: chosen.model.clone(),
             branch_reserve_tokens: settings.branch_summary_reserve_tokens(),
             extensions: extensions.clone(),
             leaf_guard,
@@ -105,9 +123,9 @@ impl Runtime {
         let agent_args = AgentArgs {
             writer: writer.clone(),
             projection: projection.clone(),
-            provider: state.config.provider.clone(),
-            model: state.config.model.clone(),
-            thinking_level: state.config.thinking_level,
+            provider: chosen.provider.clone(),
+            model: chosen.model.clone(),
+            thinking_level: chosen.thinking_level,
             system_prompt: state
                 .config
                 .system_prompt
@@ -147,6 +165,8 @@ impl Runtime {
             session_id,
             session_dir,
             cwd,
+            model: chosen.model,
+            thinking_level: chosen.thinking_level,
             failed: false,
         });
         Ok(())

@@ -274,7 +274,8 @@ async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
     );
     assert_eq!(retry[1]["content"][0]["text"], "hi");
 
-    // The failed reply stays in the log; the retried one is the compaction's child.
+    // The failed reply stays in the log, hidden by a context_edit (pi 1.6.0); the retried
+    // one is the compaction's child.
     assert_eq!(
         file_roles(&file),
         [
@@ -282,6 +283,7 @@ async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
             "thinking_level_change",
             "user",
             "assistant",
+            "context_edit",
             "compaction",
             "assistant"
         ]
@@ -291,13 +293,16 @@ async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines[6]["parentId"], lines[5]["id"]);
+    assert_eq!(lines[5]["targetId"], lines[4]["id"]);
+    assert_eq!(lines[5]["replacement"], serde_json::Value::Null);
+    assert_eq!(lines[7]["parentId"], lines[6]["id"]);
     let back = Session::open(&file, None, None, OpenMode::Inspect, &env).unwrap();
     assert_eq!(
         build_session_context(back.tree(), back.tree().leaf())
             .messages
             .len(),
-        4
+        3,
+        "the failed reply stays out of the context after a reopen"
     );
 }
 

@@ -74,6 +74,8 @@ impl Replay {
             )),
             model: pith_events::ModelRef::new("faux", "faux-1"),
             thinking_level: pith_events::ThinkingLevel::Off,
+            selection: Default::default(),
+            session_name: None,
             tools,
             system_prompt: None,
             extensions,

@@ -45,11 +45,37 @@ async fn transient_errors_are_retried_with_backoff_and_kept_in_the_file() {
         &SessionEnv::system(),
     )
     .unwrap();
-    // The file keeps both failures, each reply a child of the previous (spec §4).
+    // The file keeps both failures, each hidden by a context_edit whose child is the retry
+    // (pi 1.6.0, spec §4); the context has only the prompt and the good reply.
+    assert_eq!(context_roles(&session), ["user", "assistant"]);
+    let entries: Vec<serde_json::Value> = session
+        .entries()
+        .iter()
+        .map(|e| serde_json::from_str(e.raw()).unwrap())
+        .collect();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        context_roles(&session),
-        ["user", "assistant", "assistant", "assistant"]
+        kinds,
+        [
+            "model_change",
+            "thinking_level_change",
+            "message",
+            "message",
+            "context_edit",
+            "message",
+            "context_edit",
+            "message"
+        ]
     );
+    for (edit, failed) in [(4, 3), (6, 5)] {
+        assert_eq!(entries[edit]["parentId"], entries[failed]["id"]);
+        assert_eq!(entries[edit]["targetId"], entries[failed]["id"]);
+        assert_eq!(entries[edit]["replacement"], serde_json::Value::Null);
+        assert_eq!(entries[edit + 1]["parentId"], entries[edit]["id"]);
+    }
     // The failed replies are never sent back to the model.
     let requests = provider.requests.lock().unwrap();
     let sent: Vec<usize> = requests.iter().map(|r| r.messages.len()).collect();

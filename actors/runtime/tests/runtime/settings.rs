@@ -28,6 +28,8 @@ async fn settings_are_read_for_each_sessions_cwd() {
         )),
         model: pith_events::ModelRef::new("faux", "faux-1"),
         thinking_level: pith_events::ThinkingLevel::Off,
+        selection: Default::default(),
+        session_name: None,
         tools: ToolChoice::none(),
         system_prompt: None,
         extensions: Vec::new(),

@@ -39,6 +39,8 @@ pub(crate) fn project_config(
         provider,
         model: pith_events::ModelRef::new("faux", "faux-1"),
         thinking_level: pith_events::ThinkingLevel::Off,
+        selection: Default::default(),
+        session_name: None,
         tools: ToolChoice::none(),
         system_prompt: None,
         extensions,
