@@ -152,10 +152,10 @@ impl Rpc {
                 format!("Failed to parse command: {e}"),
             )),
             Line::UiResponse => {}
-            // pi answers without the id here.
-            Line::Unknown { name } => {
+            // pi ≥ 0.79.7 repeats the id here too, like every response.
+            Line::Unknown { id, name } => {
                 let text = format!("Unknown command: {}", to_js_string(name.as_ref()));
-                self.out.line(&Response::err(None, name, text));
+                self.out.line(&Response::err(id, name, text));
             }
             Line::Invalid { id, name, error } => {
                 self.out.line(&Response::err(id, Some(name.into()), error));

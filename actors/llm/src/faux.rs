@@ -155,7 +155,8 @@ fn default_reply(request: &ProviderRequest) -> ScriptedReply {
     }
 }
 
-/// Streams one step of a content block: its kind, position, text added, and the message so far.
+/// Streams one step of a content block: its kind, position and text added, read against
+/// the message after the step ([`StreamUpdate::of`]).
 async fn send_update(
     tx: &mpsc::Sender<ProviderEvent>,
     kind: StreamKind,
@@ -165,12 +166,8 @@ async fn send_update(
 ) {
     let _ = tx
         .send(ProviderEvent::Update {
-            update: StreamUpdate {
-                kind,
-                content_index,
-                delta,
-            },
-            partial: partial.clone(),
+            update: StreamUpdate::of(kind, content_index, delta, partial),
+            usage: partial.usage.clone(),
         })
         .await;
 }

@@ -79,6 +79,12 @@ pub enum AgentMsg {
         /// The message.
         text: String,
     },
+    /// Empty both queues; answered with `(steering, follow_up)` as they were, then
+    /// `queue_update` with empty lists (pi ≥ 0.84.4).
+    ClearQueue {
+        /// The texts removed.
+        reply: RpcReplyPort<(Vec<String>, Vec<String>)>,
+    },
     /// Abort the current run; answered when the agent is idle.
     Abort {
         /// Idle.
@@ -144,6 +150,7 @@ impl MessageKind for AgentMsg {
             AgentMsg::FollowUp { .. } => "follow_up",
             AgentMsg::Abort { .. } => "abort",
             AgentMsg::IsIdle { .. } => "is_idle",
+            AgentMsg::ClearQueue { .. } => "clear_queue",
             AgentMsg::WhenIdle { .. } => "when_idle",
             AgentMsg::Deferring { .. } => "deferring",
             AgentMsg::RunFinished => "run_finished",
@@ -275,6 +282,9 @@ impl Agent {
                         }
                     }
                 }
+                // Retries and overflow recovery are over: the prompt has settled (§2).
+                let aborted = run.abort.is_cancelled();
+                run.emit(AgentEvent::AgentSettled { aborted }).await;
                 run.from.cast(&run.me, AgentMsg::RunFinished);
             }
             .instrument(span),
@@ -340,6 +350,21 @@ impl Agent {
                     q.follow_up.push_back(text);
                 }
                 emit_queue(&state.args.events, &state.queues);
+            }
+            AgentMsg::ClearQueue { reply } => {
+                let removed = state
+                    .queues
+                    .lock()
+                    .map(|mut q| {
+                        (
+                            q.steering.drain(..).collect(),
+                            q.follow_up.drain(..).collect(),
+                        )
+                    })
+                    .unwrap_or_default();
+                // The event first: a client sees `queue_update`, then the response.
+                emit_queue(&state.args.events, &state.queues);
+                let _ = reply.send(removed);
             }
             AgentMsg::Abort { reply } => match &state.abort {
                 Some(abort) => {

@@ -82,6 +82,15 @@ impl RuntimeHandle {
         });
     }
 
+    /// Empties the steering and follow-up queues and returns their texts `(steering,
+    /// follow_up)` in queue order; a `queue_update` with empty lists follows (spec:
+    /// agent-and-events.md §3.2, pi ≥ 0.84.4). A cleared message is never delivered.
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn clear_queue(&self) -> Result<(Vec<String>, Vec<String>), RuntimeError> {
+        self.ask(|reply| RuntimeMsg::ClearQueue { reply }).await
+    }
+
     /// Waits until the agent has nothing left to do: the run, the compaction after it, an
     /// overflow retry, and prompts that waited for those. A frontend waits for this, not for
     /// the first `agent_end`, before it sends the next prompt.

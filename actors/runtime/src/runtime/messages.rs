@@ -37,6 +37,11 @@ pub enum RuntimeMsg {
         /// The message.
         text: String,
     },
+    /// Empty both queues; answered with what they held, in queue order (pi ≥ 0.84.4).
+    ClearQueue {
+        /// `(steering, follow_up)` texts removed.
+        reply: RpcReplyPort<(Vec<String>, Vec<String>)>,
+    },
     /// Abort the run; answered when idle.
     Abort {
         /// Idle.
@@ -188,6 +193,7 @@ impl MessageKind for RuntimeMsg {
         match self {
             RuntimeMsg::Prompt { .. } => "prompt",
             RuntimeMsg::Steer { .. } => "steer",
+            RuntimeMsg::ClearQueue { .. } => "clear_queue",
             RuntimeMsg::FollowUp { .. } => "follow_up",
             RuntimeMsg::Abort { .. } => "abort",
             RuntimeMsg::Switch { .. } => "switch",

@@ -284,6 +284,15 @@ impl Runtime {
                     from.cast(&sub.agent, AgentMsg::FollowUp { text });
                 }
             }
+            // Forwarded with the port: the agent's mailbox orders it after earlier casts.
+            RuntimeMsg::ClearQueue { reply } => match &state.subtree {
+                Some(sub) => {
+                    from.cast(&sub.agent, AgentMsg::ClearQueue { reply });
+                }
+                None => {
+                    let _ = reply.send((Vec::new(), Vec::new()));
+                }
+            },
             // Forwarded with the port: waiting must not hold the Runtime's mailbox.
             RuntimeMsg::WhenIdle { reply } => match &state.subtree {
                 Some(sub) => {
