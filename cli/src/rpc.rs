@@ -31,6 +31,7 @@ use pith_store::SessionEnv;
 
 use crate::startup::{RunArgs, Started, check_flags, start};
 use command::Line;
+pub(crate) use framing::PACE_LIMIT;
 use framing::{Output, Response};
 use pith_events::js::to_js_string;
 
@@ -77,6 +78,8 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         eprintln!("pith: rpc mode takes its prompts on stdin; the arguments are ignored");
     }
     let mut events = rt.subscribe().await?;
+    let pacer = rt.pacer().await?;
+    pacer.limit(framing::PACE_LIMIT);
     let env = SessionEnv::system();
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let models = models::Models::new(
@@ -90,7 +93,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
     let (done, mut finished) = mpsc::unbounded_channel();
     let mut rpc = Rpc {
         rt: rt.clone(),
-        out: Output::start(),
+        out: Output::start(pacer),
         tracked: state::Tracked::default(),
         models,
         env,
@@ -115,8 +118,12 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
             status = signals.next() => break status,
         }
     };
-    // Like pi, nothing more is written once quitting starts: the client asked to stop.
+    // Like pi, nothing more is written once quitting starts: the client asked to stop, and
+    // nothing may wait for it to read.
     drop(events);
+    if let Ok(pacer) = rt.pacer().await {
+        pacer.limit(usize::MAX);
+    }
     if let Err(e) = rt.shutdown().await {
         eprintln!("pith: shutting down: {e}");
     }

@@ -258,6 +258,13 @@ impl Provider for Faux {
                 msg.content.push(empty_like(&block));
                 send_update(&tx, start, index, None, &msg).await;
                 for piece in split_words(&text) {
+                    // Checked per delta, as a real stream's reads are: an abort ends a long
+                    // reply at once, keeping what streamed so far.
+                    if abort.is_cancelled() {
+                        aborted(&mut msg);
+                        let _ = tx.send(ProviderEvent::Done(msg)).await;
+                        return;
+                    }
                     grow(&mut msg.content[index], &piece);
                     send_update(&tx, delta, index, Some(piece), &msg).await;
                 }

@@ -2,6 +2,7 @@
 //! (spec: agent-and-events.md §9).
 
 mod client;
+mod flood;
 
 use std::process::Command;
 use std::time::Duration;

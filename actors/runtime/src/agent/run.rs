@@ -88,7 +88,14 @@ impl Run {
 
     /// Emits an event: every extension that subscribed to it handles it (awaited, in load
     /// order), then frontends get it.
+    /// Waits first while a frontend has too many events still to write (backpressure, see
+    /// [`crate::event::Pacer`]), unless the run is aborted: an abort is never held up.
     pub(super) async fn emit(&self, event: AgentEvent) {
+        tokio::select! {
+            biased;
+            () = self.abort.cancelled() => {}
+            () = self.args.events.room() => {}
+        }
         self.args.extensions.agent_event(&self.from, &event).await;
         self.args.events.emit(event);
     }

@@ -60,6 +60,15 @@ impl RuntimeHandle {
         self.ask(|reply| RuntimeMsg::Subscribe { reply }).await
     }
 
+    /// The backpressure handle of frontends that write agent events out: call
+    /// [`crate::event::Pacer::limit`] to make the agent wait while that many are unwritten, and
+    /// [`crate::event::Pacer::written`] per event written (spec: issue 13 item 5).
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn pacer(&self) -> Result<crate::event::Pacer, RuntimeError> {
+        self.ask(|reply| RuntimeMsg::Pacer { reply }).await
+    }
+
     /// Sends a prompt; returns once the run has started.
     ///
     /// Errors: [`RuntimeError::AgentBusy`] while another run is active.

@@ -165,6 +165,11 @@ pub enum RuntimeMsg {
         /// The events.
         reply: RpcReplyPort<mpsc::UnboundedReceiver<RuntimeEvent>>,
     },
+    /// The frontends' backpressure handle.
+    Pacer {
+        /// It.
+        reply: RpcReplyPort<crate::event::Pacer>,
+    },
     /// Stop everything (flush, fsync, `session_shutdown {quit}`); answered when done.
     Shutdown {
         /// Done.
@@ -214,6 +219,7 @@ impl MessageKind for RuntimeMsg {
             RuntimeMsg::Snapshot { .. } => "snapshot",
             RuntimeMsg::Context { .. } => "context",
             RuntimeMsg::Subscribe { .. } => "subscribe",
+            RuntimeMsg::Pacer { .. } => "pacer",
             RuntimeMsg::Shutdown { .. } => "shutdown",
             RuntimeMsg::CrashChild { .. } => "crash_child",
             RuntimeMsg::Restart { .. } => "restart",
