@@ -3,6 +3,7 @@
 
 mod client;
 mod flood;
+mod pi_client;
 
 use std::process::Command;
 use std::time::Duration;
