@@ -306,7 +306,9 @@ impl Seen {
     fn take(&mut self, event: RuntimeEvent) {
         match event {
             RuntimeEvent::Agent(event) => {
-                if self.json {
+                // `bash_execution_update` is rpc's alone (pi ≥ 0.82).
+                let rpc_only = matches!(*event, AgentEvent::BashExecutionUpdate { .. });
+                if self.json && !rpc_only {
                     // pi prints what its session listeners get, as `JSON.stringify` spells it.
                     match event.to_listener_json() {
                         Ok(line) => {
@@ -320,9 +322,10 @@ impl Seen {
                         }
                         Err(e) => eprintln!("pith: an event could not be written: {e}"),
                     }
-                    if let Some(pacer) = &self.pacer {
-                        pacer.written();
-                    }
+                }
+                // Every agent event is done with here, printed or not.
+                if let Some(pacer) = &self.pacer {
+                    pacer.written();
                 }
                 if let AgentEvent::MessageEnd {
                     message: m @ AgentMessage::Assistant(_),

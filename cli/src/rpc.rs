@@ -27,6 +27,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
 use pith_actors::runtime::{RuntimeEvent, RuntimeHandle};
+use pith_events::AgentEvent;
 use pith_store::SessionEnv;
 
 use crate::startup::{RunArgs, Started, check_flags, start};
@@ -63,6 +64,9 @@ pub(crate) struct Rpc {
     env: SessionEnv,
     /// Responses of commands running in the background, written by the loop.
     done: mpsc::UnboundedSender<Response>,
+    /// The id of the last `bash` request, which its `bash_execution_update`s carry (one
+    /// command runs at a time).
+    bash_id: Option<serde_json::Value>,
 }
 
 async fn serve(args: RunArgs) -> Result<ExitCode> {
@@ -98,6 +102,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         models,
         env,
         done,
+        bash_id: None,
     };
     let mut lines = framing::read_lines();
     let status: u8 = loop {
@@ -134,8 +139,11 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
 impl Rpc {
     fn on_event(&mut self, event: RuntimeEvent) {
         match event {
-            RuntimeEvent::Agent(event) => {
+            RuntimeEvent::Agent(mut event) => {
                 self.tracked.observe(&event);
+                if let AgentEvent::BashExecutionUpdate { id, .. } = event.as_mut() {
+                    id.clone_from(&self.bash_id);
+                }
                 self.out.event(&event);
             }
             RuntimeEvent::SessionStarted { .. } => self.tracked.reset(),

@@ -214,12 +214,15 @@ impl Rpc {
                 }
                 Answer::Now(Ok(None))
             }
-            Command::Bash { command } => self.later(id, name, async move {
-                rt.bash(&command, false)
-                    .await
-                    .map_err(failed)
-                    .map(|run| Some(bash_result(run)))
-            }),
+            Command::Bash { command } => {
+                self.bash_id.clone_from(&id);
+                self.later(id, name, async move {
+                    rt.bash(&command, false)
+                        .await
+                        .map_err(failed)
+                        .map(|run| Some(bash_result(run)))
+                })
+            }
             Command::AbortBash => {
                 rt.abort_bash();
                 Answer::Now(Ok(None))

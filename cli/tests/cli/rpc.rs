@@ -215,8 +215,15 @@ fn names_bash_and_compaction() {
         client.call(json!({"type": "get_state"}))["data"]["sessionName"],
         "named"
     );
+    // pi ≥ 0.82 streams the output as `bash_execution_update` with the request's id first.
+    let (updates, response) =
+        client.call_with_events(json!({"id": "b", "type": "bash", "command": "echo hi; exit 3"}));
     assert_eq!(
-        client.call(json!({"id": "b", "type": "bash", "command": "echo hi; exit 3"})),
+        updates,
+        [json!({"type": "bash_execution_update", "id": "b", "delta": "hi\n"})]
+    );
+    assert_eq!(
+        response,
         json!({
             "id": "b", "type": "response", "command": "bash", "success": true,
             "data": {"output": "hi\n", "exitCode": 3, "cancelled": false, "truncated": false}
@@ -526,7 +533,10 @@ fn abort_waits_for_the_run_to_end() {
 fn abort_bash_cancels_the_running_command() {
     let mut client = Client::start(json!([]), json!({}));
     client.send(json!({"id": "b", "type": "bash", "command": "echo started; sleep 20"}));
-    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        client.next(),
+        json!({"type": "bash_execution_update", "id": "b", "delta": "started\n"})
+    );
     assert_eq!(
         client.call(json!({"type": "abort_bash"})),
         json!({"type": "response", "command": "abort_bash", "success": true})
