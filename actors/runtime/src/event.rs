@@ -224,3 +224,46 @@ impl EventSink {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn agent_event() -> RuntimeEvent {
+        RuntimeEvent::Agent(Box::new(AgentEvent::AgentStart))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_paced_sink_makes_emitters_wait_until_lines_are_written() {
+        let ui = UiSink::default();
+        let _events = ui.subscribe();
+        let pacer = ui.pacer().clone();
+        // Unpaced: nothing is counted, nobody waits.
+        ui.notify(agent_event());
+        assert_eq!(pacer.outstanding(), 0);
+        pacer.limit(2);
+        ui.notify(agent_event());
+        ui.notify(agent_event());
+        assert_eq!(pacer.outstanding(), 2);
+        let waiting = tokio::spawn({
+            let pacer = pacer.clone();
+            async move { pacer.room().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "two unwritten: the emitter waits");
+        pacer.written();
+        tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .expect("room once one is written")
+            .unwrap();
+        // Notices are not paced; a reader that went away lifts the limit.
+        ui.notify(RuntimeEvent::Notice("n".into()));
+        assert_eq!(pacer.outstanding(), 1);
+        ui.notify(agent_event());
+        pacer.limit(usize::MAX);
+        tokio::time::timeout(Duration::from_secs(1), pacer.room())
+            .await
+            .expect("no limit, no wait");
+    }
+}
