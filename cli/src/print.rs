@@ -1,7 +1,7 @@
 //! Print mode: `pith -p "prompt"` runs the prompt on the actor runtime and prints the reply
 //! (spec: agent-and-events.md §8 for the prompt rules, lifecycle.md §5 for session flags).
 
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -117,8 +117,14 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
     }
     let mut events = rt.subscribe().await?;
     let commands = rt.commands().await?;
+    let pacer = rt.pacer().await?;
+    if json {
+        // Backpressure: a slow reader of stdout slows the agent, memory stays bounded.
+        pacer.limit(crate::rpc::PACE_LIMIT);
+    }
     let mut seen = Seen {
         json,
+        pacer: Some(pacer),
         ..Seen::default()
     };
     let mut compaction_failed = false;
@@ -300,18 +306,34 @@ struct Seen {
     last: Option<AgentMessage>,
     /// Some write failed (the user was told on stderr).
     write_failed: bool,
+    /// Told of every event line written in json mode.
+    pacer: Option<pith_actors::event::Pacer>,
 }
 
 impl Seen {
     fn take(&mut self, event: RuntimeEvent) {
         match event {
             RuntimeEvent::Agent(event) => {
-                if self.json {
+                // `bash_execution_update` is rpc's alone (pi ≥ 0.82).
+                let rpc_only = matches!(*event, AgentEvent::BashExecutionUpdate { .. });
+                if self.json && !rpc_only {
                     // pi prints what its session listeners get, as `JSON.stringify` spells it.
                     match event.to_listener_json() {
-                        Ok(line) => println!("{line}"),
+                        Ok(line) => {
+                            let mut out = std::io::stdout().lock();
+                            if writeln!(out, "{line}").is_err()
+                                && let Some(pacer) = &self.pacer
+                            {
+                                // No reader: nothing may wait for one.
+                                pacer.limit(usize::MAX);
+                            }
+                        }
                         Err(e) => eprintln!("pith: an event could not be written: {e}"),
                     }
+                }
+                // Every agent event is done with here, printed or not.
+                if let Some(pacer) = &self.pacer {
+                    pacer.written();
                 }
                 if let AgentEvent::MessageEnd {
                     message: m @ AgentMessage::Assistant(_),

@@ -27,10 +27,12 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
 use pith_actors::runtime::{RuntimeEvent, RuntimeHandle};
+use pith_events::AgentEvent;
 use pith_store::SessionEnv;
 
 use crate::startup::{RunArgs, Started, check_flags, start};
 use command::Line;
+pub(crate) use framing::PACE_LIMIT;
 use framing::{Output, Response};
 use pith_events::js::to_js_string;
 
@@ -62,6 +64,9 @@ pub(crate) struct Rpc {
     env: SessionEnv,
     /// Responses of commands running in the background, written by the loop.
     done: mpsc::UnboundedSender<Response>,
+    /// The id of the last `bash` request, which its `bash_execution_update`s carry (one
+    /// command runs at a time).
+    bash_id: Option<serde_json::Value>,
 }
 
 async fn serve(args: RunArgs) -> Result<ExitCode> {
@@ -77,6 +82,8 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         eprintln!("pith: rpc mode takes its prompts on stdin; the arguments are ignored");
     }
     let mut events = rt.subscribe().await?;
+    let pacer = rt.pacer().await?;
+    pacer.limit(framing::PACE_LIMIT);
     let env = SessionEnv::system();
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let models = models::Models::new(
@@ -90,11 +97,12 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
     let (done, mut finished) = mpsc::unbounded_channel();
     let mut rpc = Rpc {
         rt: rt.clone(),
-        out: Output::start(),
+        out: Output::start(pacer),
         tracked: state::Tracked::default(),
         models,
         env,
         done,
+        bash_id: None,
     };
     let mut lines = framing::read_lines();
     let status: u8 = loop {
@@ -115,8 +123,12 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
             status = signals.next() => break status,
         }
     };
-    // Like pi, nothing more is written once quitting starts: the client asked to stop.
+    // Like pi, nothing more is written once quitting starts: the client asked to stop, and
+    // nothing may wait for it to read.
     drop(events);
+    if let Ok(pacer) = rt.pacer().await {
+        pacer.limit(usize::MAX);
+    }
     if let Err(e) = rt.shutdown().await {
         eprintln!("pith: shutting down: {e}");
     }
@@ -127,8 +139,11 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
 impl Rpc {
     fn on_event(&mut self, event: RuntimeEvent) {
         match event {
-            RuntimeEvent::Agent(event) => {
+            RuntimeEvent::Agent(mut event) => {
                 self.tracked.observe(&event);
+                if let AgentEvent::BashExecutionUpdate { id, .. } = event.as_mut() {
+                    id.clone_from(&self.bash_id);
+                }
                 self.out.event(&event);
             }
             RuntimeEvent::SessionStarted { .. } => self.tracked.reset(),
@@ -152,10 +167,10 @@ impl Rpc {
                 format!("Failed to parse command: {e}"),
             )),
             Line::UiResponse => {}
-            // pi answers without the id here.
-            Line::Unknown { name } => {
+            // pi ≥ 0.79.7 repeats the id here too, like every response.
+            Line::Unknown { id, name } => {
                 let text = format!("Unknown command: {}", to_js_string(name.as_ref()));
-                self.out.line(&Response::err(None, name, text));
+                self.out.line(&Response::err(id, name, text));
             }
             Line::Invalid { id, name, error } => {
                 self.out.line(&Response::err(id, Some(name.into()), error));

@@ -2,25 +2,22 @@
 //! `--mode rpc` print (spec: agent-and-events.md §1, §8, §9).
 //!
 //! pi's listeners receive pi-agent-core's events as they are, which differ from
-//! [`AgentEvent`]'s own serialization in three places:
+//! [`AgentEvent`]'s own serialization in two places:
 //!
 //! - `turn_start` is `{"type":"turn_start"}` and `turn_end` has no `turnIndex`: the agent loop
 //!   emits neither. `turnIndex` and `timestamp` belong to the *extension* events that
 //!   AgentSession builds, which is why [`AgentEvent`] keeps them.
-//! - `message_update` is `{type, assistantMessageEvent, message}`, and its
-//!   `assistantMessageEvent` is pi-ai's stream event: `type, contentIndex`, then `delta`
-//!   (deltas), `content` (`text_end`/`thinking_end`: the block's whole text) or `toolCall`
-//!   (`toolcall_end`: the finished call), then `partial` (the message so far).
 //! - Numbers are spelled as `JSON.stringify` spells them (`0`, not `0.0`).
 //!
-//! The agent sends each update with the message once; `partial`, `content` and `toolCall`
-//! are read from it here, so only frontends that print events pay for writing them.
+//! `message_update` already has pi's wire form (pi ≥ 0.84, spec §8.1): `{type, usage,
+//! assistantMessageEvent}`, the stream event without its cumulative `partial`, so a line
+//! costs what the update added.
 
 use serde::{Serialize, Serializer};
 
-use crate::agent::{AgentEvent, StreamKind, StreamUpdate};
+use crate::agent::AgentEvent;
 use crate::js::to_js_json;
-use crate::message::{AgentMessage, ContentBlock};
+use crate::message::AgentMessage;
 
 impl AgentEvent {
     /// One line of JSON (no newline) as pi's `JSON.stringify(event)` writes this event for
@@ -53,82 +50,6 @@ struct TurnEnd<'a> {
     tool_results: &'a [AgentMessage],
 }
 
-/// `{type, assistantMessageEvent, message}`, the agent loop's member order.
-#[derive(Serialize)]
-struct MessageUpdate<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    #[serde(rename = "assistantMessageEvent")]
-    event: StreamEvent<'a>,
-    message: &'a AgentMessage,
-}
-
-/// pi-ai's `AssistantMessageEvent` for a block event. At most one of `delta`, `content` and
-/// `toolCall` is present, as each event type has at most one of them.
-#[derive(Serialize)]
-struct StreamEvent<'a> {
-    #[serde(rename = "type")]
-    kind: StreamKind,
-    #[serde(rename = "contentIndex")]
-    content_index: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    delta: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    content: Option<&'a str>,
-    #[serde(rename = "toolCall", skip_serializing_if = "Option::is_none")]
-    tool_call: Option<&'a ContentBlock>,
-    partial: &'a AgentMessage,
-}
-
-impl<'a> StreamEvent<'a> {
-    fn new(update: &'a StreamUpdate, message: &'a AgentMessage) -> StreamEvent<'a> {
-        // The block the event is about, in the message after the event: whole at `*_end`.
-        let block = match message {
-            AgentMessage::Assistant(a) => a.content.get(update.content_index),
-            AgentMessage::System(_)
-            | AgentMessage::User(_)
-            | AgentMessage::ToolResult(_)
-            | AgentMessage::BashExecution(_)
-            | AgentMessage::Custom(_)
-            | AgentMessage::BranchSummary(_)
-            | AgentMessage::CompactionSummary(_)
-            | AgentMessage::Unknown(_) => None,
-        };
-        let (mut delta, mut content, mut tool_call) = (None, None, None);
-        match update.kind {
-            StreamKind::TextStart | StreamKind::ThinkingStart | StreamKind::ToolCallStart => {}
-            StreamKind::TextDelta | StreamKind::ThinkingDelta | StreamKind::ToolCallDelta => {
-                delta = update.delta.as_deref();
-            }
-            // A block of another kind at the index would be a provider bug; like
-            // `JSON.stringify` of an `undefined` member, the member is then left out.
-            StreamKind::TextEnd => {
-                content = match block {
-                    Some(ContentBlock::Text(t)) => Some(t.text.as_str()),
-                    _ => None,
-                };
-            }
-            StreamKind::ThinkingEnd => {
-                content = match block {
-                    Some(ContentBlock::Thinking(t)) => Some(t.thinking.as_str()),
-                    _ => None,
-                };
-            }
-            StreamKind::ToolCallEnd => {
-                tool_call = block.filter(|b| matches!(b, ContentBlock::ToolCall(_)));
-            }
-        }
-        StreamEvent {
-            kind: update.kind,
-            content_index: update.content_index,
-            delta,
-            content,
-            tool_call,
-            partial: message,
-        }
-    }
-}
-
 impl Serialize for Listener<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self.0 {
@@ -143,20 +64,22 @@ impl Serialize for Listener<'_> {
                 tool_results,
             }
             .serialize(s),
-            AgentEvent::MessageUpdate { message, update } => MessageUpdate {
-                kind: "message_update",
-                event: StreamEvent::new(update, message),
-                message,
-            }
-            .serialize(s),
             // These already have the agent loop's (or AgentSession's) shape.
             event @ (AgentEvent::AgentStart
             | AgentEvent::MessageStart { .. }
+            | AgentEvent::MessageUpdate { .. }
             | AgentEvent::MessageEnd { .. }
             | AgentEvent::ToolExecutionStart { .. }
             | AgentEvent::ToolExecutionUpdate { .. }
             | AgentEvent::ToolExecutionEnd { .. }
             | AgentEvent::AgentEnd { .. }
+            | AgentEvent::AgentSettled { .. }
+            | AgentEvent::EntryAppended { .. }
+            | AgentEvent::BashExecutionUpdate { .. }
+            | AgentEvent::SummarizationRetryScheduled { .. }
+            | AgentEvent::SummarizationRetryAttemptStart { .. }
+            | AgentEvent::SummarizationRetryFinished
+            | AgentEvent::ExtensionError { .. }
             | AgentEvent::QueueUpdate { .. }
             | AgentEvent::SessionInfoChanged { .. }
             | AgentEvent::ThinkingLevelChanged { .. }
@@ -171,32 +94,13 @@ impl Serialize for Listener<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{AssistantMessage, TextContent, ThinkingContent, ToolCall};
+    use crate::agent::{StreamKind, StreamUpdate};
+    use crate::message::{AssistantMessage, ContentBlock, TextContent, ToolCall, Usage};
 
     const USAGE: &str = r#""usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}"#;
 
     fn reply(content: Vec<ContentBlock>) -> AgentMessage {
         AgentMessage::Assistant(AssistantMessage::new("faux", "faux", "faux-1", content, 7))
-    }
-
-    fn update(kind: StreamKind, delta: Option<&str>, content: Vec<ContentBlock>) -> AgentEvent {
-        AgentEvent::MessageUpdate {
-            message: reply(content),
-            update: StreamUpdate {
-                kind,
-                content_index: content_index(kind),
-                delta: delta.map(str::to_owned),
-            },
-        }
-    }
-
-    /// Text at 0, thinking at 1, the tool call at 2 in these tests.
-    fn content_index(kind: StreamKind) -> usize {
-        match kind {
-            StreamKind::TextStart | StreamKind::TextDelta | StreamKind::TextEnd => 0,
-            StreamKind::ThinkingStart | StreamKind::ThinkingDelta | StreamKind::ThinkingEnd => 1,
-            StreamKind::ToolCallStart | StreamKind::ToolCallDelta | StreamKind::ToolCallEnd => 2,
-        }
     }
 
     fn message_json(content: &str) -> String {
@@ -209,23 +113,6 @@ mod tests {
         ContentBlock::Text(TextContent {
             text: t.into(),
             text_signature: None,
-        })
-    }
-
-    fn thinking(t: &str) -> ContentBlock {
-        ContentBlock::Thinking(ThinkingContent {
-            thinking: t.into(),
-            thinking_signature: None,
-            redacted: None,
-        })
-    }
-
-    fn call(arguments: serde_json::Value) -> ContentBlock {
-        ContentBlock::ToolCall(ToolCall {
-            id: "c1".into(),
-            name: "read".into(),
-            arguments,
-            thought_signature: None,
         })
     }
 
@@ -253,60 +140,113 @@ mod tests {
         );
     }
 
+    /// The lines pi 1.6.0 printed for the same stream (rpc mode against scripts/mock-llm.py).
     #[test]
-    fn message_updates_carry_pi_ais_stream_event() {
-        let args = serde_json::json!({"path": "a", "n": 1.0});
-        let whole = vec![text("hi there"), thinking("hmm"), call(args.clone())];
+    fn message_updates_are_pis_delta_only_wire_form() {
+        let usage = Usage {
+            input: 10,
+            output: 5,
+            total_tokens: 15,
+            ..Usage::default()
+        };
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "bash".into(),
+            arguments: serde_json::json!({"command": "echo hi"}),
+            thought_signature: None,
+        };
         let cases = [
             (
-                update(StreamKind::TextStart, None, vec![text("")]),
-                r#"{"type":"text_start","contentIndex":0"#.to_owned(),
-                r#"{"type":"text","text":""}"#.to_owned(),
+                StreamUpdate::new(StreamKind::TextStart, 0, None),
+                r#"{"type":"text_start","contentIndex":0}"#,
             ),
             (
-                update(StreamKind::TextDelta, Some("hi "), vec![text("hi ")]),
-                r#"{"type":"text_delta","contentIndex":0,"delta":"hi ""#.to_owned(),
-                r#"{"type":"text","text":"hi "}"#.to_owned(),
+                StreamUpdate::new(StreamKind::TextDelta, 0, Some("Let ".into())),
+                r#"{"type":"text_delta","contentIndex":0,"delta":"Let "}"#,
             ),
             (
-                update(StreamKind::TextEnd, None, vec![text("hi there")]),
-                r#"{"type":"text_end","contentIndex":0,"content":"hi there""#.to_owned(),
-                r#"{"type":"text","text":"hi there"}"#.to_owned(),
+                StreamUpdate::new(StreamKind::ToolCallStart, 1, None)
+                    .with_tool("call_1".into(), "bash".into()),
+                r#"{"type":"toolcall_start","contentIndex":1,"id":"call_1","toolName":"bash"}"#,
             ),
             (
-                update(
-                    StreamKind::ThinkingDelta,
-                    Some("hm"),
-                    vec![text("hi there"), thinking("hm")],
-                ),
-                r#"{"type":"thinking_delta","contentIndex":1,"delta":"hm""#.to_owned(),
-                r#"{"type":"text","text":"hi there"},{"type":"thinking","thinking":"hm"}"#
-                    .to_owned(),
+                StreamUpdate::new(StreamKind::TextEnd, 0, None).with_content("Let me look.".into()),
+                r#"{"type":"text_end","contentIndex":0,"content":"Let me look."}"#,
             ),
             (
-                update(
-                    StreamKind::ThinkingEnd,
-                    None,
-                    vec![text("hi there"), thinking("hmm")],
-                ),
-                r#"{"type":"thinking_end","contentIndex":1,"content":"hmm""#.to_owned(),
-                r#"{"type":"text","text":"hi there"},{"type":"thinking","thinking":"hmm"}"#
-                    .to_owned(),
-            ),
-            (
-                update(StreamKind::ToolCallEnd, None, whole),
-                r#"{"type":"toolcall_end","contentIndex":2,"toolCall":{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a","n":1}}"#.to_owned(),
-                r#"{"type":"text","text":"hi there"},{"type":"thinking","thinking":"hmm"},{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a","n":1}}"#.to_owned(),
+                StreamUpdate::new(StreamKind::ToolCallEnd, 1, None).with_tool_call(call),
+                r#"{"type":"toolcall_end","contentIndex":1,"toolCall":{"type":"toolCall","id":"call_1","name":"bash","arguments":{"command":"echo hi"}}}"#,
             ),
         ];
-        for (event, head, content) in cases {
-            let message = message_json(&content);
+        let usage_json = r#"{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":15,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}"#;
+        for (update, event) in cases {
+            let line = AgentEvent::MessageUpdate {
+                usage: usage.clone(),
+                update: update.clone(),
+            }
+            .to_listener_json()
+            .unwrap();
             assert_eq!(
-                event.to_listener_json().unwrap(),
+                line,
                 format!(
-                    r#"{{"type":"message_update","assistantMessageEvent":{head},"partial":{message}}},"message":{message}}}"#
+                    r#"{{"type":"message_update","usage":{usage_json},"assistantMessageEvent":{event}}}"#
                 )
             );
+            // And back: the wire form is the event.
+            let back: AgentEvent = serde_json::from_str(&line).unwrap();
+            assert_eq!(
+                back,
+                AgentEvent::MessageUpdate {
+                    usage: usage.clone(),
+                    update
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn session_events_of_pi_1_6_have_its_shape() {
+        let cases = [
+            (
+                AgentEvent::AgentEnd {
+                    messages: Vec::new(),
+                    will_retry: true,
+                },
+                r#"{"type":"agent_end","messages":[],"willRetry":true}"#,
+            ),
+            (
+                AgentEvent::AgentSettled { aborted: false },
+                r#"{"type":"agent_settled","aborted":false}"#,
+            ),
+            (
+                AgentEvent::BashExecutionUpdate {
+                    id: Some(serde_json::json!("b1")),
+                    delta: "hi\n".into(),
+                },
+                r#"{"type":"bash_execution_update","id":"b1","delta":"hi\n"}"#,
+            ),
+            (
+                AgentEvent::SummarizationRetryAttemptStart {
+                    source: "compaction".into(),
+                    reason: Some("manual".into()),
+                },
+                r#"{"type":"summarization_retry_attempt_start","source":"compaction","reason":"manual"}"#,
+            ),
+            (
+                AgentEvent::SummarizationRetryFinished,
+                r#"{"type":"summarization_retry_finished"}"#,
+            ),
+            (
+                AgentEvent::ExtensionError {
+                    extension_path: "/x/ext.ts".into(),
+                    event: "turn_end".into(),
+                    error: "boom".into(),
+                },
+                r#"{"type":"extension_error","extensionPath":"/x/ext.ts","event":"turn_end","error":"boom"}"#,
+            ),
+        ];
+        for (event, line) in cases {
+            assert_eq!(event.to_listener_json().unwrap(), line);
         }
     }
 

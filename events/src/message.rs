@@ -82,9 +82,10 @@ pub enum ContentBlock {
     Unknown(Value),
 }
 
+/// A content block by reference, written with its `type` tag.
 #[derive(Serialize)]
 #[serde(tag = "type")]
-enum TaggedBlock<'a> {
+pub(crate) enum TaggedBlock<'a> {
     #[serde(rename = "text")]
     Text(&'a TextContent),
     #[serde(rename = "thinking")]
@@ -229,6 +230,10 @@ pub enum StopReason {
     /// The user aborted the reply.
     #[serde(rename = "aborted")]
     Aborted,
+    /// The reply is still streaming: the assistant `message_start` has it (pi ≥ 0.83); never
+    /// in a final message or a file.
+    #[serde(rename = "pending")]
+    Pending,
 }
 
 /// `role: "user"`: `role, content, timestamp`.

@@ -155,7 +155,8 @@ fn default_reply(request: &ProviderRequest) -> ScriptedReply {
     }
 }
 
-/// Streams one step of a content block: its kind, position, text added, and the message so far.
+/// Streams one step of a content block: its kind, position and text added, read against
+/// the message after the step ([`StreamUpdate::of`]).
 async fn send_update(
     tx: &mpsc::Sender<ProviderEvent>,
     kind: StreamKind,
@@ -165,12 +166,8 @@ async fn send_update(
 ) {
     let _ = tx
         .send(ProviderEvent::Update {
-            update: StreamUpdate {
-                kind,
-                content_index,
-                delta,
-            },
-            partial: partial.clone(),
+            update: StreamUpdate::of(kind, content_index, delta, partial),
+            usage: partial.usage.clone(),
         })
         .await;
 }
@@ -261,6 +258,13 @@ impl Provider for Faux {
                 msg.content.push(empty_like(&block));
                 send_update(&tx, start, index, None, &msg).await;
                 for piece in split_words(&text) {
+                    // Checked per delta, as a real stream's reads are: an abort ends a long
+                    // reply at once, keeping what streamed so far.
+                    if abort.is_cancelled() {
+                        aborted(&mut msg);
+                        let _ = tx.send(ProviderEvent::Done(msg)).await;
+                        return;
+                    }
                     grow(&mut msg.content[index], &piece);
                     send_update(&tx, delta, index, Some(piece), &msg).await;
                 }

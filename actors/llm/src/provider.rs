@@ -1,6 +1,6 @@
 //! The seam to language models: one trait, one streaming call (spec: agent-and-events.md §1.2).
 
-use pith_events::{AgentMessage, AssistantMessage, StreamUpdate};
+use pith_events::{AgentMessage, AssistantMessage, StreamUpdate, Usage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -39,12 +39,14 @@ pub struct ProviderRequest {
 pub enum ProviderEvent {
     /// The reply began; the partial message so far.
     Start(AssistantMessage),
-    /// A content block changed; the partial message after the change.
+    /// A content block changed. Only the change travels (pi's wire form, spec
+    /// agent-and-events.md §8.1): a reply of n deltas costs O(n), never a copy of the
+    /// message so far per delta. The final message comes with [`ProviderEvent::Done`].
     Update {
-        /// What changed.
+        /// What changed (with the whole block at `*_end`, see [`StreamUpdate::of`]).
         update: StreamUpdate,
-        /// The message so far.
-        partial: AssistantMessage,
+        /// The reply's usage when the change was made.
+        usage: Usage,
     },
     /// The final message. Errors and aborts are final messages too, with `stopReason`
     /// `error`/`aborted` and `errorMessage`: a provider never fails any other way.

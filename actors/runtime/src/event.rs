@@ -29,12 +29,97 @@ pub enum RuntimeEvent {
     WriteFailed(String),
 }
 
+/// Backpressure from a frontend that writes agent events somewhere slow (`--mode rpc` and
+/// `--mode json` to stdout; spec: agent-and-events.md §8, issue 13 item 5): counts the agent
+/// events sent to frontends and not yet written, and makes the agent wait before emitting
+/// while `limit` are outstanding. A slow reader of stdout thereby slows the agent (and, through
+/// the provider's bounded channel, the model's stream) instead of growing memory. Unlimited
+/// until a frontend calls [`Pacer::limit`]; the interactive mode never does.
+#[derive(Clone, Debug)]
+pub struct Pacer {
+    inner: Arc<PacerInner>,
+}
+
+#[derive(Debug)]
+struct PacerInner {
+    /// Agent events sent to frontends and not yet written.
+    outstanding: std::sync::atomic::AtomicUsize,
+    /// The most outstanding events before emitters wait; `usize::MAX`: no pacing.
+    limit: std::sync::atomic::AtomicUsize,
+    /// Woken whenever events are written.
+    written: tokio::sync::Notify,
+}
+
+impl Default for Pacer {
+    fn default() -> Pacer {
+        Pacer {
+            inner: Arc::new(PacerInner {
+                outstanding: std::sync::atomic::AtomicUsize::new(0),
+                limit: std::sync::atomic::AtomicUsize::new(usize::MAX),
+                written: tokio::sync::Notify::new(),
+            }),
+        }
+    }
+}
+
+impl Pacer {
+    /// Paces emitters at `max` outstanding events (`usize::MAX`: stops pacing and wakes
+    /// every waiter, e.g. once the reader has gone).
+    pub fn limit(&self, max: usize) {
+        use std::sync::atomic::Ordering;
+        self.inner.limit.store(max, Ordering::SeqCst);
+        self.inner.written.notify_waiters();
+    }
+
+    /// An agent event went to the frontends (counted only while pacing).
+    fn sent(&self) {
+        use std::sync::atomic::Ordering;
+        if self.inner.limit.load(Ordering::SeqCst) != usize::MAX {
+            self.inner.outstanding.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The frontend wrote one agent event it was sent.
+    pub fn written(&self) {
+        use std::sync::atomic::Ordering;
+        let _ = self
+            .inner
+            .outstanding
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        self.inner.written.notify_waiters();
+    }
+
+    /// Agent events sent and not yet written.
+    pub fn outstanding(&self) -> usize {
+        self.inner
+            .outstanding
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Returns once fewer than the limit are outstanding.
+    pub async fn room(&self) {
+        use std::sync::atomic::Ordering;
+        loop {
+            // Created before the check: a `written` between the check and the await wakes it.
+            let written = self.inner.written.notified();
+            if self.inner.outstanding.load(Ordering::SeqCst)
+                < self.inner.limit.load(Ordering::SeqCst)
+            {
+                return;
+            }
+            written.await;
+        }
+    }
+}
+
 /// Delivers runtime events to every subscriber in order, never dropping one. Notices and write
 /// failures raised before anyone subscribed are kept and handed to the first subscriber, so a
 /// frontend that subscribes right after start misses none.
 #[derive(Clone, Default)]
 pub struct UiSink {
     inner: Arc<Mutex<UiInner>>,
+    /// Backpressure from the frontends that write agent events out.
+    pacer: Pacer,
 }
 
 #[derive(Default)]
@@ -56,8 +141,16 @@ impl UiSink {
         rx
     }
 
+    /// The frontends' backpressure on agent events.
+    pub fn pacer(&self) -> &Pacer {
+        &self.pacer
+    }
+
     /// Sends `event` to every live subscriber (or keeps a notice for the first one).
     pub fn notify(&self, event: RuntimeEvent) {
+        if matches!(event, RuntimeEvent::Agent(_)) {
+            self.pacer.sent();
+        }
         if let Ok(mut inner) = self.inner.lock() {
             inner.subscribers.retain(|s| s.send(event.clone()).is_ok());
             if inner.subscribers.is_empty()
@@ -97,6 +190,19 @@ impl EventSink {
         }
     }
 
+    /// Returns once the frontends have room for another event ([`Pacer`]); at once when
+    /// none paces.
+    pub async fn room(&self) {
+        let pacer = self
+            .ui
+            .lock()
+            .ok()
+            .and_then(|ui| ui.as_ref().map(|u| u.pacer.clone()));
+        if let Some(pacer) = pacer {
+            pacer.room().await;
+        }
+    }
+
     /// A new subscription; events arrive in emission order.
     pub fn subscribe(&self) -> mpsc::UnboundedReceiver<AgentEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -116,5 +222,48 @@ impl EventSink {
         {
             ui.notify(RuntimeEvent::Agent(Box::new(event)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn agent_event() -> RuntimeEvent {
+        RuntimeEvent::Agent(Box::new(AgentEvent::AgentStart))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_paced_sink_makes_emitters_wait_until_lines_are_written() {
+        let ui = UiSink::default();
+        let _events = ui.subscribe();
+        let pacer = ui.pacer().clone();
+        // Unpaced: nothing is counted, nobody waits.
+        ui.notify(agent_event());
+        assert_eq!(pacer.outstanding(), 0);
+        pacer.limit(2);
+        ui.notify(agent_event());
+        ui.notify(agent_event());
+        assert_eq!(pacer.outstanding(), 2);
+        let waiting = tokio::spawn({
+            let pacer = pacer.clone();
+            async move { pacer.room().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "two unwritten: the emitter waits");
+        pacer.written();
+        tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .expect("room once one is written")
+            .unwrap();
+        // Notices are not paced; a reader that went away lifts the limit.
+        ui.notify(RuntimeEvent::Notice("n".into()));
+        assert_eq!(pacer.outstanding(), 1);
+        ui.notify(agent_event());
+        pacer.limit(usize::MAX);
+        tokio::time::timeout(Duration::from_secs(1), pacer.room())
+            .await
+            .expect("no limit, no wait");
     }
 }

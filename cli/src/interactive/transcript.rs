@@ -98,10 +98,7 @@ impl Transcript {
         let mut out = Vec::new();
         match event {
             AgentEvent::MessageStart { message } => self.message_start(message, cols, &mut out),
-            AgentEvent::MessageUpdate {
-                message: AgentMessage::Assistant(a),
-                update,
-            } => self.update(a, update, cols, &mut out),
+            AgentEvent::MessageUpdate { update, .. } => self.update(update, cols, &mut out),
             AgentEvent::MessageEnd {
                 message: AgentMessage::Assistant(a),
             } => self.reply_end(a, cols, &mut out),
@@ -115,6 +112,7 @@ impl Transcript {
                 tool_name,
                 result,
                 is_error,
+                ..
             } => {
                 let lines = tools::result_lines(tool_name, result, *is_error, cols);
                 if let Some((name, args)) = self.calls.get(tool_call_id)
@@ -185,9 +183,15 @@ impl Transcript {
             AgentEvent::AgentStart
             | AgentEvent::TurnStart { .. }
             | AgentEvent::TurnEnd { .. }
-            | AgentEvent::MessageUpdate { .. }
             | AgentEvent::MessageEnd { .. }
             | AgentEvent::ToolExecutionUpdate { .. }
+            | AgentEvent::AgentSettled { .. }
+            | AgentEvent::EntryAppended { .. }
+            | AgentEvent::BashExecutionUpdate { .. }
+            | AgentEvent::SummarizationRetryScheduled { .. }
+            | AgentEvent::SummarizationRetryAttemptStart { .. }
+            | AgentEvent::SummarizationRetryFinished
+            | AgentEvent::ExtensionError { .. }
             | AgentEvent::AutoRetryEnd { .. }
             | AgentEvent::QueueUpdate { .. }
             | AgentEvent::SessionInfoChanged { .. }
@@ -229,13 +233,7 @@ impl Transcript {
         }
     }
 
-    fn update(
-        &mut self,
-        reply: &AssistantMessage,
-        update: &StreamUpdate,
-        cols: usize,
-        out: &mut Vec<String>,
-    ) {
+    fn update(&mut self, update: &StreamUpdate, cols: usize, out: &mut Vec<String>) {
         match update.kind {
             StreamKind::TextStart | StreamKind::ThinkingStart => {
                 self.flush(cols, out);
@@ -266,8 +264,7 @@ impl Transcript {
             StreamKind::ToolCallStart | StreamKind::ToolCallDelta => {}
             StreamKind::ToolCallEnd => {
                 self.flush(cols, out);
-                if let Some(ContentBlock::ToolCall(call)) = reply.content.get(update.content_index)
-                {
+                if let Some(call) = &update.tool_call {
                     self.shown.insert(update.content_index);
                     self.announce(&call.id, &call.name, &call.arguments, cols, out);
                 }
@@ -439,12 +436,8 @@ mod tests {
 
     fn update(kind: StreamKind, index: usize, delta: Option<&str>) -> AgentEvent {
         AgentEvent::MessageUpdate {
-            message: AgentMessage::Assistant(reply(Vec::new())),
-            update: StreamUpdate {
-                kind,
-                content_index: index,
-                delta: delta.map(str::to_owned),
-            },
+            usage: pith_events::Usage::default(),
+            update: StreamUpdate::new(kind, index, delta.map(str::to_owned)),
         }
     }
 

@@ -138,6 +138,18 @@ pub enum Command {
     GetMessages,
     /// The slash commands a prompt may start with.
     GetCommands,
+    /// Every entry of the session, or those after `since` in file order (pi ≥ 0.80.3).
+    GetEntries {
+        /// An entry id: only the entries after it.
+        #[serde(default)]
+        since: Option<String>,
+    },
+    /// The session's tree of entries (pi ≥ 0.80.3).
+    GetTree,
+    /// Empty both queues and answer what was in them (pi ≥ 0.84.4).
+    ClearQueue,
+    /// The thinking levels the model offers (pi ≥ 0.81).
+    GetAvailableThinkingLevels,
     /// A `type` pith does not know (answered `Unknown command: <type>`).
     #[serde(other)]
     Unknown,
@@ -164,8 +176,11 @@ pub enum Line {
         /// What does not fit.
         error: String,
     },
-    /// A `type` pith does not know, or none: `Unknown command: <type>` (no id, as pi).
+    /// A `type` pith does not know, or none: `Unknown command: <type>`, with the id as
+    /// every response (pi ≥ 0.79.7).
     Unknown {
+        /// The client's `id`, if any.
+        id: Option<Value>,
         /// The `type` as sent; `None` when absent (pi then writes `undefined` in the text
         /// and leaves `command` out).
         name: Option<Value>,
@@ -189,10 +204,11 @@ pub fn parse(line: &str) -> Line {
     let name = match kind {
         Some(Value::String(s)) if s == "extension_ui_response" => return Line::UiResponse,
         Some(Value::String(s)) => s,
-        other => return Line::Unknown { name: other },
+        other => return Line::Unknown { id, name: other },
     };
     match serde_json::from_value::<Command>(value) {
         Ok(Command::Unknown) => Line::Unknown {
+            id,
             name: Some(Value::String(name)),
         },
         Ok(command) => Line::Command { id, name, command },
@@ -240,13 +256,21 @@ mod tests {
         assert_eq!(
             parse(r#"{"id":"x","type":"fly"}"#),
             Line::Unknown {
+                id: Some(json!("x")),
                 name: Some(json!("fly"))
             }
         );
-        assert_eq!(parse("[1]"), Line::Unknown { name: None });
+        assert_eq!(
+            parse("[1]"),
+            Line::Unknown {
+                id: None,
+                name: None
+            }
+        );
         assert_eq!(
             parse(r#"{"type":5}"#),
             Line::Unknown {
+                id: None,
                 name: Some(json!(5))
             }
         );

@@ -37,6 +37,12 @@ pub enum Answer {
     Later,
 }
 
+/// `{disposition}` of a `prompt`/`steer`/`follow_up` response (pi ≥ 0.99, spec §3.1):
+/// `started`, `queued` or `handled`. pi's `RpcClient` fails on a response without it.
+fn disposition(what: &str) -> Option<Value> {
+    Some(json!({ "disposition": what }))
+}
+
 /// The response to `command` with `outcome`.
 pub fn respond(id: Option<Value>, command: &str, outcome: Outcome) -> Response {
     match outcome {
@@ -208,12 +214,15 @@ impl Rpc {
                 }
                 Answer::Now(Ok(None))
             }
-            Command::Bash { command } => self.later(id, name, async move {
-                rt.bash(&command, false)
-                    .await
-                    .map_err(failed)
-                    .map(|run| Some(bash_result(run)))
-            }),
+            Command::Bash { command } => {
+                self.bash_id.clone_from(&id);
+                self.later(id, name, async move {
+                    rt.bash(&command, false)
+                        .await
+                        .map_err(failed)
+                        .map(|run| Some(bash_result(run)))
+                })
+            }
             Command::AbortBash => {
                 rt.abort_bash();
                 Answer::Now(Ok(None))
@@ -276,6 +285,28 @@ impl Rpc {
                     .collect();
                 Some(json!({ "commands": commands }))
             })),
+            Command::GetEntries { since } => Answer::Now(
+                rt.snapshot()
+                    .await
+                    .map_err(failed)
+                    .and_then(|s| super::queries::entries(&s, since.as_deref()))
+                    .map(Some),
+            ),
+            Command::GetTree => Answer::Now(
+                rt.snapshot()
+                    .await
+                    .map_err(failed)
+                    .map(|s| Some(super::queries::tree(&s))),
+            ),
+            Command::ClearQueue => Answer::Now(
+                rt.clear_queue()
+                    .await
+                    .map_err(failed)
+                    .map(|q| Some(json!({"steering": q.steering, "followUp": q.follow_up}))),
+            ),
+            Command::GetAvailableThinkingLevels => Answer::Now(Ok(Some(
+                json!({"levels": self.models.available_thinking_levels()}),
+            ))),
             // `parse` answers unknown types itself.
             Command::Unknown => Answer::Now(Err(format!("Unknown command: {name}"))),
         }
@@ -321,7 +352,7 @@ impl Rpc {
                             .command(name, args)
                             .await
                             .map_err(failed)
-                            .map(|_| None),
+                            .map(|_| disposition("handled")),
                     );
                 }
                 Ok(_) => {}
@@ -333,7 +364,7 @@ impl Rpc {
         match self.rt.prompt(&message).await {
             Ok(()) => {
                 self.tracked.streaming = true;
-                return Answer::BeforeEvents(Ok(None));
+                return Answer::BeforeEvents(Ok(disposition("started")));
             }
             Err(RuntimeError::AgentBusy) => {}
             Err(e) => return Answer::Now(Err(failed(e))),
@@ -356,7 +387,7 @@ impl Rpc {
             self.rt.follow_up(message);
         }
         self.rt.is_idle().await.map_err(failed)?;
-        Ok(None)
+        Ok(disposition("queued"))
     }
 
     async fn switch(&mut self, start: SessionStart) -> Result<SwitchOutcome, String> {

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use pith_actors::event::Pacer;
 use pith_events::AgentEvent;
 
 /// `{id?, type:"response", command, success, data?|error}`, members in pi's order.
@@ -95,31 +96,43 @@ pub fn read_lines() -> mpsc::UnboundedReceiver<String> {
     rx
 }
 
+/// How many agent events may wait to be written before the agent waits for the reader
+/// (backpressure; about 1,024 short lines, a few hundred KB at most for streamed deltas).
+pub const PACE_LIMIT: usize = 1024;
+
 /// Writes lines to stdout on a thread of its own, in the order given: a slow reader of a
-/// large event stream holds that thread, not the runtime.
+/// large event stream holds that thread, not the runtime, and through the runtime's
+/// [`Pacer`] the agent waits once [`PACE_LIMIT`] events are unwritten, so memory stays
+/// bounded whatever the reader does (issue 13 item 5).
 pub struct Output {
-    tx: Option<std_mpsc::Sender<String>>,
+    tx: Option<std_mpsc::Sender<(String, bool)>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Output {
-    /// Starts the writer.
-    pub fn start() -> Output {
-        let (tx, rx) = std_mpsc::channel::<String>();
+    /// Starts the writer; `pacer` learns of every agent event written.
+    pub fn start(pacer: Pacer) -> Output {
+        let (tx, rx) = std_mpsc::channel::<(String, bool)>();
         let thread = std::thread::spawn(move || {
-            let stdout = std::io::stdout();
-            let mut out = stdout.lock();
+            // Buffered: one write per burst, not one per line.
+            let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
             while let Ok(first) = rx.recv() {
-                // One flush for whatever is queued: events come in bursts.
+                let mut events = 0;
                 let written = std::iter::once(first)
                     .chain(rx.try_iter())
-                    .try_for_each(|line| {
+                    .try_for_each(|(line, event)| {
+                        events += usize::from(event);
                         out.write_all(line.as_bytes())?;
                         out.write_all(b"\n")
                     })
                     .and_then(|()| out.flush());
+                for _ in 0..events {
+                    pacer.written();
+                }
                 if written.is_err() {
-                    // The client went away; what is left to say has no reader.
+                    // The client went away; what is left to say has no reader, and nothing
+                    // may wait for it.
+                    pacer.limit(usize::MAX);
                     break;
                 }
             }
@@ -132,19 +145,19 @@ impl Output {
 
     /// Queues `value` as one line, spelled as `JSON.stringify` spells it.
     pub fn line<T: Serialize + ?Sized>(&self, value: &T) {
-        self.send(pith_events::js::to_js_json(value));
+        self.send(pith_events::js::to_js_json(value), false);
     }
 
     /// Queues an agent event as pi's session listeners get it (its `to_listener_json`).
     pub fn event(&self, event: &AgentEvent) {
-        self.send(event.to_listener_json());
+        self.send(event.to_listener_json(), true);
     }
 
-    fn send(&self, line: Result<String, serde_json::Error>) {
+    fn send(&self, line: Result<String, serde_json::Error>, event: bool) {
         match line {
             Ok(line) => {
                 if let Some(tx) = &self.tx {
-                    let _ = tx.send(line);
+                    let _ = tx.send((line, event));
                 }
             }
             Err(e) => eprintln!("pith: a line could not be written: {e}"),

@@ -196,6 +196,18 @@ impl Models {
         Ok(())
     }
 
+    /// `get_available_thinking_levels` (pi ≥ 0.81): `["off"]` for a model without reasoning,
+    /// else the levels its thinking map allows, lowest first.
+    pub fn available_thinking_levels(&self) -> Vec<&'static str> {
+        if !self.current.reasoning {
+            return vec!["off"];
+        }
+        supported_thinking_levels(&self.current)
+            .into_iter()
+            .map(ThinkingLevel::as_str)
+            .collect()
+    }
+
     /// `cycle_thinking_level`: the next level the model supports; `None` for a model that
     /// cannot think.
     ///

@@ -138,3 +138,72 @@ pub fn last_assistant_text(messages: &[AgentMessage]) -> Option<String> {
     let trimmed = pith_events::js::js_trim(&text);
     (!trimmed.is_empty()).then(|| trimmed.to_owned())
 }
+
+/// An entry as stored, as JSON (pi prints its in-memory entry, which is the stored line).
+fn entry_json(entry: &pith_store::Entry) -> Value {
+    serde_json::from_str(&entry.js_raw()).unwrap_or(Value::Null)
+}
+
+/// The leaf's id, `null` before the first entry.
+fn leaf_id(tree: &SessionTree) -> Value {
+    tree.leaf_id().map_or(Value::Null, |id| json!(id))
+}
+
+/// `get_entries {since?}` (pi ≥ 0.80.3): `{entries, leafId}`, every entry in file order
+/// (header excluded), or only those after the entry `since`.
+///
+/// Errors: `Entry not found: <id>` for an unknown `since`.
+pub fn entries(snapshot: &Snapshot, since: Option<&str>) -> Result<Value, String> {
+    let (tree, _) = SessionTree::new(snapshot.entries.clone());
+    let start = match since {
+        None => 0,
+        Some(id) => {
+            tree.index_of(id)
+                .ok_or_else(|| format!("Entry not found: {id}"))?
+                + 1
+        }
+    };
+    let entries: Vec<Value> = tree.entries()[start..].iter().map(entry_json).collect();
+    Ok(json!({"entries": entries, "leafId": leaf_id(&tree)}))
+}
+
+/// `get_tree` (pi ≥ 0.80.3): `{tree, leafId}`, root nodes `{entry, children, label?,
+/// labelTimestamp?}` in file order, children by timestamp. Built without recursion, so a
+/// session thousands of entries deep costs no stack.
+pub fn tree(snapshot: &Snapshot) -> Value {
+    let (tree, _) = SessionTree::new(snapshot.entries.clone());
+    let shape = tree.get_tree();
+    let entries = tree.entries();
+    // Nodes are finished children first: post-order over an explicit stack.
+    let mut done: Vec<Option<Value>> = vec![None; entries.len()];
+    let mut stack: Vec<(usize, bool)> = shape.roots.iter().rev().map(|&r| (r, false)).collect();
+    while let Some((i, expanded)) = stack.pop() {
+        if !expanded {
+            stack.push((i, true));
+            stack.extend(shape.children[i].iter().rev().map(|&c| (c, false)));
+            continue;
+        }
+        let children: Vec<Value> = shape.children[i]
+            .iter()
+            .filter_map(|&c| done[c].take())
+            .collect();
+        let mut node = serde_json::Map::new();
+        node.insert("entry".into(), entry_json(&entries[i]));
+        node.insert("children".into(), Value::Array(children));
+        if let Some(label) = tree.label(entries[i].id()) {
+            node.insert(
+                "label".into(),
+                serde_json::from_str(&label.value).unwrap_or(Value::Null),
+            );
+            if let Some(ts) = &label.timestamp {
+                node.insert(
+                    "labelTimestamp".into(),
+                    serde_json::from_str(ts).unwrap_or(Value::Null),
+                );
+            }
+        }
+        done[i] = Some(Value::Object(node));
+    }
+    let roots: Vec<Value> = shape.roots.iter().filter_map(|&r| done[r].take()).collect();
+    json!({"tree": roots, "leafId": leaf_id(&tree)})
+}

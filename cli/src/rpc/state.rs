@@ -45,7 +45,14 @@ impl Tracked {
             | AgentEvent::ToolExecutionEnd { .. }
             | AgentEvent::TurnEnd { .. }
             | AgentEvent::SessionInfoChanged { .. }
-            | AgentEvent::ThinkingLevelChanged { .. } => {}
+            | AgentEvent::ThinkingLevelChanged { .. }
+            | AgentEvent::AgentSettled { .. }
+            | AgentEvent::EntryAppended { .. }
+            | AgentEvent::BashExecutionUpdate { .. }
+            | AgentEvent::SummarizationRetryScheduled { .. }
+            | AgentEvent::SummarizationRetryAttemptStart { .. }
+            | AgentEvent::SummarizationRetryFinished
+            | AgentEvent::ExtensionError { .. } => {}
         }
     }
 
@@ -88,6 +95,7 @@ mod tests {
         assert!(t.streaming && !t.retry_waiting);
         t.observe(&AgentEvent::AgentEnd {
             messages: Vec::new(),
+            will_retry: false,
         });
         assert!(!t.streaming);
         t.reset();

@@ -507,6 +507,7 @@ fn json_mode_prints_the_header_then_every_event() {
         "message_end",
         "turn_end",
         "agent_end",
+        "agent_settled",
     ];
     let error_turn = [
         "agent_start",
@@ -517,70 +518,38 @@ fn json_mode_prints_the_header_then_every_event() {
         "message_end",
         "turn_end",
         "agent_end",
+        "agent_settled",
     ];
     assert_eq!(types, [&tool_turn[..], &error_turn[..]].concat());
 
     // Whole lines, as pi's listeners get them and `JSON.stringify` spells them: the agent
     // loop's bare `turn_start`, `turn_end` without `turnIndex`, and pi-ai's stream events.
-    let assistant = |content: &str, ts: &serde_json::Value| {
-        format!(
-            r#"{{"role":"assistant","content":[{content}],"api":"faux","provider":"faux","model":"faux-1","usage":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"stop","timestamp":{ts}}}"#
-        )
-    };
-    let thinking = r#"{"type":"thinking","thinking":"hmm"}"#;
     let call = r#"{"type":"toolCall","id":"c1","name":"nope","arguments":{"n":1.5}}"#;
-    let open_call = r#"{"type":"toolCall","id":"c1","name":"nope","arguments":{}}"#;
+    // pi ≥ 0.84's wire form: delta-only, with the usage so far (spec §8.1).
     let expected_updates = [
-        (
-            r#""type":"thinking_start","contentIndex":0"#.to_owned(),
-            r#"{"type":"thinking","thinking":""}"#.to_owned(),
-        ),
-        (
-            r#""type":"thinking_delta","contentIndex":0,"delta":"hmm""#.to_owned(),
-            thinking.to_owned(),
-        ),
-        (
-            r#""type":"thinking_end","contentIndex":0,"content":"hmm""#.to_owned(),
-            thinking.to_owned(),
-        ),
-        (
-            r#""type":"toolcall_start","contentIndex":1"#.to_owned(),
-            format!("{thinking},{open_call}"),
-        ),
-        (
-            r#""type":"toolcall_delta","contentIndex":1,"delta":"{\"n\":1.5}""#.to_owned(),
-            format!("{thinking},{open_call}"),
-        ),
-        (
-            format!(r#""type":"toolcall_end","contentIndex":1,"toolCall":{call}"#),
-            format!("{thinking},{call}"),
-        ),
-        (
-            r#""type":"text_start","contentIndex":0"#.to_owned(),
-            r#"{"type":"text","text":""}"#.to_owned(),
-        ),
-        (
-            r#""type":"text_delta","contentIndex":0,"delta":"hello""#.to_owned(),
-            r#"{"type":"text","text":"hello"}"#.to_owned(),
-        ),
-        (
-            r#""type":"text_end","contentIndex":0,"content":"hello""#.to_owned(),
-            r#"{"type":"text","text":"hello"}"#.to_owned(),
-        ),
+        r#"{"type":"thinking_start","contentIndex":0}"#.to_owned(),
+        r#"{"type":"thinking_delta","contentIndex":0,"delta":"hmm"}"#.to_owned(),
+        r#"{"type":"thinking_end","contentIndex":0,"content":"hmm"}"#.to_owned(),
+        r#"{"type":"toolcall_start","contentIndex":1,"id":"c1","toolName":"nope"}"#.to_owned(),
+        r#"{"type":"toolcall_delta","contentIndex":1,"delta":"{\"n\":1.5}"}"#.to_owned(),
+        format!(r#"{{"type":"toolcall_end","contentIndex":1,"toolCall":{call}}}"#),
+        r#"{"type":"text_start","contentIndex":0}"#.to_owned(),
+        r#"{"type":"text_delta","contentIndex":0,"delta":"hello"}"#.to_owned(),
+        r#"{"type":"text_end","contentIndex":0,"content":"hello"}"#.to_owned(),
     ];
-    let updates: Vec<(&str, &serde_json::Value)> = raw
+    let zero = r#"{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}"#;
+    let updates: Vec<&str> = raw
         .iter()
         .zip(&lines)
         .filter(|(_, e)| e["type"] == "message_update")
-        .map(|(l, e)| (*l, &e["message"]["timestamp"]))
+        .map(|(l, _)| *l)
         .collect();
     assert_eq!(updates.len(), expected_updates.len());
-    for ((line, ts), (event, content)) in updates.into_iter().zip(expected_updates) {
-        let message = assistant(&content, ts);
+    for (line, event) in updates.into_iter().zip(expected_updates) {
         assert_eq!(
             line,
             format!(
-                r#"{{"type":"message_update","assistantMessageEvent":{{{event},"partial":{message}}},"message":{message}}}"#
+                r#"{{"type":"message_update","usage":{zero},"assistantMessageEvent":{event}}}"#
             )
         );
     }
@@ -613,16 +582,18 @@ fn json_mode_prints_the_header_then_every_event() {
         }
     }
     assert_eq!(turn_ends, 3);
-    let last = lines.last().unwrap();
+    assert_eq!(
+        *raw.last().unwrap(),
+        r#"{"type":"agent_settled","aborted":false}"#
+    );
+    let last = &lines[lines.len() - 2];
     assert_eq!(last["messages"][1]["errorMessage"], "400 bad request");
     // The error reply is a faux one: pi's faux provider writes `errorMessage` before
     // `timestamp`.
+    let agent_end = raw[raw.len() - 2];
     assert!(
-        raw.last()
-            .unwrap()
-            .contains(r#""stopReason":"error","errorMessage":"400 bad request","timestamp":"#),
-        "{}",
-        raw.last().unwrap()
+        agent_end.contains(r#""stopReason":"error","errorMessage":"400 bad request","timestamp":"#),
+        "{agent_end}"
     );
 }
 

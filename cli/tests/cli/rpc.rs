@@ -2,6 +2,8 @@
 //! (spec: agent-and-events.md §9).
 
 mod client;
+mod flood;
+mod pi_client;
 
 use std::process::Command;
 use std::time::Duration;
@@ -10,13 +12,25 @@ use serde_json::{Value, json};
 
 use client::{Client, faux_model, kinds, reply, session_files, types, wait_for};
 
-/// Prompts and returns everything up to `agent_end`, response first.
+/// pi ≥ 0.99's answer to an accepted `prompt`/`steer`/`follow_up`.
+fn accepted(id: Option<&str>, command: &str, disposition: &str) -> Value {
+    let mut v = json!({"type": "response", "command": command, "success": true,
+                       "data": {"disposition": disposition}});
+    if let Some(id) = id {
+        v["id"] = json!(id);
+    }
+    v
+}
+
+/// Prompts and returns everything up to `agent_end`, response first; the `agent_settled`
+/// that follows is read too (and left out).
 fn prompt(client: &mut Client, text: &str) -> Vec<Value> {
     client.send(json!({"type": "prompt", "message": text}));
-    let seen = client.until(|v| v["type"] == "agent_end");
+    let mut seen = client.until(|v| v["type"] == "agent_settled");
+    assert_eq!(seen[0], accepted(None, "prompt", "started"));
     assert_eq!(
-        seen[0],
-        json!({"type": "response", "command": "prompt", "success": true})
+        seen.pop().unwrap(),
+        json!({"type": "agent_settled", "aborted": false})
     );
     seen
 }
@@ -25,10 +39,11 @@ fn prompt(client: &mut Client, text: &str) -> Vec<Value> {
 fn a_prompt_is_answered_then_streams_pis_events_and_the_state_follows() {
     let mut client = Client::start(json!([reply("hi there")]), json!({}));
     client.send(json!({"id": "p1", "type": "prompt", "message": "hello"}));
-    let seen = client.until(|v| v["type"] == "agent_end");
+    let mut seen = client.until(|v| v["type"] == "agent_settled");
+    assert_eq!(seen[0], accepted(Some("p1"), "prompt", "started"));
     assert_eq!(
-        seen[0],
-        json!({"id": "p1", "type": "response", "command": "prompt", "success": true})
+        seen.pop().unwrap(),
+        json!({"type": "agent_settled", "aborted": false})
     );
     assert_eq!(
         types(&seen[1..]),
@@ -47,44 +62,33 @@ fn a_prompt_is_answered_then_streams_pis_events_and_the_state_follows() {
             "agent_end"
         ]
     );
-    // pi's listener events: the agent loop's bare `turn_start`, `turn_end` without
-    // `turnIndex`, and `message_update` carrying pi-ai's stream event with its `partial`.
+    assert_eq!(seen.last().unwrap()["willRetry"], false);
+    // pi 1.6.0's wire form: the agent loop's bare `turn_start`, `turn_end` without
+    // `turnIndex`, the streaming `message_start` with `stopReason: "pending"`, and
+    // delta-only `message_update`s with the usage so far (spec §8.1).
     let end = seen.last().unwrap();
-    let partial = |text: &str| {
-        json!({
-            "role": "assistant",
-            "content": [{"type": "text", "text": text}],
-            "api": "faux", "provider": "faux", "model": "faux-1",
-            "usage": {
-                "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
-            },
-            "stopReason": "stop",
-            "timestamp": end["messages"][1]["timestamp"]
-        })
-    };
-    let update = |event: Value, text: &str| {
-        let mut event = event;
-        event["partial"] = partial(text);
-        json!({"type": "message_update", "assistantMessageEvent": event, "message": partial(text)})
-    };
+    let zero = json!({
+        "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+    });
+    let update = |event: Value| json!({"type": "message_update", "usage": zero, "assistantMessageEvent": event});
     assert_eq!(seen[2], json!({"type": "turn_start"}));
+    assert_eq!(
+        seen[5],
+        json!({"type": "message_start", "message": {
+            "role": "assistant", "content": [],
+            "api": "faux", "provider": "faux", "model": "faux-1",
+            "usage": zero, "stopReason": "pending",
+            "timestamp": end["messages"][1]["timestamp"]
+        }})
+    );
     assert_eq!(
         seen[6..10],
         [
-            update(json!({"type": "text_start", "contentIndex": 0}), ""),
-            update(
-                json!({"type": "text_delta", "contentIndex": 0, "delta": "hi "}),
-                "hi "
-            ),
-            update(
-                json!({"type": "text_delta", "contentIndex": 0, "delta": "there"}),
-                "hi there"
-            ),
-            update(
-                json!({"type": "text_end", "contentIndex": 0, "content": "hi there"}),
-                "hi there"
-            ),
+            update(json!({"type": "text_start", "contentIndex": 0})),
+            update(json!({"type": "text_delta", "contentIndex": 0, "delta": "hi "})),
+            update(json!({"type": "text_delta", "contentIndex": 0, "delta": "there"})),
+            update(json!({"type": "text_end", "contentIndex": 0, "content": "hi there"})),
         ]
     );
     assert_eq!(
@@ -211,8 +215,15 @@ fn names_bash_and_compaction() {
         client.call(json!({"type": "get_state"}))["data"]["sessionName"],
         "named"
     );
+    // pi ≥ 0.82 streams the output as `bash_execution_update` with the request's id first.
+    let (updates, response) =
+        client.call_with_events(json!({"id": "b", "type": "bash", "command": "echo hi; exit 3"}));
     assert_eq!(
-        client.call(json!({"id": "b", "type": "bash", "command": "echo hi; exit 3"})),
+        updates,
+        [json!({"type": "bash_execution_update", "id": "b", "delta": "hi\n"})]
+    );
+    assert_eq!(
+        response,
         json!({
             "id": "b", "type": "response", "command": "bash", "success": true,
             "data": {"output": "hi\n", "exitCode": 3, "cancelled": false, "truncated": false}
@@ -356,13 +367,14 @@ fn protocol_errors_ids_and_framing() {
             .starts_with("Failed to parse command: "),
         "{parse}"
     );
+    // pi ≥ 0.79.7 repeats the id, also here.
     assert_eq!(
         client.call(json!({"id": "u", "type": "teleport"})),
-        json!({"type": "response", "command": "teleport", "success": false, "error": "Unknown command: teleport"})
+        json!({"id": "u", "type": "response", "command": "teleport", "success": false, "error": "Unknown command: teleport"})
     );
     assert_eq!(
         client.call(json!({"id": "u"})),
-        json!({"type": "response", "success": false, "error": "Unknown command: undefined"})
+        json!({"id": "u", "type": "response", "success": false, "error": "Unknown command: undefined"})
     );
     assert_eq!(
         client.call(json!({"id": {"n": [1]}, "type": "get_commands"})),
@@ -439,7 +451,7 @@ fn a_prompt_while_streaming_needs_a_streaming_behavior() {
     let mut client = Client::start(script, json!({}));
     assert_eq!(
         client.call(json!({"type": "prompt", "message": "first"})),
-        json!({"type": "response", "command": "prompt", "success": true})
+        accepted(None, "prompt", "started")
     );
     client.until(|v| v["type"] == "message_end");
     let (_, refused) =
@@ -458,20 +470,14 @@ fn a_prompt_while_streaming_needs_a_streaming_behavior() {
         events.last().unwrap(),
         &json!({"type": "queue_update", "steering": ["steered"], "followUp": []})
     );
-    assert_eq!(
-        response,
-        json!({"id": "s", "type": "response", "command": "prompt", "success": true})
-    );
+    assert_eq!(response, accepted(Some("s"), "prompt", "queued"));
     let (events, response) =
         client.call_with_events(json!({"type": "follow_up", "message": "later"}));
     assert_eq!(
         events.last().unwrap(),
         &json!({"type": "queue_update", "steering": ["steered"], "followUp": ["later"]})
     );
-    assert_eq!(
-        response,
-        json!({"type": "response", "command": "follow_up", "success": true})
-    );
+    assert_eq!(response, accepted(None, "follow_up", "queued"));
     let state = client.call(json!({"type": "get_state"}))["data"].clone();
     assert_eq!(
         (&state["isStreaming"], &state["pendingMessageCount"]),
@@ -527,7 +533,10 @@ fn abort_waits_for_the_run_to_end() {
 fn abort_bash_cancels_the_running_command() {
     let mut client = Client::start(json!([]), json!({}));
     client.send(json!({"id": "b", "type": "bash", "command": "echo started; sleep 20"}));
-    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        client.next(),
+        json!({"type": "bash_execution_update", "id": "b", "delta": "started\n"})
+    );
     assert_eq!(
         client.call(json!({"type": "abort_bash"})),
         json!({"type": "response", "command": "abort_bash", "success": true})
@@ -545,7 +554,7 @@ fn abort_bash_cancels_the_running_command() {
 fn prompt_started(client: &mut Client) {
     assert_eq!(
         client.call(json!({"type": "prompt", "message": "go"})),
-        json!({"type": "response", "command": "prompt", "success": true})
+        accepted(None, "prompt", "started")
     );
     client.until(|v| v["type"] == "message_end");
     assert_eq!(

@@ -318,15 +318,12 @@ impl Output {
         }
     }
 
-    /// Queues a `StreamUpdate` with a copy of the message after the change.
+    /// Queues a `StreamUpdate` for the change just made to the message (only the change,
+    /// and the whole block at its end: [`StreamUpdate::of`]).
     pub(crate) fn update(&mut self, kind: StreamKind, content_index: usize, delta: Option<String>) {
         self.pending.push(ProviderEvent::Update {
-            update: StreamUpdate {
-                kind,
-                content_index,
-                delta,
-            },
-            partial: self.msg.clone(),
+            update: StreamUpdate::of(kind, content_index, delta, &self.msg),
+            usage: self.msg.usage.clone(),
         });
     }
 }

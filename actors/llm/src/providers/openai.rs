@@ -525,7 +525,9 @@ impl ReplyStream for OpenAiStream {
             _ if self.finish_reason_expected && !self.has_finish_reason => {
                 Err("Stream ended without finish_reason".into())
             }
-            StopReason::Stop | StopReason::Length | StopReason::ToolUse => Ok(()),
+            StopReason::Stop | StopReason::Length | StopReason::ToolUse | StopReason::Pending => {
+                Ok(())
+            }
         }
     }
 

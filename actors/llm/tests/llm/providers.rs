@@ -150,10 +150,10 @@ async fn anthropic_text_streams_split_anywhere() {
             "done"
         ]
     );
-    let ProviderEvent::Update { partial, .. } = &events[2] else {
+    let ProviderEvent::Update { update, .. } = &events[2] else {
         panic!("update expected")
     };
-    assert_eq!(partial.texts().collect::<String>(), "Héllo ");
+    assert_eq!(update.delta.as_deref(), Some("Héllo "));
 
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
@@ -278,27 +278,14 @@ async fn anthropic_tool_use_parses_partial_json_as_it_streams() {
     expected["responseId"] = json!("msg_03");
     assert_eq!(to_json(&last), expected);
 
-    let arguments: Vec<Value> = events
-        .iter()
-        .filter_map(|e| match e {
-            ProviderEvent::Update { update, partial }
-                if update.kind == pith_events::StreamKind::ToolCallDelta =>
-            {
-                partial.tool_calls().next().map(|c| c.arguments.clone())
-            }
-            _ => None,
-        })
-        .collect();
+    // Updates carry only what changed (pi's wire form): the argument text in pieces, then
+    // the whole call at its end.
+    let (deltas, end) = tool_call_stream(&events, 1);
     assert_eq!(
-        arguments,
-        [
-            json!({}),
-            json!({"path": "sr"}),
-            json!({"path": "src/ma"}),
-            json!({"path": "src/main.rs", "limit": 2}),
-            json!({"path": "src/main.rs", "limit": 20}),
-        ]
+        serde_json::from_str::<Value>(&deltas).unwrap(),
+        json!({"path": "src/main.rs", "limit": 20})
     );
+    assert_eq!(end, json!({"path": "src/main.rs", "limit": 20}));
     assert_eq!(
         steps(&events)[4..],
         [
@@ -341,11 +328,11 @@ async fn anthropic_usage_counts_cache_tokens_and_cost() {
     assert_eq!(to_json(&last)["usage"], expected_usage);
     assert_eq!(last.stop_reason, StopReason::Length);
     // Input counts are known from message_start on, before any text.
-    let ProviderEvent::Update { partial, .. } = &events[1] else {
+    let ProviderEvent::Update { usage, .. } = &events[1] else {
         panic!("update expected")
     };
-    assert_eq!(partial.usage.input, 100);
-    assert_eq!(partial.usage.output, 1);
+    assert_eq!(usage.input, 100);
+    assert_eq!(usage.output, 1);
 }
 
 #[tokio::test]
@@ -1187,4 +1174,27 @@ async fn a_byte_order_mark_before_the_first_event_keeps_it() {
     assert_eq!(last.stop_reason, StopReason::Stop);
     assert_eq!(last.texts().collect::<String>(), "S");
     assert_eq!(last.response_id.as_deref(), Some("msg_s"));
+}
+
+/// The argument deltas of the tool call at `index`, joined, and the arguments its
+/// `toolcall_end` carries.
+pub fn tool_call_stream(events: &[ProviderEvent], index: usize) -> (String, Value) {
+    let mut deltas = String::new();
+    let mut end = Value::Null;
+    for e in events {
+        if let ProviderEvent::Update { update, .. } = e
+            && update.content_index == index
+        {
+            match update.kind {
+                pith_events::StreamKind::ToolCallDelta => {
+                    deltas.push_str(update.delta.as_deref().unwrap_or(""))
+                }
+                pith_events::StreamKind::ToolCallEnd => {
+                    end = update.tool_call.as_ref().unwrap().arguments.clone()
+                }
+                _ => {}
+            }
+        }
+    }
+    (deltas, end)
 }

@@ -7,6 +7,22 @@ use pith_events::{AgentEvent, AssistantMessage};
 use super::Run;
 
 impl Run {
+    /// Whether [`Run::retry_later`] will start a retry wait for `reply`: pi's `willRetry` of
+    /// `agent_end` (pi ≥ 0.75.4, §2): retry enabled, a retryable error, attempts left, no
+    /// abort.
+    pub(super) fn will_retry(&self, reply: &AssistantMessage) -> bool {
+        let settings = self.args.settings.retry();
+        let window = self
+            .args
+            .provider
+            .context_window(&self.args.model.id)
+            .unwrap_or(0);
+        settings.enabled
+            && !self.abort.is_cancelled()
+            && pith_llm::retry::is_retryable(reply, window)
+            && self.retry_attempt.load(Ordering::SeqCst) < settings.max_retries
+    }
+
     /// pi's retry check at `agent_end` (agent-and-events.md §4): for a transient error,
     /// `auto_retry_start`, then the wait (`true` when it ran out and the context should be
     /// sent again); past `retry.maxRetries` or when the user aborts the wait,

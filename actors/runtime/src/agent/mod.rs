@@ -80,8 +80,8 @@ pub enum AgentMsg {
         text: String,
     },
     /// Take every queued steering and follow-up message out of the queues (pi's
-    /// `clearQueue()`); answered with what was queued, oldest first. A `queue_update` with
-    /// empty queues follows when anything was queued.
+    /// `clearQueue()`, pi ≥ 0.84.4); answered with what was queued, oldest first, after a
+    /// `queue_update` with empty lists.
     ClearQueue {
         /// What was queued.
         reply: RpcReplyPort<QueuedMessages>,
@@ -301,6 +301,9 @@ impl Agent {
                         }
                     }
                 }
+                // Retries and overflow recovery are over: the prompt has settled (§2).
+                let aborted = run.abort.is_cancelled();
+                run.emit(AgentEvent::AgentSettled { aborted }).await;
                 run.from.cast(&run.me, AgentMsg::RunFinished);
             }
             .instrument(span),
@@ -367,6 +370,19 @@ impl Agent {
                 }
                 emit_queue(&state.args.events, &state.queues);
             }
+            AgentMsg::ClearQueue { reply } => {
+                let removed = state
+                    .queues
+                    .lock()
+                    .map(|mut q| QueuedMessages {
+                        steering: q.steering.drain(..).collect(),
+                        follow_up: q.follow_up.drain(..).collect(),
+                    })
+                    .unwrap_or_default();
+                // The event first: a client sees `queue_update`, then the response.
+                emit_queue(&state.args.events, &state.queues);
+                let _ = reply.send(removed);
+            }
             AgentMsg::Abort { reply } => match &state.abort {
                 Some(abort) => {
                     abort.cancel();
@@ -376,19 +392,6 @@ impl Agent {
                     let _ = reply.send(());
                 }
             },
-            AgentMsg::ClearQueue { reply } => {
-                let taken = match state.queues.lock() {
-                    Ok(mut q) => QueuedMessages {
-                        steering: q.steering.drain(..).collect(),
-                        follow_up: q.follow_up.drain(..).collect(),
-                    },
-                    Err(_) => QueuedMessages::default(),
-                };
-                if !taken.is_empty() {
-                    emit_queue(&state.args.events, &state.queues);
-                }
-                let _ = reply.send(taken);
-            }
             AgentMsg::IsIdle { reply } => {
                 let _ = reply.send(state.abort.is_none());
             }

@@ -126,7 +126,14 @@ impl Run {
 
     /// Emits an event: every extension that subscribed to it handles it (awaited, in load
     /// order), then frontends get it.
+    /// Waits first while a frontend has too many events still to write (backpressure, see
+    /// [`crate::event::Pacer`]), unless the run is aborted: an abort is never held up.
     pub(super) async fn emit(&self, event: AgentEvent) {
+        tokio::select! {
+            biased;
+            () = self.abort.cancelled() => {}
+            () = self.args.events.room() => {}
+        }
         self.args.extensions.agent_event(&self.from, &event).await;
         self.args.events.emit(event);
     }
@@ -188,19 +195,17 @@ impl Run {
         let mut started = false;
         while let Some(event) = events.recv().await {
             match event {
-                ProviderEvent::Start(partial) => {
+                ProviderEvent::Start(mut partial) => {
                     started = true;
+                    // pi ≥ 0.83: a reply that is still streaming says so (§1.2).
+                    partial.stop_reason = StopReason::Pending;
                     self.emit(AgentEvent::MessageStart {
                         message: AgentMessage::Assistant(partial),
                     })
                     .await;
                 }
-                ProviderEvent::Update { update, partial } => {
-                    self.emit(AgentEvent::MessageUpdate {
-                        message: AgentMessage::Assistant(partial),
-                        update,
-                    })
-                    .await;
+                ProviderEvent::Update { update, usage } => {
+                    self.emit(AgentEvent::MessageUpdate { usage, update }).await;
                 }
                 ProviderEvent::Done(message) => {
                     if !started {
@@ -352,8 +357,10 @@ impl Run {
             AgentMessage::Assistant(a) => Some(a.clone()),
             _ => None,
         });
+        let will_retry = last_reply.as_ref().is_some_and(|r| self.will_retry(r));
         self.emit(AgentEvent::AgentEnd {
             messages: new_messages,
+            will_retry,
         })
         .await;
         let Some(reply) = last_reply else {

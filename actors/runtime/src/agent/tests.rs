@@ -41,7 +41,8 @@ async fn a_prompt_while_a_run_streams_is_refused_and_abort_answers_when_it_ended
     assert_eq!(parts.log().await, ["user", "assistant"]);
     let names = parts.event_names();
     assert_eq!(names.first(), Some(&"agent_start"));
-    assert_eq!(names.last(), Some(&"agent_end"));
+    // pi ≥ 0.80.4: the prompt settles after its run, before abort is answered.
+    assert_eq!(names[names.len() - 2..], ["agent_end", "agent_settled"]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -134,6 +134,7 @@ impl Run {
             tool_name: name.to_owned(),
             result: result_json(&outcome.0, &outcome.1),
             is_error: outcome.2,
+            duration_ms: None,
         })
         .await;
     }

@@ -5,7 +5,7 @@
 use ractor::{ActorRef, RpcReplyPort};
 use tokio_util::sync::CancellationToken;
 
-use pith_events::{AgentMessage, BashExecutionMessage};
+use pith_events::{AgentEvent, AgentMessage, BashExecutionMessage};
 
 use super::{Agent, AgentMsg, AgentState, UserCommand};
 use crate::RuntimeError;
@@ -34,15 +34,37 @@ impl Agent {
         let args = state.args.clone();
         let (me, from) = (me.clone(), from.clone());
         tokio::spawn(async move {
-            let prefix = args.settings.shell_command_prefix();
-            let result = pith_tools::bash::execute_bash(
+            let shell = pith_tools::shell::ShellConfig {
+                shell_path: None,
+                command_prefix: args.settings.shell_command_prefix(),
+            };
+            // Every cleaned chunk as it comes: `bash_execution_update` (pi ≥ 0.82, §5); the
+            // rpc frontend adds the request's id. All of them precede the answer.
+            let (chunks, mut chunk_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+            let events = args.events.clone();
+            let forward = tokio::spawn(async move {
+                while let Some(delta) = chunk_rx.recv().await {
+                    events.emit(AgentEvent::BashExecutionUpdate { id: None, delta });
+                }
+            });
+            let result = pith_tools::bash::execute_bash_with(
                 &command,
                 &args.cwd,
-                prefix.as_deref(),
+                &shell,
                 args.tools.output_dir(),
                 abort,
+                Some(chunks),
             )
-            .await;
+            .await
+            // pi throws when the command cannot run at all; the answer then carries its text.
+            .unwrap_or_else(|e| pith_tools::BashResult {
+                output: e.to_string(),
+                exit_code: None,
+                cancelled: false,
+                truncated: false,
+                full_output_path: None,
+            });
+            let _ = forward.await;
             let message = BashExecutionMessage {
                 command,
                 output: result.output,

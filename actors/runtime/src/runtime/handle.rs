@@ -60,6 +60,15 @@ impl RuntimeHandle {
         self.ask(|reply| RuntimeMsg::Subscribe { reply }).await
     }
 
+    /// The backpressure handle of frontends that write agent events out: call
+    /// [`crate::event::Pacer::limit`] to make the agent wait while that many are unwritten, and
+    /// [`crate::event::Pacer::written`] per event written (spec: issue 13 item 5).
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn pacer(&self) -> Result<crate::event::Pacer, RuntimeError> {
+        self.ask(|reply| RuntimeMsg::Pacer { reply }).await
+    }
+
     /// Sends a prompt; returns once the run has started.
     ///
     /// Errors: [`RuntimeError::AgentBusy`] while another run is active.
@@ -101,8 +110,10 @@ impl RuntimeHandle {
         self.ask(|reply| RuntimeMsg::IsIdle { reply }).await
     }
 
-    /// Takes every queued steering and follow-up message out of the queues and returns them
-    /// (pi's `clearQueue()`: the interactive mode puts them back into the editor on Esc).
+    /// Takes every queued steering and follow-up message out of the queues and returns them in
+    /// queue order; a `queue_update` with empty lists follows (spec: agent-and-events.md §3.2,
+    /// pi ≥ 0.84.4: rpc `clear_queue`; the interactive mode puts them back into the editor on
+    /// Esc). A cleared message is never delivered.
     ///
     /// Errors: [`RuntimeError::Unanswered`].
     pub async fn clear_queue(&self) -> Result<QueuedMessages, RuntimeError> {

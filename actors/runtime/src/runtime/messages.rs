@@ -166,6 +166,11 @@ pub enum RuntimeMsg {
         /// The events.
         reply: RpcReplyPort<mpsc::UnboundedReceiver<RuntimeEvent>>,
     },
+    /// The frontends' backpressure handle.
+    Pacer {
+        /// It.
+        reply: RpcReplyPort<crate::event::Pacer>,
+    },
     /// Stop everything (flush, fsync, `session_shutdown {quit}`); answered when done.
     Shutdown {
         /// Done.
@@ -194,12 +199,12 @@ impl MessageKind for RuntimeMsg {
         match self {
             RuntimeMsg::Prompt { .. } => "prompt",
             RuntimeMsg::Steer { .. } => "steer",
+            RuntimeMsg::ClearQueue { .. } => "clear_queue",
             RuntimeMsg::FollowUp { .. } => "follow_up",
             RuntimeMsg::Abort { .. } => "abort",
             RuntimeMsg::Switch { .. } => "switch",
             RuntimeMsg::WhenIdle { .. } => "when_idle",
             RuntimeMsg::IsIdle { .. } => "is_idle",
-            RuntimeMsg::ClearQueue { .. } => "clear_queue",
             RuntimeMsg::CompactWith { .. } => "compact_with",
             RuntimeMsg::NavigateTree { .. } => "navigate_tree",
             RuntimeMsg::Compact { .. } => "compact",
@@ -215,6 +220,7 @@ impl MessageKind for RuntimeMsg {
             RuntimeMsg::Snapshot { .. } => "snapshot",
             RuntimeMsg::Context { .. } => "context",
             RuntimeMsg::Subscribe { .. } => "subscribe",
+            RuntimeMsg::Pacer { .. } => "pacer",
             RuntimeMsg::Shutdown { .. } => "shutdown",
             RuntimeMsg::CrashChild { .. } => "crash_child",
             RuntimeMsg::Restart { .. } => "restart",

@@ -257,6 +257,9 @@ impl Runtime {
             RuntimeMsg::Subscribe { reply } => {
                 let _ = reply.send(state.ui.subscribe());
             }
+            RuntimeMsg::Pacer { reply } => {
+                let _ = reply.send(state.ui.pacer().clone());
+            }
             RuntimeMsg::Prompt { text, reply } => {
                 let r = match &state.subtree {
                     Some(sub) => from

@@ -32,6 +32,7 @@ async fn a_prompt_with_a_tool_call_runs_two_turns_and_persists_in_order() {
             "message_end",
             "turn_end",
             "agent_end",
+            "agent_settled",
         ]
     );
     let file = rt.current_session().await.unwrap().session_file.unwrap();
@@ -127,7 +128,7 @@ async fn abort_persists_the_aborted_reply_and_leaves_the_agent_idle() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     rt.abort().await.unwrap();
     let names = run_names(&mut events).await;
-    assert_eq!(names.last().map(String::as_str), Some("agent_end"));
+    assert_eq!(names[names.len() - 2..], ["agent_end", "agent_settled"]);
     rt.prompt("again").await.expect("idle after abort");
     run_names(&mut events).await;
     let file = rt.current_session().await.unwrap().session_file.unwrap();

@@ -82,7 +82,8 @@ pub(crate) async fn start(
     (rt, events, env)
 }
 
-/// Agent events until `agent_end`, as pi names them.
+/// Agent events until `agent_settled` (the prompt's work is over, pi ≥ 0.80.4), as pi
+/// names them.
 pub(crate) async fn run_names(events: &mut UnboundedReceiver<RuntimeEvent>) -> Vec<String> {
     let mut names = Vec::new();
     loop {
@@ -95,7 +96,7 @@ pub(crate) async fn run_names(events: &mut UnboundedReceiver<RuntimeEvent>) -> V
                 .as_str()
                 .unwrap()
                 .to_owned();
-            let done = matches!(*e, AgentEvent::AgentEnd { .. });
+            let done = matches!(*e, AgentEvent::AgentSettled { .. });
             if name != "message_update" {
                 names.push(name);
             }

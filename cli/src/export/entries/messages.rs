@@ -190,7 +190,7 @@ impl Renderer<'_> {
                 r#"<div class="error-text">Error: {}</div>"#,
                 Esc(a.error_message.as_deref().unwrap_or("Unknown error"))
             )?,
-            StopReason::Stop | StopReason::Length | StopReason::ToolUse => {}
+            StopReason::Stop | StopReason::Length | StopReason::ToolUse | StopReason::Pending => {}
         }
         let u = &a.usage;
         write!(
@@ -246,6 +246,7 @@ fn stop_reason(r: StopReason) -> &'static str {
         StopReason::ToolUse => "toolUse",
         StopReason::Error => "error",
         StopReason::Aborted => "aborted",
+        StopReason::Pending => "pending",
     }
 }
 
