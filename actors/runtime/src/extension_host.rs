@@ -12,8 +12,57 @@ use pith_store::Entry;
 
 use crate::envelope::{Envelope, Origin};
 use crate::extension::{
-    Extension, ExtensionActor, ExtensionArgs, ExtensionMsg, SlashCommand, Verdict,
+    Extension, ExtensionActor, ExtensionArgs, ExtensionMsg, InjectedMessage, SlashCommand, Verdict,
 };
+use pith_events::{ContentBlock, ImageContent};
+use serde_json::Value;
+
+/// What `input` leaves of a prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputOutcome {
+    /// Go on with this text and these images.
+    Continue {
+        /// The prompt text, as transformed.
+        text: String,
+        /// Its images.
+        images: Vec<ImageContent>,
+    },
+    /// An extension handled it: no run.
+    Handled,
+}
+
+/// A tool call as `tool_call` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallEvent {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// The model's arguments.
+    pub input: Value,
+    /// `builtin`, `extension:<name>` or `mcp:<server>`.
+    pub source: String,
+    /// The tool's annotations, `{}` when none.
+    pub annotations: Value,
+}
+
+/// A finished call as `tool_result` shows it, and as it leaves the chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResultEvent {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// The arguments it ran with.
+    pub input: Value,
+    /// The content.
+    pub content: Vec<ContentBlock>,
+    /// The details (`null` when none).
+    pub details: Value,
+    /// Whether it is an error result.
+    pub is_error: bool,
+}
+use crate::extensions::registry::ToolRegistry;
 use crate::trace::ActorName;
 use crate::writer::WriterRef;
 
@@ -30,6 +79,8 @@ struct Member {
 #[derive(Clone, Default)]
 pub struct Extensions {
     members: Arc<[Member]>,
+    /// The tools they register; the Agent reads it each turn.
+    registry: ToolRegistry,
 }
 
 impl Extensions {
@@ -42,6 +93,7 @@ impl Extensions {
         session_id: &str,
         supervisor: ActorCell,
     ) -> Result<Extensions, SpawnErr> {
+        let registry = ToolRegistry::default();
         let mut members = Vec::with_capacity(factories.len());
         for factory in factories {
             let extension = factory();
@@ -66,7 +118,13 @@ impl Extensions {
         }
         Ok(Extensions {
             members: members.into(),
+            registry,
         })
+    }
+
+    /// The tools they register.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.registry
     }
 
     /// The name of the extension actor with this id, if it is one of them.
@@ -151,6 +209,166 @@ impl Extensions {
             }
         }
         verdict
+    }
+
+    /// Asks one extension about an intercept event and waits for its answer as long as its
+    /// actor takes: a process-hosted extension applies its own deadlines and fail policy
+    /// (spec: extensions.md §1.2 "Timeouts"), so the answer always comes.
+    async fn ask(&self, m: &Member, from: &Origin, event: &ExtensionEvent) -> Option<Verdict> {
+        let asked = Box::new(event.clone());
+        match from
+            .wait(&m.actor, "extension", |reply| ExtensionMsg::Event {
+                event: asked,
+                entries: Vec::new(),
+                reply,
+            })
+            .await
+        {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::warn!("{} did not answer {}: {e}", m.name, event.name());
+                None
+            }
+        }
+    }
+
+    /// `input` (spec: extensions.md §1.2): chained in load order, each extension sees the
+    /// text the one before made; the first `handled` stops the chain and the prompt.
+    pub async fn input(
+        &self,
+        from: &Origin,
+        text: String,
+        images: Vec<ImageContent>,
+        source: &str,
+    ) -> InputOutcome {
+        let mut event = ExtensionEvent::Input {
+            text,
+            images,
+            source: source.to_owned(),
+        };
+        for m in self.subscribed("input") {
+            match self.ask(m, from, &event).await {
+                Some(Verdict::Handled) => return InputOutcome::Handled,
+                Some(Verdict::Transform {
+                    text: new_text,
+                    images: new_images,
+                }) => {
+                    if let ExtensionEvent::Input { text, images, .. } = &mut event {
+                        *text = new_text;
+                        if let Some(new_images) = new_images {
+                            *images = new_images;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        match event {
+            ExtensionEvent::Input { text, images, .. } => InputOutcome::Continue { text, images },
+            _ => InputOutcome::Handled,
+        }
+    }
+
+    /// `before_agent_start` (spec: extensions.md §1.2): every injected message is kept, in
+    /// load order; `systemPrompt` replaces and `appendSystemPrompt` appends, chained (the next
+    /// extension sees the prompt as changed so far). Returns the messages and the system
+    /// prompt for this run (`None` when no extension changed it).
+    pub async fn before_agent_start(
+        &self,
+        from: &Origin,
+        prompt: &str,
+        images: &[ImageContent],
+        system_prompt: Option<&str>,
+    ) -> (Vec<InjectedMessage>, Option<String>) {
+        let mut messages = Vec::new();
+        let mut current = system_prompt.unwrap_or_default().to_owned();
+        let mut changed = false;
+        for m in self.subscribed("before_agent_start") {
+            let event = ExtensionEvent::BeforeAgentStart {
+                prompt: prompt.to_owned(),
+                images: images.to_vec(),
+                system_prompt: current.clone(),
+            };
+            if let Some(Verdict::Inject(injection)) = self.ask(m, from, &event).await {
+                if let Some(message) = injection.message {
+                    messages.push(message);
+                }
+                if let Some(replaced) = injection.system_prompt {
+                    current = replaced;
+                    changed = true;
+                }
+                if let Some(extra) = injection.append_system_prompt {
+                    if current.is_empty() {
+                        current = extra;
+                    } else {
+                        current = format!("{current}\n\n{extra}");
+                    }
+                    changed = true;
+                }
+            }
+        }
+        (messages, changed.then_some(current))
+    }
+
+    /// `tool_call` (spec: extensions.md §1.2): chained in load order; a replaced `input` is
+    /// what later extensions see and what the tool runs with; the first block wins. An
+    /// extension whose actor is gone blocks (gates fail closed). `Ok` holds the arguments to
+    /// run with, `Err` the reason of the block.
+    pub async fn tool_call(&self, from: &Origin, call: ToolCallEvent) -> Result<Value, String> {
+        let mut input = call.input;
+        for m in self.subscribed("tool_call") {
+            let event = ExtensionEvent::ToolCall {
+                tool_call_id: call.tool_call_id.clone(),
+                tool_name: call.tool_name.clone(),
+                input: input.clone(),
+                source: call.source.clone(),
+                annotations: call.annotations.clone(),
+            };
+            match self.ask(m, from, &event).await {
+                Some(Verdict::Block(reason)) => return Err(reason),
+                Some(Verdict::ReplaceInput(replaced)) => input = replaced,
+                Some(_) => {}
+                None => {
+                    return Err(format!(
+                        "extension {} did not answer: the call is blocked",
+                        m.name
+                    ));
+                }
+            }
+        }
+        Ok(input)
+    }
+
+    /// `tool_result` (spec: extensions.md §1.2): each patch applies in load order and the next
+    /// extension sees the patched result; an extension that does not answer leaves it as is.
+    pub async fn tool_result(&self, from: &Origin, mut result: ToolResultEvent) -> ToolResultEvent {
+        for m in self.subscribed("tool_result") {
+            let event = ExtensionEvent::ToolResult {
+                tool_call_id: result.tool_call_id.clone(),
+                tool_name: result.tool_name.clone(),
+                input: result.input.clone(),
+                content: result.content.clone(),
+                details: result.details.clone(),
+                is_error: result.is_error,
+            };
+            if let Some(Verdict::PatchResult(patch)) = self.ask(m, from, &event).await {
+                if let Some(content) = patch.content {
+                    result.content = content;
+                }
+                if let Some(details) = patch.details {
+                    result.details = details;
+                }
+                if let Some(is_error) = patch.is_error {
+                    result.is_error = is_error;
+                }
+            }
+        }
+        result
+    }
+
+    /// Whether any extension subscribed to `event`.
+    pub fn wants(&self, event: &str) -> bool {
+        self.subscribed(event).next().is_some()
     }
 
     /// Every extension's slash commands, in load order.

@@ -47,6 +47,8 @@ enum After {
     ErrorRetry,
     /// The reply overflowed and the session was compacted: send it again without the reply.
     OverflowRetry,
+    /// An extension handled the prompt (`input` → `handled`): nothing ran.
+    Handled,
 }
 
 /// A user shell command: `!cmd`, or `!!cmd` (kept out of the context).
@@ -244,6 +246,7 @@ impl Agent {
             retry_attempt: state.retry_attempt.clone(),
             pending_bash: std::mem::take(&mut state.pending_bash),
             overflowed: None,
+            system_prompt: Mutex::new(state.args.system_prompt.clone()),
         };
         // Not a "message" span: the run is the prompt's work, not a message of its own.
         let span = tracing::info_span!(
@@ -256,6 +259,7 @@ impl Agent {
             async move {
                 let mut run = run;
                 let mut text = Some(text);
+                let mut handled = false;
                 loop {
                     let after = run.run(text.take()).await;
                     if run.abort.is_cancelled() {
@@ -263,6 +267,10 @@ impl Agent {
                     }
                     match after {
                         After::Idle => break,
+                        After::Handled => {
+                            handled = true;
+                            break;
+                        }
                         // A transient error: the same context again (the failed reply is
                         // left out of every request, agent-and-events.md §4).
                         After::ErrorRetry => {}
@@ -274,6 +282,13 @@ impl Agent {
                             run.overflowed = run.last_reply.lock().ok().and_then(|mut r| r.take());
                         }
                     }
+                }
+                if !handled {
+                    // All automatic work of the prompt is over (pi's agent_settled).
+                    let settled = pith_events::ExtensionEvent::AgentSettled {
+                        aborted: run.abort.is_cancelled(),
+                    };
+                    run.args.extensions.tell(&run.from, settled, &[]).await;
                 }
                 run.from.cast(&run.me, AgentMsg::RunFinished);
             }

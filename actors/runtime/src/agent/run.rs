@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use pith_events::{AgentEvent, AgentMessage, AssistantMessage, StopReason};
+use pith_events::{AgentEvent, AgentMessage, AssistantMessage, CustomMessage, StopReason};
 use pith_llm::provider::{ProviderEvent, ProviderRequest};
 use pith_llm::tool_pairs::pair_tool_calls;
 use pith_store::llm::convert_to_llm;
@@ -17,6 +17,7 @@ use pith_store::llm::convert_to_llm;
 use super::{After, AgentArgs, AgentMsg, Queues, emit_queue};
 use crate::compactor::{CompactorMsg, NextStep};
 use crate::envelope::{Envelope, Origin};
+use crate::extension_host::InputOutcome;
 use crate::writer::Append;
 
 /// One run of the loop: a prompt's turns, then the compaction check and any retry.
@@ -37,6 +38,8 @@ pub(super) struct Run {
     /// In an overflow retry: the reply that overflowed. It stays in the log but is not sent
     /// again (pi drops it from the agent's messages).
     pub(super) overflowed: Option<AssistantMessage>,
+    /// The system prompt of this run: the session's, as `before_agent_start` left it.
+    pub(super) system_prompt: Mutex<Option<String>>,
 }
 
 impl Run {
@@ -75,7 +78,16 @@ impl Run {
     }
 
     pub(super) async fn persist(&self, message: &AgentMessage) {
-        let append = Append::Message(Box::new(message.clone()));
+        // pi persists custom messages as custom_message entries (appendCustomMessageEntry).
+        let append = match message {
+            AgentMessage::Custom(c) => Append::CustomMessage {
+                custom_type: c.custom_type.clone(),
+                content: c.content.clone(),
+                display: c.display,
+                details: c.details.clone(),
+            },
+            other => Append::Message(Box::new(other.clone())),
+        };
         if let Err(e) = self.args.writer.append(&self.from, append).await {
             tracing::error!(user_notified = true, "could not persist a message: {e}");
         }
@@ -140,9 +152,9 @@ impl Run {
             provider: self.args.model.provider.clone(),
             model: self.args.model.id.clone(),
             thinking_level: self.args.thinking_level,
-            system_prompt: self.args.system_prompt.clone(),
+            system_prompt: self.system_prompt.lock().ok().and_then(|p| p.clone()),
             messages: self.context().await,
-            tools: self.args.tools.specs(),
+            tools: self.args.extensions.registry().specs(&self.args.tools),
             max_tokens: None,
             session_id: Some(self.args.session_id.to_string()),
         };
@@ -191,6 +203,21 @@ impl Run {
 
     /// One run: `text` as the prompt, or none to send the context again (an overflow retry).
     pub(super) async fn run(&self, text: Option<String>) -> After {
+        // `input` comes first: an extension may rewrite the prompt or take care of it.
+        let text = match text {
+            Some(text) if self.args.extensions.wants("input") => {
+                match self
+                    .args
+                    .extensions
+                    .input(&self.from, text, Vec::new(), "interactive")
+                    .await
+                {
+                    InputOutcome::Continue { text, .. } => Some(text),
+                    InputOutcome::Handled => return After::Handled,
+                }
+            }
+            other => other,
+        };
         if text.is_some() {
             // Retries (no text) must not record them twice.
             for bash in &self.pending_bash {
@@ -212,6 +239,21 @@ impl Run {
             self.from
                 .cast(&self.me, AgentMsg::Deferring { deferring: false });
         }
+        let mut injected = Vec::new();
+        if let Some(text) = &text {
+            // pi: before_agent_start once per prompt; the system prompt starts from the
+            // session's again unless an extension changes it.
+            let base = self.args.system_prompt.as_deref();
+            let (messages, system_prompt) = self
+                .args
+                .extensions
+                .before_agent_start(&self.from, text, &[], base)
+                .await;
+            if let Ok(mut p) = self.system_prompt.lock() {
+                *p = system_prompt.or_else(|| self.args.system_prompt.clone());
+            }
+            injected = messages;
+        }
         let mut new_messages = Vec::new();
         self.emit(AgentEvent::AgentStart).await;
         let mut turn_index = 0u32;
@@ -224,6 +266,17 @@ impl Run {
             let prompt = self.user(text);
             self.deliver(prompt.clone()).await;
             new_messages.push(prompt);
+            for m in injected {
+                let message = AgentMessage::Custom(CustomMessage {
+                    custom_type: m.custom_type,
+                    content: m.content,
+                    display: m.display,
+                    details: m.details,
+                    timestamp: Some(self.args.clock.now_ms()),
+                });
+                self.deliver(message.clone()).await;
+                new_messages.push(message);
+            }
         }
         let mut pending: Vec<AgentMessage> =
             self.poll(true).into_iter().map(|t| self.user(t)).collect();

@@ -9,6 +9,7 @@ mod cancel;
 mod compaction;
 mod controls;
 mod extensions;
+mod interception;
 mod prompts;
 mod replay;
 mod retries;
