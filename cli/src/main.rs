@@ -8,6 +8,9 @@
 //! `pith trace mermaid` draws a `--trace` file as a sequence diagram.
 
 mod export;
+mod ext_cmd;
+mod ext_discovery;
+mod ext_trust;
 mod interactive;
 mod logging;
 mod model_choice;
@@ -43,6 +46,9 @@ enum Command {
     /// Work with `--trace` files.
     #[command(subcommand)]
     Trace(trace_cmd::TraceCommand),
+    /// List extensions, or check one against the protocol.
+    #[command(subcommand)]
+    Extension(ext_cmd::ExtensionCommand),
 }
 
 /// A run without a subcommand: the mode the flags ask for.
@@ -66,10 +72,19 @@ fn run(args: startup::RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // pi spells --no-extensions `-ne`, which no single-letter flag parser accepts.
+    let argv = std::env::args_os().map(|a| {
+        if a == "-ne" {
+            std::ffi::OsString::from("--no-extensions")
+        } else {
+            a
+        }
+    });
+    let cli = Cli::parse_from(argv);
     let result = match cli.command {
         Some(Command::Session(cmd)) => session_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
         Some(Command::Trace(cmd)) => trace_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
+        Some(Command::Extension(cmd)) => ext_cmd::run(cmd),
         None => run(cli.run),
     };
     match result {

@@ -15,6 +15,7 @@
 
 mod command;
 mod commands;
+mod ext_ui;
 mod framing;
 mod models;
 mod queries;
@@ -26,6 +27,7 @@ use anyhow::{Context, Result};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
+use pith_actors::extensions::dialogs::Dialogs;
 use pith_actors::runtime::{RuntimeEvent, RuntimeHandle};
 use pith_store::SessionEnv;
 
@@ -62,6 +64,8 @@ pub(crate) struct Rpc {
     env: SessionEnv,
     /// Responses of commands running in the background, written by the loop.
     done: mpsc::UnboundedSender<Response>,
+    /// Extension dialogs waiting for `extension_ui_response`.
+    dialogs: Dialogs,
 }
 
 async fn serve(args: RunArgs) -> Result<ExitCode> {
@@ -71,6 +75,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         rt,
         choice,
         provider,
+        dialogs,
         ..
     } = start(&args).await?;
     if !args.messages.is_empty() {
@@ -95,6 +100,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         models,
         env,
         done,
+        dialogs,
     };
     let mut lines = framing::read_lines();
     let status: u8 = loop {
@@ -134,6 +140,7 @@ impl Rpc {
             RuntimeEvent::SessionStarted { .. } => self.tracked.reset(),
             // stdout holds only pi's protocol.
             RuntimeEvent::Notice(n) | RuntimeEvent::WriteFailed(n) => eprintln!("pith: {n}"),
+            RuntimeEvent::Extension(notice) => self.out.line(&ext_ui::notice_json(&notice)),
         }
     }
 
@@ -151,7 +158,11 @@ impl Rpc {
                 Some("parse".into()),
                 format!("Failed to parse command: {e}"),
             )),
-            Line::UiResponse => {}
+            Line::UiResponse(response) => {
+                if let Some(id) = response.get("id").and_then(|v| v.as_str()) {
+                    self.dialogs.answer(id, response.clone());
+                }
+            }
             // pi answers without the id here.
             Line::Unknown { name } => {
                 let text = format!("Unknown command: {}", to_js_string(name.as_ref()));

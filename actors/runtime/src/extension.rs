@@ -18,6 +18,8 @@ use pith_events::{
 };
 use pith_store::Entry;
 
+use pith_tools::tool::{ToolError, ToolOutput};
+
 use crate::envelope::{Envelope, MessageKind, Origin};
 use crate::trace::ActorName;
 use crate::writer::{Append, WriterRef};
@@ -241,6 +243,42 @@ pub enum ExtensionMsg {
         /// The commands.
         reply: RpcReplyPort<Vec<SlashCommand>>,
     },
+    /// A call of one of its tools; answered when the call ends (its deadline and abort
+    /// included: spec: extensions.md §1.2 "Tools").
+    CallTool {
+        /// The call.
+        call: ToolCallRequest,
+        /// The result, or what the model gets as an error.
+        reply: RpcReplyPort<Result<ToolOutput, ToolError>>,
+    },
+    /// The user aborted a running tool call (`cancel {id, reason}` on the wire).
+    CancelTool {
+        /// The call's id.
+        tool_call_id: String,
+    },
+    /// Answered once the extension is ready for events: at once for a Rust extension, after
+    /// `initialize` (or its failure) for a process.
+    Ready {
+        /// Ready.
+        reply: RpcReplyPort<()>,
+    },
+    /// What a process-hosted extension's child and timers report (internal to that host).
+    Process(crate::extensions::process::ProcessInput),
+}
+
+/// A tool call as the extension host gets it.
+#[derive(Debug)]
+pub struct ToolCallRequest {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The tool.
+    pub name: String,
+    /// Its arguments (validated, possibly replaced by a gate).
+    pub arguments: Value,
+    /// The session cwd.
+    pub cwd: std::path::PathBuf,
+    /// Partial results (`tool/progress`).
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<ToolOutput>>,
 }
 
 impl MessageKind for ExtensionMsg {
@@ -249,6 +287,10 @@ impl MessageKind for ExtensionMsg {
             ExtensionMsg::Event { event, .. } => event.name(),
             ExtensionMsg::Command { .. } => "command",
             ExtensionMsg::Commands { .. } => "commands",
+            ExtensionMsg::CallTool { .. } => "tool_call",
+            ExtensionMsg::CancelTool { .. } => "cancel_tool",
+            ExtensionMsg::Ready { .. } => "ready",
+            ExtensionMsg::Process(p) => p.kind(),
         }
     }
 }
@@ -359,6 +401,17 @@ impl Actor for ExtensionActor {
                 }
                 ExtensionMsg::Commands { reply } => {
                     let _ = reply.send(state.extension.commands());
+                }
+                // Rust extensions register no tools (yet): their tools are plain `Tool`s.
+                ExtensionMsg::CallTool { call, reply } => {
+                    let _ = reply.send(Err(ToolError::Failed(format!(
+                        "Tool {} not found",
+                        call.name
+                    ))));
+                }
+                ExtensionMsg::CancelTool { .. } | ExtensionMsg::Process(_) => {}
+                ExtensionMsg::Ready { reply } => {
+                    let _ = reply.send(());
                 }
             }
         }

@@ -3,7 +3,7 @@
 //! order, each awaited, and only to the extensions that subscribed to the event (so events
 //! nobody subscribed to cost nothing).
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use ractor::{Actor, ActorCell, ActorId, ActorRef, SpawnErr};
 
@@ -62,9 +62,14 @@ pub struct ToolResultEvent {
     /// Whether it is an error result.
     pub is_error: bool,
 }
+use crate::event::UiSink;
+use crate::extensions::dialogs::Dialogs;
+use crate::extensions::process::{HostContext, ProcessArgs, ProcessExtension};
 use crate::extensions::registry::ToolRegistry;
 use crate::trace::ActorName;
+use crate::trace::{MessageIds, Trace};
 use crate::writer::WriterRef;
+use pith_events::ext::ExtensionSpec;
 
 /// Builds a fresh extension for every session subtree.
 pub type ExtensionFactory = Arc<dyn Fn() -> Box<dyn Extension> + Send + Sync>;
@@ -72,7 +77,40 @@ pub type ExtensionFactory = Arc<dyn Fn() -> Box<dyn Extension> + Send + Sync>;
 struct Member {
     actor: ActorRef<Envelope<ExtensionMsg>>,
     name: ActorName,
-    subscriptions: Vec<String>,
+    /// Event names it subscribed to; a process's are known after `initialize` and may change
+    /// when it restarts or is disabled.
+    subscriptions: Arc<RwLock<Vec<String>>>,
+}
+
+/// Extension processes to host in a session, and how (spec: extensions.md §1.2).
+#[derive(Clone, Default)]
+pub struct HostedExtensions {
+    /// In load order, after the Rust extensions.
+    pub specs: Vec<ExtensionSpec>,
+    /// `tui`, `print`, `json` or `rpc`.
+    pub mode: String,
+    /// Whether dialogs reach a user.
+    pub has_ui: bool,
+    /// Where dialogs wait for the frontend's answer.
+    pub dialogs: Dialogs,
+}
+
+/// What a session's extension processes need from it.
+pub struct SessionSide<'a> {
+    /// Its writer.
+    pub writer: &'a WriterRef,
+    /// Its id.
+    pub session_id: &'a str,
+    /// Its file.
+    pub session_file: Option<std::path::PathBuf>,
+    /// Its cwd.
+    pub cwd: std::path::PathBuf,
+    /// The agent dir (logs).
+    pub agent_dir: std::path::PathBuf,
+    /// Frontends.
+    pub ui: UiSink,
+    /// Numbers messages.
+    pub ids: MessageIds,
 }
 
 /// The extension actors of one session, in load order. Cloning shares them.
@@ -84,25 +122,31 @@ pub struct Extensions {
 }
 
 impl Extensions {
-    /// Spawns one actor per factory, linked to `supervisor`, in load order.
+    /// Spawns one actor per factory, then one per extension process, linked to `supervisor`,
+    /// in load order, and waits until every process answered `initialize` (or failed to:
+    /// its own deadline, 10 s by default, bounds the wait).
     ///
     /// Errors: an actor that cannot be spawned.
     pub async fn spawn(
         factories: &[ExtensionFactory],
-        writer: &WriterRef,
-        session_id: &str,
+        hosted: &HostedExtensions,
+        session: SessionSide<'_>,
         supervisor: ActorCell,
     ) -> Result<Extensions, SpawnErr> {
+        let writer = session.writer;
+        let session_id = session.session_id;
         let registry = ToolRegistry::default();
         let mut members = Vec::with_capacity(factories.len());
         for factory in factories {
             let extension = factory();
             let name = ActorName::Extension(Arc::from(extension.name()));
-            let subscriptions = extension
-                .subscriptions()
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect();
+            let subscriptions = Arc::new(RwLock::new(
+                extension
+                    .subscriptions()
+                    .iter()
+                    .map(|s| (*s).to_owned())
+                    .collect(),
+            ));
             let args = ExtensionArgs {
                 extension,
                 writer: writer.clone(),
@@ -115,6 +159,48 @@ impl Extensions {
                 name,
                 subscriptions,
             });
+        }
+        let host = HostContext {
+            writer: writer.clone(),
+            session_id: session_id.to_owned(),
+            session_file: session.session_file,
+            cwd: session.cwd,
+            mode: hosted.mode.clone(),
+            has_ui: hosted.has_ui,
+            agent_dir: session.agent_dir,
+            registry: registry.clone(),
+            ui: session.ui,
+            dialogs: hosted.dialogs.clone(),
+            ids: session.ids,
+        };
+        let first_process = members.len();
+        for spec in &hosted.specs {
+            let subscriptions = Arc::new(RwLock::new(Vec::new()));
+            let name = ActorName::Extension(Arc::from(spec.manifest.name.as_str()));
+            let args = ProcessArgs {
+                spec: spec.clone(),
+                host: host.clone(),
+                subscriptions: subscriptions.clone(),
+            };
+            let (actor, _) =
+                Actor::spawn_linked(None, ProcessExtension, args, supervisor.clone()).await?;
+            members.push(Member {
+                actor,
+                name,
+                subscriptions,
+            });
+        }
+        for m in &members[first_process..] {
+            let _ = m
+                .actor
+                .call(
+                    |reply| Envelope {
+                        trace: Trace::root(&host.ids, m.name.clone()),
+                        msg: ExtensionMsg::Ready { reply },
+                    },
+                    None,
+                )
+                .await;
         }
         Ok(Extensions {
             members: members.into(),
@@ -151,9 +237,11 @@ impl Extensions {
     }
 
     fn subscribed<'a>(&'a self, event: &'a str) -> impl Iterator<Item = &'a Member> + 'a {
-        self.members
-            .iter()
-            .filter(move |m| m.subscriptions.iter().any(|s| s == event))
+        self.members.iter().filter(move |m| {
+            m.subscriptions
+                .read()
+                .is_ok_and(|subs| subs.iter().any(|s| s == event))
+        })
     }
 
     /// Tells the subscribed extensions about an event nobody can answer, `entries` being the

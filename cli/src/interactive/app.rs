@@ -356,6 +356,10 @@ impl App {
                 .screen
                 .print(&style::warning(&format!("pith: {}", for_terminal(&n)))),
             RuntimeEvent::WriteFailed(n) => self.error(&n),
+            RuntimeEvent::Extension(notice) => self.screen.print(&style::warning(&format!(
+                "pith: {}",
+                for_terminal(&crate::text::extension_notice(&notice))
+            ))),
             RuntimeEvent::SessionStarted { .. } => {}
         }
     }

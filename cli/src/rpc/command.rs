@@ -172,8 +172,9 @@ pub enum Line {
     },
     /// Not JSON: `Failed to parse command: …`.
     NotJson(String),
-    /// An `extension_ui_response`: pith asks no dialogs, so there is nothing to answer.
-    UiResponse,
+    /// An `extension_ui_response {id, value | confirmed | cancelled}`: the answer to an
+    /// extension's dialog.
+    UiResponse(Value),
 }
 
 /// Decodes one line (without its LF).
@@ -187,7 +188,7 @@ pub fn parse(line: &str) -> Line {
         _ => (None, None),
     };
     let name = match kind {
-        Some(Value::String(s)) if s == "extension_ui_response" => return Line::UiResponse,
+        Some(Value::String(s)) if s == "extension_ui_response" => return Line::UiResponse(value),
         Some(Value::String(s)) => s,
         other => return Line::Unknown { name: other },
     };
@@ -261,7 +262,7 @@ mod tests {
         assert!(matches!(parse("{nope"), Line::NotJson(_)));
         assert_eq!(
             parse(r#"{"type":"extension_ui_response","id":"u"}"#),
-            Line::UiResponse
+            Line::UiResponse(json!({"type":"extension_ui_response","id":"u"}))
         );
     }
 }

@@ -1,7 +1,18 @@
 //! Extensions hosted out of process and what all extensions share (spec: extensions.md):
 //!
+//! - [`process`]: the actor hosting one extension process speaking PXP/1 (pending map,
+//!   deadlines, fail policy, crash and respawn).
+//! - [`child`]: spawning that process, its stdio tasks and its stderr log.
+//! - [`session_api`]: the extension's `session/*` requests.
+//! - [`dialogs`]: `ui/*` dialogs routed to frontends and back.
+//! - [`tool`]: a tool declared by an extension process.
 //! - [`registry`]: the tools extensions register, read by the Agent each turn.
 //! - [`schema`]: checks tool arguments against a tool's `inputSchema` before `tool_call`.
 
+pub mod child;
+pub mod dialogs;
+pub mod process;
 pub mod registry;
 pub mod schema;
+pub mod session_api;
+pub mod tool;

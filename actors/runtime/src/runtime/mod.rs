@@ -27,7 +27,7 @@ use pith_llm::provider::Provider;
 use pith_tools::tool::Toolset;
 
 pub use crate::event::RuntimeEvent;
-pub use crate::extension_host::ExtensionFactory;
+pub use crate::extension_host::{ExtensionFactory, HostedExtensions};
 
 /// Builds a session's system prompt from its cwd and the tools offered; called for every
 /// session the runtime starts, since a switch may change the cwd.
@@ -57,6 +57,8 @@ pub struct RuntimeConfig {
     pub system_prompt: Option<SystemPromptFn>,
     /// Extensions, in load order.
     pub extensions: Vec<ExtensionFactory>,
+    /// Extension processes, loaded after `extensions` (spec: extensions.md).
+    pub hosted: HostedExtensions,
 }
 
 /// Which tools a session offers the model. Built-in tools are built for each session after

@@ -14,7 +14,7 @@ use crate::compactor::{Compactor, CompactorArgs};
 use crate::envelope::{CALL_TIMEOUT, Envelope, Origin};
 use crate::event::EventSink;
 use crate::extension::Verdict;
-use crate::extension_host::Extensions;
+use crate::extension_host::{Extensions, SessionSide};
 use crate::projection::{Projection, ProjectionMsg, ProjectionRef};
 use crate::settings::Settings;
 use crate::tree_navigator::{LeafGuard, NavigatorArgs, TreeNavigator};
@@ -66,8 +66,22 @@ impl Runtime {
         for append in first_writes {
             writer.append(from, append).await?;
         }
-        let extensions =
-            Extensions::spawn(&state.config.extensions, &writer, &session_id, cell.clone()).await?;
+        let side = SessionSide {
+            writer: &writer,
+            session_id: &session_id,
+            session_file: session_file.clone(),
+            cwd: PathBuf::from(&cwd),
+            agent_dir: state.config.env.agent_dir.clone(),
+            ui: state.ui.clone(),
+            ids: from.cause().ids().clone(),
+        };
+        let extensions = Extensions::spawn(
+            &state.config.extensions,
+            &state.config.hosted,
+            side,
+            cell.clone(),
+        )
+        .await?;
         // cwd-bound: read again for every session this runtime starts.
         let settings = Settings::load(&state.config.env.agent_dir, Path::new(&cwd));
         for problem in &settings.problems {
