@@ -292,3 +292,154 @@ fn three_crashes_in_a_minute_disable_the_extension_and_the_session_goes_on() {
     // Three gates failed closed; once disabled, the extension no longer gates.
     assert_eq!(errors, [true, true, true, false]);
 }
+
+#[test]
+fn lint_on_edit_appends_its_findings_to_the_result_the_model_sees() {
+    let tmp = tempfile::tempdir().unwrap();
+    let write = |id: &str, path: &str, content: &str| json!({"type":"toolCall","id":id,"name":"write","arguments":{"path":path,"content":content}});
+    let script = json!([
+        {"content":[write("w1", "bad.py", "def f(:\n"), write("w2", "notes.txt", "fine  \nok\n")]},
+        {"content":[{"type":"text","text":"done"}]}
+    ]);
+    let (agent, cwd, script) = setup(tmp.path(), &script);
+    let lint = repo().join("examples/extensions/python/lint_on_edit.py");
+    pith(&agent, &cwd)
+        .args(["-p", "--model", "faux/faux-1", "--faux-script"])
+        .arg(&script)
+        .arg("-e")
+        .arg(&lint)
+        .arg("write them")
+        .assert()
+        .success();
+    let file = &session_files(&agent)[0];
+    let results: Vec<Value> = entries(file)
+        .into_iter()
+        .filter(|e| e["message"]["role"] == "toolResult")
+        .map(|e| e["message"].clone())
+        .collect();
+    let texts = |m: &Value| -> Vec<String> {
+        m["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["text"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        texts(&results[0])[0],
+        "Successfully wrote 8 bytes to bad.py"
+    );
+    assert!(
+        texts(&results[0])[1].starts_with("lint:\n"),
+        "{:?}",
+        texts(&results[0])
+    );
+    assert_eq!(results[0]["details"], json!({"lint": {"ok": false}}));
+    assert_eq!(
+        texts(&results[1]),
+        [
+            "Successfully wrote 10 bytes to notes.txt",
+            "lint:\nnotes.txt:1: trailing whitespace"
+        ]
+    );
+}
+
+#[test]
+fn the_node_todo_tool_keeps_its_state_in_details_across_a_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let todo = |id: &str, args: Value| json!({"content":[{"type":"toolCall","id":id,"name":"todo","arguments":args}]});
+    let first = json!([
+        todo("t1", json!({"action":"add","text":"write tests"})),
+        todo("t2", json!({"action":"add","text":"ship"})),
+        todo("t3", json!({"action":"toggle","index":1})),
+        {"content":[{"type":"text","text":"planned"}]}
+    ]);
+    let (agent, cwd, script) = setup(tmp.path(), &first);
+    let ext = repo().join("examples/extensions/node/todo.mjs");
+    pith(&agent, &cwd)
+        .args(["-p", "--model", "faux/faux-1", "--faux-script"])
+        .arg(&script)
+        .arg("-e")
+        .arg(&ext)
+        .arg("plan")
+        .assert()
+        .success()
+        .stdout("planned\n");
+    // A new pith process, a new extension process: the list comes back from the branch.
+    let second = tmp.path().join("second.json");
+    fs::write(
+        &second,
+        json!([todo("t4", json!({"action":"list"})), {"content":[{"type":"text","text":"ok"}]}])
+            .to_string(),
+    )
+    .unwrap();
+    pith(&agent, &cwd)
+        .args(["-p", "-c", "--model", "faux/faux-1", "--faux-script"])
+        .arg(&second)
+        .arg("-e")
+        .arg(&ext)
+        .arg("what is left?")
+        .assert()
+        .success()
+        .stdout("ok\n");
+    let file = &session_files(&agent)[0];
+    let last = tool_results(file).pop().unwrap();
+    assert_eq!(
+        last,
+        json!({"id":"t4","text":"1. [x] write tests\n2. [ ] ship","isError":false})
+    );
+}
+
+#[test]
+fn a_project_extension_runs_only_once_trusted_and_is_skipped_when_it_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd, script) = setup(tmp.path(), &json!([]));
+    let dir = cwd.join(".pith/extensions/fault");
+    fs::create_dir_all(&dir).unwrap();
+    let log = tmp.path().join("spawned.log");
+    let manifest = |mode: &str| {
+        json!({"name":"fault","command":["python3", fault_script()],
+               "env":{"FAULT_MODE": mode, "FAULT_LOG": log}})
+        .to_string()
+    };
+    fs::write(dir.join("extension.json"), manifest("ok")).unwrap();
+    let run = |extra: &[&str]| {
+        let out = pith(&agent, &cwd)
+            .args(["-p", "--model", "faux/faux-1", "--faux-script"])
+            .arg(&script)
+            .args(extra)
+            .arg("hi")
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+    };
+    // Not trusted: never spawned, and the user is told what did not run.
+    let stderr = run(&[]);
+    assert!(!log.exists(), "spawned before the trust decision");
+    assert!(
+        stderr.contains("project extension extensions/fault (python3 ")
+            && stderr.contains("not run: the project is not trusted (use --approve)"),
+        "{stderr}"
+    );
+    // --approve trusts it (and remembers).
+    run(&["--approve"]);
+    assert!(log.exists());
+    fs::remove_file(&log).unwrap();
+    run(&[]);
+    assert!(
+        log.exists(),
+        "a trusted project's extension runs without the flag"
+    );
+    fs::remove_file(&log).unwrap();
+    // Changed: skipped, with a warning naming it, until trusted again.
+    fs::write(dir.join("extension.json"), manifest("hang")).unwrap();
+    let stderr = run(&[]);
+    assert!(!log.exists());
+    assert!(
+        stderr.contains("project extension extensions/fault (python3 ")
+            && stderr.contains("changed since the project was trusted"),
+        "{stderr}"
+    );
+    run(&["--no-approve"]);
+    assert!(!log.exists());
+}
