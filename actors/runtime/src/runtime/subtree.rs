@@ -126,7 +126,7 @@ impl Runtime {
                 .config
                 .system_prompt
                 .as_ref()
-                .map(|build| build(Path::new(&cwd), &tools.specs())),
+                .map(|build| build(Path::new(&cwd), &extensions.registry().specs(&tools))),
             tools,
             cwd: PathBuf::from(&cwd),
             events: events.clone(),
