@@ -2,7 +2,8 @@
 // A todo tool for pith (PXP/1, Node without dependencies): use cases 6 and 7 of the spec.
 //
 // The state lives in each `todo` tool result's `details` ({todos: [...]}), pi's pattern, so it
-// follows the branch: on every session_start (startup, resume, fork, restart) the extension
+// follows the branch: on every session_start (startup, resume, fork, restart) and /tree move
+// (session_tree) the extension
 // reads the branch back with session/getBranch and takes the last todo result's details.
 // `/todos` lists them.
 //
@@ -73,7 +74,7 @@ async function handle(msg) {
           protocolVersion: 1,
           name: "todo",
           version: "1.0.0",
-          subscribe: { session_start: "await" },
+          subscribe: { session_start: "await", session_tree: "await" },
           tools: [
             {
               name: "todo",
@@ -93,7 +94,8 @@ async function handle(msg) {
         },
       });
     case "intercept":
-      if (params.event.type === "session_start") await restore();
+      // The branch decides: after a resume, a fork, a restart or a /tree move.
+      await restore();
       return send({ id, result: {} });
     case "tool/call":
       return send({ id, result: callTool(params.arguments) });

@@ -10,6 +10,7 @@ mod compaction;
 mod controls;
 mod extensions;
 mod interception;
+mod processes;
 mod prompts;
 mod replay;
 mod retries;

@@ -1,0 +1,76 @@
+//! Extension processes hosted by the runtime itself (spec: extensions.md §1.2): the Node todo
+//! example's tool, its command, and its state following the branch through `/tree`.
+
+use super::support::*;
+use pith_actors::runtime::HostedExtensions;
+use pith_events::ext::{ExtensionSpec, Manifest, Scope};
+use serde_json::json;
+
+fn todo_spec() -> ExtensionSpec {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let file = repo.join("examples/extensions/node/todo.mjs");
+    let manifest: Manifest = serde_json::from_value(json!({
+        "name": "todo", "command": ["node", file]
+    }))
+    .unwrap();
+    ExtensionSpec {
+        manifest,
+        dir: repo.join("examples/extensions/node"),
+        scope: Scope::Cli,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_process_tool_and_command_follow_the_branch_through_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let todo = |id: &str, args: serde_json::Value| json!({"content":[{"type":"toolCall","id":id,"name":"todo","arguments":args}]});
+    let replies = json!([
+        todo("t1", json!({"action":"add","text":"one"})),
+        todo("t2", json!({"action":"add","text":"two"})),
+        {"content":[{"type":"text","text":"ok"}]}
+    ]);
+    let mut config = project_config(
+        &env,
+        Arc::new(Faux::new(script(&replies.to_string()), env.clock.clone())),
+        Vec::new(),
+    );
+    config.cwd = tmp.path().to_string_lossy().into_owned();
+    config.hosted = HostedExtensions {
+        specs: vec![todo_spec()],
+        mode: "print".into(),
+        ..HostedExtensions::default()
+    };
+    let rt = Runtime::start(config, FirstSession::New)
+        .await
+        .unwrap()
+        .handle;
+    let mut events = rt.subscribe().await.unwrap();
+    let commands = rt.commands().await.unwrap();
+    assert_eq!(
+        commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        ["todos"]
+    );
+    rt.prompt("plan").await.unwrap();
+    run_names(&mut events).await;
+    rt.wait_idle().await.unwrap();
+    assert_eq!(
+        rt.command("todos", "").await.unwrap().as_deref(),
+        Some("1. [ ] one\n2. [ ] two")
+    );
+    // Back to the first result: the list is what that branch says.
+    let snap = rt.snapshot().await.unwrap();
+    let first = snap
+        .entries
+        .iter()
+        .find(|e| e.raw().contains(r#""toolCallId":"t1""#) && e.raw().contains("toolResult"))
+        .unwrap()
+        .id()
+        .to_owned();
+    rt.navigate_tree(&first, Default::default()).await.unwrap();
+    assert_eq!(
+        rt.command("todos", "").await.unwrap().as_deref(),
+        Some("1. [ ] one")
+    );
+    rt.shutdown().await.unwrap();
+}
