@@ -240,8 +240,7 @@ pub fn hosted_extensions(args: &RunArgs, agent_dir: &Path, cwd: &Path) -> Result
     Ok(HostedExtensions {
         specs,
         mode: mode.to_owned(),
-        // The interactive mode does not render dialogs yet: they are cancelled as in print.
-        has_ui: mode == "rpc",
+        has_ui: matches!(mode, "rpc" | "tui"),
         dialogs: Dialogs::default(),
     })
 }

@@ -17,6 +17,7 @@ use pith_tools::sanitize::for_terminal;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
+use pith_actors::event::ExtensionNotice;
 use pith_actors::extension::SlashCommand;
 use pith_actors::runtime::{RuntimeError, RuntimeEvent, RuntimeHandle};
 use pith_events::{AgentEvent, BashExecutionMessage};
@@ -52,6 +53,8 @@ pub enum Question {
     Fork(Vec<String>),
     /// `/import`: replace the session with this file?
     Import(PathBuf),
+    /// An extension's dialog.
+    Extension(super::dialogs::Dialog),
 }
 
 /// Whether to go on.
@@ -95,6 +98,8 @@ pub struct App {
     pub(super) queued: VecDeque<String>,
     /// Extension commands of the current session.
     pub(super) ext_commands: Vec<SlashCommand>,
+    /// Extension dialogs waiting for an answer.
+    pub(super) dialogs: pith_actors::extensions::dialogs::Dialogs,
     /// A compaction runs (between `compaction_start` and `compaction_end`): prompts wait
     /// for it, as pi's compaction queue makes them.
     compacting: bool,
@@ -131,6 +136,8 @@ pub struct Parts {
     pub screen: Screen,
     /// Prompts from the command line.
     pub messages: Vec<String>,
+    /// Extension dialogs waiting for an answer.
+    pub dialogs: pith_actors::extensions::dialogs::Dialogs,
 }
 
 impl App {
@@ -159,6 +166,7 @@ impl App {
             question: None,
             queued: parts.messages.into(),
             ext_commands,
+            dialogs: parts.dialogs,
             compacting: false,
             last_interrupt: None,
         })
@@ -181,6 +189,7 @@ impl App {
                 let prompt = match &self.question {
                     Some(Question::Fork(ids)) => format!("Fork from message (1-{}): ", ids.len()),
                     Some(Question::Import(_)) => "Import? [y/N] ".to_owned(),
+                    Some(Question::Extension(_)) => "? ".to_owned(),
                     None => PROMPT.to_owned(),
                 };
                 let history = self.question.is_none();
@@ -356,6 +365,21 @@ impl App {
                 .screen
                 .print(&style::warning(&format!("pith: {}", for_terminal(&n)))),
             RuntimeEvent::WriteFailed(n) => self.error(&n),
+            RuntimeEvent::Extension(ExtensionNotice::UiRequest { id, method, params }) => {
+                let (lines, dialog) = super::dialogs::show(&id, &method, &params);
+                match dialog {
+                    // One question at a time: a second dialog meanwhile is cancelled.
+                    Some(_) if self.question.is_some() => {
+                        self.dialogs
+                            .answer(&id, serde_json::json!({"cancelled": true}));
+                    }
+                    Some(dialog) => {
+                        self.screen.print_lines(&lines);
+                        self.question = Some(Question::Extension(dialog));
+                    }
+                    None => self.screen.print_lines(&lines),
+                }
+            }
             RuntimeEvent::Extension(notice) => self.screen.print(&style::warning(&format!(
                 "pith: {}",
                 for_terminal(&crate::text::extension_notice(&notice))

@@ -139,6 +139,10 @@ impl App {
                 }
                 _ => self.status("Fork cancelled"),
             },
+            Question::Extension(dialog) => {
+                let response = super::dialogs::response(&dialog, text);
+                self.dialogs.answer(&dialog.id, response);
+            }
             Question::Import(path) => {
                 if matches!(text.to_lowercase().as_str(), "y" | "yes") {
                     let shown = path.display().to_string();

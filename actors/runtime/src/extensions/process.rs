@@ -182,6 +182,8 @@ pub struct ProcessState {
     subscribe: BTreeMap<String, SubscribeMode>,
     custom_types: Vec<String>,
     commands: Vec<SlashCommand>,
+    /// `timeoutMs` of the tools that set one.
+    tool_timeouts: HashMap<String, u64>,
     waiting_ready: Vec<RpcReplyPort<()>>,
     queued: VecDeque<(crate::trace::Trace, ExtensionMsg)>,
     crashes: VecDeque<Instant>,
@@ -354,6 +356,11 @@ impl ProcessState {
                 name: c.name,
                 description: c.description,
             })
+            .collect();
+        self.tool_timeouts = result
+            .tools
+            .iter()
+            .filter_map(|t| Some((t.name.clone(), t.timeout_ms?)))
             .collect();
         let overrides = self.spec.manifest.overrides;
         let tools = result
@@ -627,10 +634,19 @@ impl ProcessExtension {
                 return;
             }
             ExtensionMsg::CancelTool { tool_call_id } => {
-                state.write(ext::notification(
-                    "cancel",
-                    json!({"id": tool_call_id, "reason": "aborted"}),
-                ));
+                // `id` is the `tool/call` request's; `toolCallId` names the call too.
+                let request = state.pending.iter().find_map(|(id, p)| match &p.waiting {
+                    Waiting::Tool {
+                        tool_call_id: t, ..
+                    } if *t == tool_call_id => Some(*id),
+                    _ => None,
+                });
+                if let Some(id) = request {
+                    state.write(ext::notification(
+                        "cancel",
+                        json!({"id": id, "toolCallId": tool_call_id, "reason": "aborted"}),
+                    ));
+                }
                 return;
             }
             other if !state.ready => {
@@ -668,7 +684,12 @@ impl ProcessExtension {
         call: ToolCallRequest,
         reply: RpcReplyPort<Result<ToolOutput, ToolError>>,
     ) {
-        let timeout = Duration::from_millis(state.spec.manifest.timeouts.tool_ms);
+        let ms = state
+            .tool_timeouts
+            .get(&call.name)
+            .copied()
+            .unwrap_or(state.spec.manifest.timeouts.tool_ms);
+        let timeout = Duration::from_millis(ms);
         let params = json!({
             "toolCallId": call.tool_call_id,
             "name": call.name,
@@ -1073,6 +1094,7 @@ impl Actor for ProcessExtension {
             subscribe: BTreeMap::new(),
             custom_types: Vec::new(),
             commands: Vec::new(),
+            tool_timeouts: HashMap::new(),
             waiting_ready: Vec::new(),
             queued: VecDeque::new(),
             crashes: VecDeque::new(),
