@@ -443,3 +443,56 @@ fn a_project_extension_runs_only_once_trusted_and_is_skipped_when_it_changed() {
     run(&["--no-approve"]);
     assert!(!log.exists());
 }
+
+#[test]
+fn the_node_rules_injector_transforms_input_injects_a_message_and_handles_a_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd, script) = setup(
+        tmp.path(),
+        &json!([{"content":[{"type":"text","text":"answered"}]}]),
+    );
+    fs::write(cwd.join("RULES.md"), "Use tabs.\n").unwrap();
+    let ext = repo().join("examples/extensions/node/rules.mjs");
+    pith(&agent, &cwd)
+        .args(["-p", "--model", "faux/faux-1", "--faux-script"])
+        .arg(&script)
+        .arg("-e")
+        .arg(&ext)
+        .arg("?? monads")
+        .assert()
+        .success()
+        .stdout("answered\n");
+    let file = &session_files(&agent)[0];
+    let all = entries(file);
+    let user = all.iter().find(|e| e["message"]["role"] == "user").unwrap();
+    assert_eq!(
+        user["message"]["content"][0]["text"],
+        "Explain briefly: monads"
+    );
+    let injected: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["type"] == "custom_message")
+        .collect();
+    assert_eq!(injected.len(), 1);
+    assert_eq!(injected[0]["customType"], "rules");
+    assert_eq!(injected[0]["content"], "Remember the project rules.");
+    assert_eq!(injected[0]["display"], false);
+    assert_eq!(
+        roles(file),
+        [
+            "model_change",
+            "thinking_level_change",
+            "user",
+            "custom_message",
+            "assistant"
+        ]
+    );
+    // Handled: nothing reaches the model or the file.
+    pith(&agent, &cwd)
+        .args(["-p", "-c", "--model", "faux/faux-1", "-e"])
+        .arg(&ext)
+        .arg("/ping")
+        .assert()
+        .success();
+    assert_eq!(roles(file).len(), 5);
+}
