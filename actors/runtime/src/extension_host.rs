@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use ractor::{Actor, ActorCell, ActorId, ActorRef, SpawnErr};
 
-use pith_events::{AgentEvent, ExtensionEvent};
+use pith_events::{AgentEvent, ExtensionEvent, StartReason};
 use pith_store::Entry;
 
 use crate::envelope::{Envelope, Origin};
@@ -74,7 +74,10 @@ use pith_events::ext::ExtensionSpec;
 /// Builds a fresh extension for every session subtree.
 pub type ExtensionFactory = Arc<dyn Fn() -> Box<dyn Extension> + Send + Sync>;
 
+#[derive(Clone)]
 struct Member {
+    /// Which recipe builds it again.
+    source: Source,
     actor: ActorRef<Envelope<ExtensionMsg>>,
     name: ActorName,
     /// Event names it subscribed to; a process's are known after `initialize` and may change
@@ -113,12 +116,98 @@ pub struct SessionSide<'a> {
     pub ids: MessageIds,
 }
 
-/// The extension actors of one session, in load order. Cloning shares them.
+/// Where a member came from, to build it again.
+#[derive(Clone, Copy)]
+enum Source {
+    /// `factories[i]`.
+    Rust(usize),
+    /// `hosted.specs[i]`.
+    Process(usize),
+}
+
+/// What it takes to spawn the members again (a panic of one, `/reload`).
+struct Recipe {
+    factories: Vec<ExtensionFactory>,
+    hosted: HostedExtensions,
+    host: HostContext,
+    supervisor: ActorCell,
+}
+
+/// The extension actors of one session, in load order. Cloning shares them; a member may be
+/// replaced (respawned after a panic, reloaded) while the others go on.
 #[derive(Clone, Default)]
 pub struct Extensions {
-    members: Arc<[Member]>,
+    members: Arc<RwLock<Vec<Member>>>,
     /// The tools they register; the Agent reads it each turn.
     registry: ToolRegistry,
+    recipe: Option<Arc<Recipe>>,
+}
+
+impl Recipe {
+    /// Spawns the member built from `source` and, for a process, waits until it answered
+    /// `initialize` (or failed to: its own deadline, 10 s by default, bounds the wait).
+    async fn spawn(&self, source: Source) -> Result<Member, SpawnErr> {
+        let (actor, name, subscriptions) = match source {
+            Source::Rust(i) => {
+                let Some(factory) = self.factories.get(i) else {
+                    return Err(SpawnErr::StartupFailed("no such extension".into()));
+                };
+                let extension = factory();
+                let name = ActorName::Extension(Arc::from(extension.name()));
+                let subscriptions = Arc::new(RwLock::new(
+                    extension
+                        .subscriptions()
+                        .iter()
+                        .map(|s| (*s).to_owned())
+                        .collect(),
+                ));
+                let args = ExtensionArgs {
+                    extension,
+                    writer: self.host.writer.clone(),
+                    session_id: self.host.session_id.clone(),
+                };
+                let (actor, _) =
+                    Actor::spawn_linked(None, ExtensionActor, args, self.supervisor.clone())
+                        .await?;
+                (actor, name, subscriptions)
+            }
+            Source::Process(i) => {
+                let Some(spec) = self.hosted.specs.get(i) else {
+                    return Err(SpawnErr::StartupFailed("no such extension".into()));
+                };
+                let subscriptions = Arc::new(RwLock::new(Vec::new()));
+                let name = ActorName::Extension(Arc::from(spec.manifest.name.as_str()));
+                let args = ProcessArgs {
+                    spec: spec.clone(),
+                    host: self.host.clone(),
+                    subscriptions: subscriptions.clone(),
+                };
+                let (actor, _) =
+                    Actor::spawn_linked(None, ProcessExtension, args, self.supervisor.clone())
+                        .await?;
+                (actor, name, subscriptions)
+            }
+        };
+        Ok(Member {
+            actor,
+            name,
+            subscriptions,
+            source,
+        })
+    }
+
+    async fn ready(&self, m: &Member) {
+        let _ = m
+            .actor
+            .call(
+                |reply| Envelope {
+                    trace: Trace::root(&self.host.ids, m.name.clone()),
+                    msg: ExtensionMsg::Ready { reply },
+                },
+                None,
+            )
+            .await;
+    }
 }
 
 impl Extensions {
@@ -133,36 +222,10 @@ impl Extensions {
         session: SessionSide<'_>,
         supervisor: ActorCell,
     ) -> Result<Extensions, SpawnErr> {
-        let writer = session.writer;
-        let session_id = session.session_id;
         let registry = ToolRegistry::default();
-        let mut members = Vec::with_capacity(factories.len());
-        for factory in factories {
-            let extension = factory();
-            let name = ActorName::Extension(Arc::from(extension.name()));
-            let subscriptions = Arc::new(RwLock::new(
-                extension
-                    .subscriptions()
-                    .iter()
-                    .map(|s| (*s).to_owned())
-                    .collect(),
-            ));
-            let args = ExtensionArgs {
-                extension,
-                writer: writer.clone(),
-                session_id: session_id.to_owned(),
-            };
-            let (actor, _) =
-                Actor::spawn_linked(None, ExtensionActor, args, supervisor.clone()).await?;
-            members.push(Member {
-                actor,
-                name,
-                subscriptions,
-            });
-        }
         let host = HostContext {
-            writer: writer.clone(),
-            session_id: session_id.to_owned(),
+            writer: session.writer.clone(),
+            session_id: session.session_id.to_owned(),
             session_file: session.session_file,
             cwd: session.cwd,
             mode: hosted.mode.clone(),
@@ -173,38 +236,27 @@ impl Extensions {
             dialogs: hosted.dialogs.clone(),
             ids: session.ids,
         };
-        let first_process = members.len();
-        for spec in &hosted.specs {
-            let subscriptions = Arc::new(RwLock::new(Vec::new()));
-            let name = ActorName::Extension(Arc::from(spec.manifest.name.as_str()));
-            let args = ProcessArgs {
-                spec: spec.clone(),
-                host: host.clone(),
-                subscriptions: subscriptions.clone(),
-            };
-            let (actor, _) =
-                Actor::spawn_linked(None, ProcessExtension, args, supervisor.clone()).await?;
-            members.push(Member {
-                actor,
-                name,
-                subscriptions,
-            });
+        let recipe = Recipe {
+            factories: factories.to_vec(),
+            hosted: hosted.clone(),
+            host,
+            supervisor,
+        };
+        let sources = (0..factories.len())
+            .map(Source::Rust)
+            .chain((0..hosted.specs.len()).map(Source::Process));
+        let mut members = Vec::new();
+        for source in sources {
+            members.push(recipe.spawn(source).await?);
         }
-        for m in &members[first_process..] {
-            let _ = m
-                .actor
-                .call(
-                    |reply| Envelope {
-                        trace: Trace::root(&host.ids, m.name.clone()),
-                        msg: ExtensionMsg::Ready { reply },
-                    },
-                    None,
-                )
-                .await;
+        // Processes start side by side; the session waits for all of them.
+        for m in &members {
+            recipe.ready(m).await;
         }
         Ok(Extensions {
-            members: members.into(),
+            members: Arc::new(RwLock::new(members)),
             registry,
+            recipe: Some(Arc::new(recipe)),
         })
     }
 
@@ -213,22 +265,39 @@ impl Extensions {
         &self.registry
     }
 
+    fn list(&self) -> Vec<Member> {
+        self.members.read().map(|m| m.clone()).unwrap_or_default()
+    }
+
     /// The name of the extension actor with this id, if it is one of them.
-    pub fn name_of(&self, id: ActorId) -> Option<&ActorName> {
-        self.members
-            .iter()
+    pub fn name_of(&self, id: ActorId) -> Option<ActorName> {
+        self.list()
+            .into_iter()
             .find(|m| m.actor.get_id() == id)
-            .map(|m| &m.name)
+            .map(|m| m.name)
     }
 
     /// Their actor ids.
-    pub fn ids(&self) -> impl Iterator<Item = ActorId> + '_ {
-        self.members.iter().map(|m| m.actor.get_id())
+    pub fn ids(&self) -> Vec<ActorId> {
+        self.list().iter().map(|m| m.actor.get_id()).collect()
+    }
+
+    /// The actor of the extension called `name` (for tests that crash it).
+    pub fn cell_named(&self, name: &str) -> Option<ActorCell> {
+        self.list()
+            .into_iter()
+            .find(|m| m.name.to_string() == format!("Extension:{name}"))
+            .map(|m| m.actor.get_cell())
+    }
+
+    /// Their names, in load order.
+    pub fn names(&self) -> Vec<String> {
+        self.list().iter().map(|m| m.name.to_string()).collect()
     }
 
     /// Stops each and waits for it.
     pub async fn stop(&self) {
-        for m in self.members.iter() {
+        for m in self.list() {
             let _ = m
                 .actor
                 .stop_and_wait(None, Some(crate::envelope::CALL_TIMEOUT))
@@ -236,12 +305,125 @@ impl Extensions {
         }
     }
 
-    fn subscribed<'a>(&'a self, event: &'a str) -> impl Iterator<Item = &'a Member> + 'a {
-        self.members.iter().filter(move |m| {
-            m.subscriptions
+    /// Builds the member `id` again after its actor died (a host bug, not a crash of its
+    /// process: those the actor handles itself) and tells it `session_start {reason:
+    /// "restart"}`; the other members and the session go on (one-for-one). Its name when it
+    /// was one of them.
+    pub async fn respawn(&self, from: &Origin, id: ActorId) -> Option<ActorName> {
+        let recipe = self.recipe.clone()?;
+        let index = self.list().iter().position(|m| m.actor.get_id() == id)?;
+        let source = self.list().get(index)?.source;
+        let fresh = match recipe.spawn(source).await {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::error!("extension actor not respawned: {e}");
+                return None;
+            }
+        };
+        recipe.ready(&fresh).await;
+        let name = fresh.name.clone();
+        if let Ok(mut members) = self.members.write()
+            && let Some(slot) = members.get_mut(index)
+        {
+            *slot = fresh.clone();
+        }
+        self.start_one(from, &fresh, StartReason::Restart).await;
+        Some(name)
+    }
+
+    async fn start_one(&self, from: &Origin, m: &Member, reason: StartReason) {
+        let subscribed = m
+            .subscriptions
+            .read()
+            .is_ok_and(|s| s.iter().any(|e| e == "session_start"));
+        if !subscribed {
+            return;
+        }
+        let entries = match &self.recipe {
+            Some(r) => r
+                .host
+                .writer
+                .snapshot(from)
+                .await
+                .map(|s| s.entries)
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let event = Box::new(ExtensionEvent::SessionStart {
+            reason,
+            previous_session_file: None,
+        });
+        let _ = from
+            .wait(&m.actor, "extension", |reply| ExtensionMsg::Event {
+                event,
+                entries,
+                reply,
+            })
+            .await;
+    }
+
+    /// `/reload [name]` (spec: extensions.md §1.2 "Hot reload"): each extension named (all
+    /// when `None`) gets `session_shutdown {reason: "reload"}`, is stopped, spawned again
+    /// (a process is started afresh, a disabled one enabled again) and gets `session_start
+    /// {reason: "reload"}`. Returns the names reloaded.
+    pub async fn reload(&self, from: &Origin, name: Option<&str>) -> Vec<String> {
+        let Some(recipe) = self.recipe.clone() else {
+            return Vec::new();
+        };
+        let mut reloaded = Vec::new();
+        for (index, m) in self.list().into_iter().enumerate() {
+            let plain = m.name.to_string();
+            let plain = plain
+                .strip_prefix("Extension:")
+                .unwrap_or(&plain)
+                .to_owned();
+            if name.is_some_and(|n| n != plain) {
+                continue;
+            }
+            let bye = Box::new(ExtensionEvent::SessionShutdown {
+                reason: StartReason::Reload,
+                target_session_file: None,
+            });
+            if m.subscriptions
                 .read()
-                .is_ok_and(|subs| subs.iter().any(|s| s == event))
-        })
+                .is_ok_and(|s| s.iter().any(|e| e == "session_shutdown"))
+            {
+                let _ = from
+                    .wait(&m.actor, "extension", |reply| ExtensionMsg::Event {
+                        event: bye,
+                        entries: Vec::new(),
+                        reply,
+                    })
+                    .await;
+            }
+            let _ = m
+                .actor
+                .stop_and_wait(None, Some(crate::envelope::CALL_TIMEOUT))
+                .await;
+            let Ok(fresh) = recipe.spawn(m.source).await else {
+                continue;
+            };
+            recipe.ready(&fresh).await;
+            if let Ok(mut members) = self.members.write()
+                && let Some(slot) = members.get_mut(index)
+            {
+                *slot = fresh.clone();
+            }
+            self.start_one(from, &fresh, StartReason::Reload).await;
+            reloaded.push(plain);
+        }
+        reloaded
+    }
+
+    fn subscribed(&self, event: &str) -> Vec<Member> {
+        self.list()
+            .into_iter()
+            .filter(|m| {
+                m.subscriptions
+                    .read()
+                    .is_ok_and(|subs| subs.iter().any(|s| s == event))
+            })
+            .collect()
     }
 
     /// Tells the subscribed extensions about an event nobody can answer, `entries` being the
@@ -335,7 +517,7 @@ impl Extensions {
             source: source.to_owned(),
         };
         for m in self.subscribed("input") {
-            match self.ask(m, from, &event).await {
+            match self.ask(&m, from, &event).await {
                 Some(Verdict::Handled) => return InputOutcome::Handled,
                 Some(Verdict::Transform {
                     text: new_text,
@@ -377,7 +559,7 @@ impl Extensions {
                 images: images.to_vec(),
                 system_prompt: current.clone(),
             };
-            if let Some(Verdict::Inject(injection)) = self.ask(m, from, &event).await {
+            if let Some(Verdict::Inject(injection)) = self.ask(&m, from, &event).await {
                 if let Some(message) = injection.message {
                     messages.push(message);
                 }
@@ -412,7 +594,7 @@ impl Extensions {
                 source: call.source.clone(),
                 annotations: call.annotations.clone(),
             };
-            match self.ask(m, from, &event).await {
+            match self.ask(&m, from, &event).await {
                 Some(Verdict::Block(reason)) => return Err(reason),
                 Some(Verdict::ReplaceInput(replaced)) => input = replaced,
                 Some(_) => {}
@@ -439,7 +621,7 @@ impl Extensions {
                 details: result.details.clone(),
                 is_error: result.is_error,
             };
-            if let Some(Verdict::PatchResult(patch)) = self.ask(m, from, &event).await {
+            if let Some(Verdict::PatchResult(patch)) = self.ask(&m, from, &event).await {
                 if let Some(content) = patch.content {
                     result.content = content;
                 }
@@ -456,13 +638,13 @@ impl Extensions {
 
     /// Whether any extension subscribed to `event`.
     pub fn wants(&self, event: &str) -> bool {
-        self.subscribed(event).next().is_some()
+        !self.subscribed(event).is_empty()
     }
 
     /// Every extension's slash commands, in load order.
     pub async fn commands(&self, from: &Origin) -> Vec<SlashCommand> {
         let mut all = Vec::new();
-        for m in self.members.iter() {
+        for m in self.list() {
             if let Ok(commands) = from
                 .call(&m.actor, "extension", |reply| ExtensionMsg::Commands {
                     reply,
@@ -478,7 +660,7 @@ impl Extensions {
     /// Runs slash command `name` on the first extension that registers it; `None` when none
     /// does (or it did not answer).
     pub async fn command(&self, from: &Origin, name: &str, args: &str) -> Option<String> {
-        for m in self.members.iter() {
+        for m in self.list() {
             let commands = from
                 .call(&m.actor, "extension", |reply| ExtensionMsg::Commands {
                     reply,

@@ -15,7 +15,7 @@ use super::footer::session_info;
 use super::style;
 
 /// Built-in commands and their `/help` line, in pi's order where pi has them.
-pub const BUILTIN: [(&str, &str); 16] = [
+pub const BUILTIN: [(&str, &str); 17] = [
     (
         "model",
         "Switch model (/model provider/id), or list the models",
@@ -43,6 +43,10 @@ pub const BUILTIN: [(&str, &str); 16] = [
     ("tree", "Navigate session tree (switch branches)"),
     ("new", "Start a new session"),
     ("compact", "Manually compact the session context"),
+    (
+        "reload",
+        "Reload the extensions (/reload name: just that one, enabled again)",
+    ),
     ("resume", "Resume a different session"),
     ("help", "Show commands and keys"),
     ("quit", "Quit pith"),
@@ -122,6 +126,16 @@ impl App {
             "label" => self.label(args).await?,
             "export" => self.export(args).await?,
             "import" => self.import(args),
+            "reload" => {
+                let name = Some(args.trim()).filter(|a| !a.is_empty());
+                let reloaded = self.rt.reload(name).await?;
+                self.ext_commands = self.rt.commands().await?;
+                if reloaded.is_empty() {
+                    self.status("No extension to reload");
+                } else {
+                    self.status(&format!("Reloaded: {}", reloaded.join(", ")));
+                }
+            }
             _ => return Ok(None),
         }
         Ok(Some(Flow::Go))

@@ -138,6 +138,13 @@ pub enum Command {
     GetMessages,
     /// The slash commands a prompt may start with.
     GetCommands,
+    /// pith's `reload {name?}`: the extensions (or the one named) start again (spec:
+    /// extensions.md §1.2 "Hot reload"); answered with `{reloaded: [names]}`.
+    Reload {
+        /// One extension; all when absent.
+        #[serde(default)]
+        name: Option<String>,
+    },
     /// A `type` pith does not know (answered `Unknown command: <type>`).
     #[serde(other)]
     Unknown,

@@ -653,3 +653,22 @@ fn an_extension_dialog_goes_out_as_pis_extension_ui_request_and_its_answer_decid
         ]
     );
 }
+
+#[test]
+fn reload_starts_the_extensions_again() {
+    let gate = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("examples/extensions/python/permission_gate.py");
+    let mut client = Client::start(json!([]), json!({"extensions": [gate]}));
+    let answer = client.call(json!({"id": "r1", "type": "reload"}));
+    assert_eq!(
+        answer,
+        json!({"id":"r1","type":"response","command":"reload","success":true,
+               "data":{"reloaded":["permission_gate"]}})
+    );
+    let answer = client.call(json!({"id": "r2", "type": "reload", "name": "other"}));
+    assert_eq!(answer["data"], json!({"reloaded": []}));
+    let (status, _dir) = client.close();
+    assert!(status.success());
+}

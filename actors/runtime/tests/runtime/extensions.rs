@@ -190,3 +190,46 @@ async fn extensions_cancel_or_supply_compaction_and_branch_summaries() {
         ]
     );
 }
+
+#[tokio::test]
+async fn an_extension_actor_that_dies_is_started_again_alone_and_the_session_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env) = start(tmp.path(), Vec::new()).await;
+    rt.prompt("one").await.unwrap();
+    run_names(&mut events).await;
+    rt.wait_idle().await.unwrap();
+    let before = rt.current_session().await.unwrap().session_id;
+    rt.crash_child("Extension:prompt-counter");
+    // The notice comes; no session restart happens.
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        match e {
+            RuntimeEvent::Notice(n) => {
+                assert!(n.starts_with("Extension:prompt-counter failed"), "{n}");
+                break;
+            }
+            RuntimeEvent::SessionStarted { .. } => panic!("the session was restarted"),
+            _ => {}
+        }
+    }
+    rt.prompt("two").await.unwrap();
+    run_names(&mut events).await;
+    rt.wait_idle().await.unwrap();
+    assert_eq!(rt.current_session().await.unwrap().session_id, before);
+    // The new actor picked its count up from the log.
+    let counts: Vec<u64> = rt
+        .snapshot()
+        .await
+        .unwrap()
+        .entries
+        .iter()
+        .filter_map(|e| {
+            let v: serde_json::Value = serde_json::from_str(e.raw()).ok()?;
+            (v["customType"] == "prompt-counter").then(|| v["data"]["count"].as_u64())?
+        })
+        .collect();
+    assert_eq!(counts, [1, 2]);
+}

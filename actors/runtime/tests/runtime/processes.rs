@@ -72,5 +72,12 @@ async fn a_process_tool_and_command_follow_the_branch_through_tree() {
         rt.command("todos", "").await.unwrap().as_deref(),
         Some("1. [ ] one")
     );
+    // /reload todo: a fresh process, its state read back from the branch.
+    assert_eq!(rt.reload(Some("todo")).await.unwrap(), ["todo"]);
+    assert_eq!(rt.reload(Some("nope")).await.unwrap(), Vec::<String>::new());
+    assert_eq!(
+        rt.command("todos", "").await.unwrap().as_deref(),
+        Some("1. [ ] one")
+    );
     rt.shutdown().await.unwrap();
 }
