@@ -496,3 +496,43 @@ fn the_node_rules_injector_transforms_input_injects_a_message_and_handles_a_comm
         .success();
     assert_eq!(roles(file).len(), 5);
 }
+
+#[test]
+fn extension_check_runs_the_handshake_and_fails_on_a_broken_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd, _) = setup(tmp.path(), &json!([]));
+    let gate = repo().join("examples/extensions/python/permission_gate.py");
+    pith(&agent, &cwd)
+        .args(["extension", "check"])
+        .arg(&gate)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "ok: permission_gate speaks PXP/1 (0 tools, 0 commands)",
+        ));
+    let todo = repo().join("examples/extensions/node/todo.mjs");
+    pith(&agent, &cwd)
+        .args(["extension", "check"])
+        .arg(&todo)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "ok: todo speaks PXP/1 (1 tools, 1 commands)",
+        ));
+    let (broken, _) = fault_ext(tmp.path(), "garbage", 1000);
+    pith(&agent, &cwd)
+        .args(["extension", "check"])
+        .arg(&broken)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(
+            "not a JSON-RPC line: this is not json",
+        ));
+    // `list` shows what would load, in load order.
+    pith(&agent, &cwd)
+        .args(["extension", "list", "-e"])
+        .arg(&gate)
+        .assert()
+        .success()
+        .stdout(format!("permission_gate\tcli\t{}\n", gate.display()));
+}
