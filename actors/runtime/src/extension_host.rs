@@ -64,7 +64,7 @@ pub struct ToolResultEvent {
 }
 use crate::event::UiSink;
 use crate::extensions::dialogs::Dialogs;
-use crate::extensions::process::{HostContext, ProcessArgs, ProcessExtension};
+use crate::extensions::process::{AgentSlot, HostContext, ProcessArgs, ProcessExtension};
 use crate::extensions::registry::ToolRegistry;
 use crate::trace::ActorName;
 use crate::trace::{MessageIds, Trace};
@@ -235,6 +235,7 @@ impl Extensions {
             ui: session.ui,
             dialogs: hosted.dialogs.clone(),
             ids: session.ids,
+            agent: AgentSlot::default(),
         };
         let recipe = Recipe {
             factories: factories.to_vec(),
@@ -258,6 +259,13 @@ impl Extensions {
             registry,
             recipe: Some(Arc::new(recipe)),
         })
+    }
+
+    /// Hands the session's Agent to the extension processes (`session/sendMessage`).
+    pub fn set_agent(&self, agent: ActorRef<Envelope<crate::agent::AgentMsg>>) {
+        if let Some(r) = &self.recipe {
+            let _ = r.host.agent.set(agent);
+        }
     }
 
     /// The tools they register.

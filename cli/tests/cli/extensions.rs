@@ -536,3 +536,37 @@ fn extension_check_runs_the_handshake_and_fails_on_a_broken_line() {
         .success()
         .stdout(format!("permission_gate\tcli\t{}\n", gate.display()));
 }
+
+#[test]
+fn send_message_during_a_run_is_steered_after_the_tool_results_not_between_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd, script) = setup(
+        tmp.path(),
+        &bash_calls(&[("c1", "echo one"), ("c2", "echo two")]),
+    );
+    let notes = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/extensions/notes.py");
+    pith(&agent, &cwd)
+        .args(["-p", "--model", "faux/faux-1", "--faux-script"])
+        .arg(&script)
+        .arg("-e")
+        .arg(&notes)
+        .arg("go")
+        .assert()
+        .success()
+        .stdout("done\n");
+    let file = &session_files(&agent)[0];
+    assert_eq!(
+        roles(file),
+        [
+            "model_change",
+            "thinking_level_change",
+            "user",
+            "assistant",
+            "toolResult",
+            "toolResult",
+            "custom_message",
+            "custom_message",
+            "assistant"
+        ]
+    );
+}

@@ -129,6 +129,17 @@ pub enum AgentMsg {
         /// The level.
         level: ThinkingLevel,
     },
+    /// An extension's `sendMessage` (spec: agent-and-events.md §3.3): `nextTurn` is held for
+    /// the next prompt; during a run it is steered (or queued as a follow-up); when idle it
+    /// starts a run (`trigger_turn`) or is recorded as it is.
+    CustomMessage {
+        /// The message.
+        message: Box<pith_events::CustomMessage>,
+        /// `steer` (default), `followUp` or `nextTurn`.
+        deliver_as: Option<String>,
+        /// Start a run with it when idle.
+        trigger_turn: bool,
+    },
     /// A user command finished (internal).
     BashDone {
         /// What it printed and how it ended.
@@ -154,6 +165,7 @@ impl MessageKind for AgentMsg {
             AgentMsg::SetModel { .. } => "set_model",
             AgentMsg::SetThinkingLevel { .. } => "set_thinking_level",
             AgentMsg::BashDone { .. } => "bash_done",
+            AgentMsg::CustomMessage { .. } => "custom_message",
         }
     }
 }
@@ -198,6 +210,12 @@ pub struct AgentArgs {
 struct Queues {
     steering: VecDeque<String>,
     follow_up: VecDeque<String>,
+    /// Extension messages steered into the run.
+    custom_steering: VecDeque<pith_events::CustomMessage>,
+    /// Extension messages delivered when the run would end.
+    custom_follow_up: VecDeque<pith_events::CustomMessage>,
+    /// Extension messages held for the next prompt (`deliverAs: "nextTurn"`).
+    next_turn: Vec<pith_events::CustomMessage>,
 }
 
 /// The agent's state.
@@ -231,7 +249,8 @@ impl Agent {
         me: &ActorRef<Envelope<AgentMsg>>,
         state: &mut AgentState,
         cause: &Trace,
-        text: String,
+        text: Option<String>,
+        leading: Vec<AgentMessage>,
     ) {
         let abort = CancellationToken::new();
         state.abort = Some(abort.clone());
@@ -247,6 +266,7 @@ impl Agent {
             pending_bash: std::mem::take(&mut state.pending_bash),
             overflowed: None,
             system_prompt: Mutex::new(state.args.system_prompt.clone()),
+            leading: Mutex::new(leading),
         };
         // Not a "message" span: the run is the prompt's work, not a message of its own.
         let span = tracing::info_span!(
@@ -258,7 +278,7 @@ impl Agent {
         tokio::spawn(
             async move {
                 let mut run = run;
-                let mut text = Some(text);
+                let mut text = text;
                 let mut handled = false;
                 loop {
                     let after = run.run(text.take()).await;
@@ -296,6 +316,58 @@ impl Agent {
         );
     }
 
+    async fn custom_message(
+        me: &ActorRef<Envelope<AgentMsg>>,
+        state: &mut AgentState,
+        trace: &Trace,
+        message: pith_events::CustomMessage,
+        deliver_as: Option<String>,
+        trigger_turn: bool,
+    ) {
+        let mut message = message;
+        message.timestamp = Some(state.args.clock.now_ms());
+        let running = state.abort.is_some() || state.deferring;
+        if let Ok(mut q) = state.queues.lock() {
+            match (deliver_as.as_deref(), running) {
+                (Some("nextTurn"), _) => {
+                    q.next_turn.push(message);
+                    return;
+                }
+                (Some("followUp"), true) => {
+                    q.custom_follow_up.push_back(message);
+                    return;
+                }
+                (_, true) => {
+                    q.custom_steering.push_back(message);
+                    return;
+                }
+                (_, false) => {}
+            }
+        }
+        let message = AgentMessage::Custom(message);
+        if trigger_turn {
+            Self::start_run(me, state, trace, None, vec![message]);
+            return;
+        }
+        // Recorded as it is; frontends see it, extensions do not (pi).
+        let from = Origin::new(ActorName::Agent, trace);
+        if let AgentMessage::Custom(c) = &message {
+            let append = crate::writer::Append::CustomMessage {
+                custom_type: c.custom_type.clone(),
+                content: c.content.clone(),
+                display: c.display,
+                details: c.details.clone(),
+            };
+            if let Err(e) = state.args.writer.append(&from, append).await {
+                tracing::error!("could not record an extension message: {e}");
+            }
+        }
+        state.args.events.emit(AgentEvent::MessageStart {
+            message: message.clone(),
+        });
+        state.args.events.emit(AgentEvent::MessageEnd { message });
+    }
+
     fn with_args(state: &mut AgentState, change: impl FnOnce(&mut AgentArgs)) {
         let mut args = (*state.args).clone();
         change(&mut args);
@@ -322,9 +394,14 @@ impl Agent {
                     let _ = reply.send(Err(RuntimeError::AgentBusy));
                     return;
                 }
-                Self::start_run(me, state, trace, text);
+                Self::start_run(me, state, trace, Some(text), Vec::new());
                 let _ = reply.send(Ok(()));
             }
+            AgentMsg::CustomMessage {
+                message,
+                deliver_as,
+                trigger_turn,
+            } => Self::custom_message(me, state, trace, *message, deliver_as, trigger_turn).await,
             AgentMsg::Deferring { deferring } => state.deferring = deferring,
             AgentMsg::Bash { command, reply } => {
                 Self::start_user_command(me, state, &from, command, reply)
@@ -388,7 +465,7 @@ impl Agent {
                     if let Ok(mut q) = state.queues.lock() {
                         q.follow_up.extend(state.deferred.drain(..).map(|(_, t)| t));
                     }
-                    Self::start_run(me, state, &cause, text);
+                    Self::start_run(me, state, &cause, Some(text), Vec::new());
                 } else {
                     for waiter in state.waiting_for_idle.drain(..) {
                         let _ = waiter.send(());

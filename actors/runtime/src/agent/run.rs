@@ -40,6 +40,9 @@ pub(super) struct Run {
     pub(super) overflowed: Option<AssistantMessage>,
     /// The system prompt of this run: the session's, as `before_agent_start` left it.
     pub(super) system_prompt: Mutex<Option<String>>,
+    /// Messages that start the run in place of a prompt (an extension's `sendMessage` with
+    /// `triggerTurn`), delivered once.
+    pub(super) leading: Mutex<Vec<AgentMessage>>,
 }
 
 impl Run {
@@ -75,6 +78,21 @@ impl Run {
             emit_queue(&self.args.events, &self.queues);
         }
         texts
+    }
+
+    /// Extension messages steered into the run (`steering`) or waiting for its end.
+    fn poll_custom(&self, steering: bool) -> Vec<AgentMessage> {
+        self.queues
+            .lock()
+            .map(|mut q| {
+                let queue = if steering {
+                    &mut q.custom_steering
+                } else {
+                    &mut q.custom_follow_up
+                };
+                queue.drain(..).map(AgentMessage::Custom).collect()
+            })
+            .unwrap_or_default()
     }
 
     pub(super) async fn persist(&self, message: &AgentMessage) {
@@ -266,6 +284,16 @@ impl Run {
             let prompt = self.user(text);
             self.deliver(prompt.clone()).await;
             new_messages.push(prompt);
+            let held: Vec<CustomMessage> = self
+                .queues
+                .lock()
+                .map(|mut q| std::mem::take(&mut q.next_turn))
+                .unwrap_or_default();
+            for m in held {
+                let message = AgentMessage::Custom(m);
+                self.deliver(message.clone()).await;
+                new_messages.push(message);
+            }
             for m in injected {
                 let message = AgentMessage::Custom(CustomMessage {
                     custom_type: m.custom_type,
@@ -278,8 +306,18 @@ impl Run {
                 new_messages.push(message);
             }
         }
+        let leading: Vec<AgentMessage> = self
+            .leading
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
+        for m in leading {
+            self.deliver(m.clone()).await;
+            new_messages.push(m);
+        }
         let mut pending: Vec<AgentMessage> =
             self.poll(true).into_iter().map(|t| self.user(t)).collect();
+        pending.extend(self.poll_custom(true));
         let mut more_tool_calls = true;
         let mut first = true;
         loop {
@@ -346,12 +384,15 @@ impl Run {
                 turn_index += 1;
                 more_tool_calls = !calls.is_empty();
                 pending.extend(self.poll(true).into_iter().map(|t| self.user(t)));
+                pending.extend(self.poll_custom(true));
             }
             let follow_ups = self.poll(false);
-            if follow_ups.is_empty() {
+            let custom = self.poll_custom(false);
+            if follow_ups.is_empty() && custom.is_empty() {
                 break;
             }
             pending.extend(follow_ups.into_iter().map(|t| self.user(t)));
+            pending.extend(custom);
         }
         self.finish(new_messages).await
     }

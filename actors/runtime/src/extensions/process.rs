@@ -128,7 +128,12 @@ pub struct HostContext {
     pub dialogs: Dialogs,
     /// Numbers messages.
     pub ids: MessageIds,
+    /// The session's Agent, once spawned: `session/sendMessage` goes through it.
+    pub agent: AgentSlot,
 }
+
+/// The Agent of a session, set once it is spawned (after the extensions).
+pub type AgentSlot = Arc<std::sync::OnceLock<ActorRef<Envelope<crate::agent::AgentMsg>>>>;
 
 /// What a process-hosted extension actor starts with.
 pub struct ProcessArgs {
@@ -947,7 +952,8 @@ impl ProcessExtension {
     ) {
         let line = match method {
             "session/appendEntry" | "session/sendMessage" | "session/getBranch" => {
-                match session_api::handle(&state.host.writer, from, method, &params).await {
+                let agent = state.host.agent.get();
+                match session_api::handle(&state.host.writer, agent, from, method, &params).await {
                     Ok(result) => ext::response(&id, result),
                     Err(message) => ext::error_response(&id, code::INVALID_PARAMS, &message, None),
                 }

@@ -6,7 +6,12 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use pith_events::UserContent;
+use pith_events::{CustomMessage, UserContent};
+use ractor::ActorRef;
+
+use crate::agent::AgentMsg;
+use crate::envelope::Envelope;
+
 use pith_store::{Entry, Leaf};
 
 use crate::envelope::Origin;
@@ -66,6 +71,7 @@ pub async fn start_state(
 /// Answers one session request; `Err` is the message of an invalid-params error.
 pub async fn handle(
     writer: &WriterRef,
+    agent: Option<&ActorRef<Envelope<AgentMsg>>>,
     from: &Origin,
     method: &str,
     params: &Value,
@@ -90,6 +96,26 @@ pub async fn handle(
                 .to_owned();
             let content: UserContent = serde_json::from_value(params["content"].clone())
                 .map_err(|e| format!("content: {e}"))?;
+            if let Some(agent) = agent {
+                // pi's sendMessage: steered, queued or held by the Agent (§3.3).
+                let message = CustomMessage {
+                    custom_type,
+                    content,
+                    display: params["display"].as_bool().unwrap_or(true),
+                    details: params.get("details").cloned(),
+                    // The Agent stamps it with the session clock.
+                    timestamp: None,
+                };
+                from.cast(
+                    agent,
+                    AgentMsg::CustomMessage {
+                        message: Box::new(message),
+                        deliver_as: params["deliverAs"].as_str().map(str::to_owned),
+                        trigger_turn: params["triggerTurn"].as_bool().unwrap_or(false),
+                    },
+                );
+                return Ok(json!({}));
+            }
             let append = Append::CustomMessage {
                 custom_type,
                 content,

@@ -137,6 +137,7 @@ impl Runtime {
             compactor: compactor.clone(),
         };
         let (agent, _) = Actor::spawn_linked(None, Agent, agent_args, cell.clone()).await?;
+        extensions.set_agent(agent.clone());
         // session_start, with the log so extensions can restore their state from it.
         let entries = writer.snapshot(from).await?.entries;
         let started = ExtensionEvent::SessionStart {
