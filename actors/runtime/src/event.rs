@@ -57,8 +57,8 @@ pub enum ExtensionNotice {
     },
 }
 
-/// Delivers runtime events to every subscriber in order, never dropping one. Notices and write
-/// failures raised before anyone subscribed are kept and handed to the first subscriber, so a
+/// Delivers runtime events to every subscriber in order, never dropping one. Notices, write
+/// failures and extension notices (dialogs) raised before anyone subscribed are kept and handed to the first subscriber, so a
 /// frontend that subscribes right after start misses none.
 #[derive(Clone, Default)]
 pub struct UiSink {
@@ -88,10 +88,14 @@ impl UiSink {
     pub fn notify(&self, event: RuntimeEvent) {
         if let Ok(mut inner) = self.inner.lock() {
             inner.subscribers.retain(|s| s.send(event.clone()).is_ok());
+            // Extension notices too: a dialog asked before the frontend subscribed (in a
+            // `session_start` handler) must still reach it, or the extension waits forever.
             if inner.subscribers.is_empty()
                 && matches!(
                     event,
-                    RuntimeEvent::Notice(_) | RuntimeEvent::WriteFailed(_)
+                    RuntimeEvent::Notice(_)
+                        | RuntimeEvent::WriteFailed(_)
+                        | RuntimeEvent::Extension(_)
                 )
             {
                 inner.backlog.push(event);

@@ -81,3 +81,65 @@ async fn a_process_tool_and_command_follow_the_branch_through_tree() {
     );
     rt.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn send_message_with_trigger_turn_starts_a_run_when_idle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let notes =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cli/tests/cli/extensions/notes.py");
+    let manifest: Manifest = serde_json::from_value(json!({
+        "name": "notes", "command": ["python3", notes], "env": {"NOTES_TRIGGER": "1"}
+    }))
+    .unwrap();
+    let replies = json!([
+        {"content":[{"type":"text","text":"first"}]},
+        {"content":[{"type":"text","text":"woken"}]}
+    ]);
+    let mut config = project_config(
+        &env,
+        Arc::new(Faux::new(script(&replies.to_string()), env.clock.clone())),
+        Vec::new(),
+    );
+    config.cwd = tmp.path().to_string_lossy().into_owned();
+    config.hosted = HostedExtensions {
+        specs: vec![ExtensionSpec {
+            manifest,
+            dir: tmp.path().to_owned(),
+            scope: Scope::Cli,
+        }],
+        mode: "print".into(),
+        ..HostedExtensions::default()
+    };
+    let rt = Runtime::start(config, FirstSession::New)
+        .await
+        .unwrap()
+        .handle;
+    let mut events = rt.subscribe().await.unwrap();
+    rt.prompt("hello").await.unwrap();
+    run_names(&mut events).await;
+    // The extension's triggerTurn message starts the second run by itself.
+    let second = run_names(&mut events).await;
+    assert_eq!(
+        second[..4],
+        ["agent_start", "turn_start", "message_start", "message_end"]
+    );
+    rt.wait_idle().await.unwrap();
+    let kinds: Vec<String> = rt
+        .snapshot()
+        .await
+        .unwrap()
+        .entries
+        .iter()
+        .map(|e| {
+            let v: serde_json::Value = serde_json::from_str(e.raw()).unwrap();
+            match v["type"].as_str().unwrap() {
+                "message" => v["message"]["role"].as_str().unwrap().to_owned(),
+                t => t.to_owned(),
+            }
+        })
+        .filter(|k| !k.ends_with("_change"))
+        .collect();
+    assert_eq!(kinds, ["user", "assistant", "custom_message", "assistant"]);
+    rt.shutdown().await.unwrap();
+}
