@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 
 use ractor::ActorRef;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
 
 use pith_events::ext::{ExtensionSpec, MAX_LINE_BYTES};
 
 use crate::envelope::Envelope;
 use crate::extension::ExtensionMsg;
+use crate::extensions::outbox::Outbox;
 use crate::extensions::process::ProcessInput;
 use crate::trace::{ActorName, MessageIds, Trace};
 
@@ -30,10 +30,17 @@ pub type Tail = Arc<Mutex<VecDeque<String>>>;
 
 /// A running extension process.
 pub struct Child {
-    /// Lines to write to its stdin (a newline is added); dropping it closes stdin.
-    pub stdin: mpsc::UnboundedSender<String>,
+    /// Lines to write to its stdin (a newline is added); closing it closes stdin.
+    pub stdin: Outbox,
     /// Its process group (= its pid).
     pub pgid: i32,
+}
+
+impl Drop for Child {
+    /// Its stdin closes once what is queued is written; the writer task ends.
+    fn drop(&mut self) {
+        self.stdin.close();
+    }
 }
 
 impl Child {
@@ -123,10 +130,11 @@ pub fn spawn(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .unwrap_or(0);
-    let (stdin_tx, mut stdin_rx) = mpsc::unbounded_channel::<String>();
+    let outbox = Outbox::default();
     if let Some(mut stdin) = child.stdin.take() {
+        let outbox = outbox.clone();
         tokio::spawn(async move {
-            while let Some(line) = stdin_rx.recv().await {
+            while let Some(line) = outbox.next().await {
                 let mut bytes = line.into_bytes();
                 bytes.push(b'\n');
                 if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
@@ -157,7 +165,7 @@ pub fn spawn(
         });
     });
     Ok(Child {
-        stdin: stdin_tx,
+        stdin: outbox,
         pgid,
     })
 }

@@ -4,6 +4,7 @@
 //!   deadlines, fail policy, crash and respawn).
 //! - [`child`]: spawning that process, its stdio tasks and its stderr log.
 //! - [`session_api`]: the extension's `session/*` requests.
+//! - [`outbox`]: what is written to a child's stdin (observe events bounded and coalesced).
 //! - [`dialogs`]: `ui/*` dialogs routed to frontends and back.
 //! - [`tool`]: a tool declared by an extension process.
 //! - [`registry`]: the tools extensions register, read by the Agent each turn.
@@ -11,6 +12,7 @@
 
 pub mod child;
 pub mod dialogs;
+pub mod outbox;
 pub mod process;
 pub mod registry;
 pub mod schema;

@@ -226,7 +226,7 @@ impl ProcessState {
 
     fn write(&self, line: String) {
         if let Some(child) = &self.child {
-            let _ = child.stdin.send(line);
+            child.stdin.send(line);
         }
     }
 
@@ -737,7 +737,10 @@ impl ProcessExtension {
         }
         match mode {
             SubscribeMode::Observe => {
-                state.write(ext::notification("event", json!({"event": payload})));
+                if let Some(child) = &state.child {
+                    let line = ext::notification("event", json!({"event": payload}));
+                    child.stdin.observe(line, name == "message_update");
+                }
                 if let Some(reply) = reply {
                     let _ = reply.send(Verdict::Continue);
                 }
@@ -1134,7 +1137,7 @@ impl Actor for ProcessExtension {
         // pi's stop sequence: shutdown, stdin closed, SIGTERM, 2 s, SIGKILL (process group).
         state.host.registry.remove(state.ext_name());
         if let Some(child) = state.child.take() {
-            let _ = child
+            child
                 .stdin
                 .send(ext::request(u64::MAX, "shutdown", json!({})));
             let grace = Duration::from_millis(state.spec.manifest.timeouts.shutdown_ms);
