@@ -570,3 +570,28 @@ fn send_message_during_a_run_is_steered_after_the_tool_results_not_between_them(
         ]
     );
 }
+
+#[test]
+fn a_gate_whose_manifest_says_allow_lets_the_call_through_when_it_hangs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd, script) = setup(tmp.path(), &bash_calls(&[("c1", "echo hi")]));
+    let (ext, _) = fault_ext(tmp.path(), "hang", 500);
+    let manifest = ext.join("extension.json");
+    let mut m: Value = serde_json::from_str(&fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["onFailure"] = json!("allow");
+    fs::write(&manifest, m.to_string()).unwrap();
+    pith(&agent, &cwd)
+        .args(["-p", "--model", "faux/faux-1", "--faux-script"])
+        .arg(&script)
+        .arg("-e")
+        .arg(&ext)
+        .arg("go")
+        .assert()
+        .success()
+        .stdout("done\n");
+    let file = &session_files(&agent)[0];
+    assert_eq!(
+        tool_results(file),
+        [json!({"id":"c1","text":"hi\n","isError":false})]
+    );
+}
