@@ -368,6 +368,19 @@ impl ProcessState {
             .filter_map(|t| Some((t.name.clone(), t.timeout_ms?)))
             .collect();
         let overrides = self.spec.manifest.overrides;
+        for t in &result.tools {
+            if pith_tools::ALL_TOOL_NAMES.contains(&t.name.as_str()) {
+                let what = if overrides {
+                    format!("tool {} replaces the built-in of that name", t.name)
+                } else {
+                    format!(
+                        "tool {} has a built-in's name and is ignored (the manifest may set \"override\": true)",
+                        t.name
+                    )
+                };
+                self.notify_error("initialize", what);
+            }
+        }
         let tools = result
             .tools
             .into_iter()
