@@ -3,6 +3,7 @@
 //! order, each awaited, and only to the extensions that subscribed to the event (so events
 //! nobody subscribed to cost nothing).
 
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use ractor::{Actor, ActorCell, ActorId, ActorRef, SpawnErr};
@@ -649,8 +650,10 @@ impl Extensions {
         !self.subscribed(event).is_empty()
     }
 
-    /// Every extension's slash commands, in load order.
-    pub async fn commands(&self, from: &Origin) -> Vec<SlashCommand> {
+    /// Every command with the extension that has it and its invocation name: pi's
+    /// `resolveRegisteredCommands` (spec: extensions.md §1.2 "Commands"): a name that several
+    /// extensions register becomes `name:1`, `name:2`, … in load order.
+    async fn resolved(&self, from: &Origin) -> Vec<(Member, SlashCommand, String)> {
         let mut all = Vec::new();
         for m in self.list() {
             if let Ok(commands) = from
@@ -659,34 +662,65 @@ impl Extensions {
                 })
                 .await
             {
-                all.extend(commands);
+                all.extend(commands.into_iter().map(|c| (m.clone(), c)));
             }
         }
-        all
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for (_, c) in &all {
+            *counts.entry(c.name.clone()).or_default() += 1;
+        }
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut taken: HashSet<String> = HashSet::new();
+        all.into_iter()
+            .map(|(m, c)| {
+                let occurrence = {
+                    let n = seen.entry(c.name.clone()).or_default();
+                    *n += 1;
+                    *n
+                };
+                let mut invocation = if counts.get(&c.name).copied().unwrap_or(0) > 1 {
+                    format!("{}:{occurrence}", c.name)
+                } else {
+                    c.name.clone()
+                };
+                let mut suffix = occurrence;
+                while taken.contains(&invocation) {
+                    suffix += 1;
+                    invocation = format!("{}:{suffix}", c.name);
+                }
+                taken.insert(invocation.clone());
+                (m, c, invocation)
+            })
+            .collect()
     }
 
-    /// Runs slash command `name` on the first extension that registers it; `None` when none
-    /// does (or it did not answer).
+    /// Every extension's slash commands, in load order, by invocation name.
+    pub async fn commands(&self, from: &Origin) -> Vec<SlashCommand> {
+        self.resolved(from)
+            .await
+            .into_iter()
+            .map(|(_, c, invocation)| SlashCommand {
+                name: invocation,
+                description: c.description,
+            })
+            .collect()
+    }
+
+    /// Runs the slash command invoked as `name` (`todos`, or `todos:2` when names collide);
+    /// `None` when no extension has it (or it did not answer).
     pub async fn command(&self, from: &Origin, name: &str, args: &str) -> Option<String> {
-        for m in self.list() {
-            let commands = from
-                .call(&m.actor, "extension", |reply| ExtensionMsg::Commands {
-                    reply,
-                })
-                .await
-                .unwrap_or_default();
-            if commands.iter().any(|c| c.name == name) {
-                let (name, args) = (name.to_owned(), args.to_owned());
-                return from
-                    .call(&m.actor, "extension", |reply| ExtensionMsg::Command {
-                        name,
-                        args,
-                        reply,
-                    })
-                    .await
-                    .ok();
-            }
-        }
-        None
+        let (m, c, _) = self
+            .resolved(from)
+            .await
+            .into_iter()
+            .find(|(_, _, invocation)| invocation == name)?;
+        let (name, args) = (c.name, args.to_owned());
+        from.call(&m.actor, "extension", |reply| ExtensionMsg::Command {
+            name,
+            args,
+            reply,
+        })
+        .await
+        .ok()
     }
 }

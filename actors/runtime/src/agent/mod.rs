@@ -210,10 +210,10 @@ pub struct AgentArgs {
 struct Queues {
     steering: VecDeque<String>,
     follow_up: VecDeque<String>,
-    /// Extension messages steered into the run.
-    custom_steering: VecDeque<pith_events::CustomMessage>,
-    /// Extension messages delivered when the run would end.
-    custom_follow_up: VecDeque<pith_events::CustomMessage>,
+    /// Extension messages steered into the run, with their `triggerTurn`.
+    custom_steering: VecDeque<(pith_events::CustomMessage, bool)>,
+    /// Extension messages delivered when the run would end, with their `triggerTurn`.
+    custom_follow_up: VecDeque<(pith_events::CustomMessage, bool)>,
     /// Extension messages held for the next prompt (`deliverAs: "nextTurn"`).
     next_turn: Vec<pith_events::CustomMessage>,
 }
@@ -334,11 +334,11 @@ impl Agent {
                     return;
                 }
                 (Some("followUp"), true) => {
-                    q.custom_follow_up.push_back(message);
+                    q.custom_follow_up.push_back((message, trigger_turn));
                     return;
                 }
                 (_, true) => {
-                    q.custom_steering.push_back(message);
+                    q.custom_steering.push_back((message, trigger_turn));
                     return;
                 }
                 (_, false) => {}
@@ -466,10 +466,33 @@ impl Agent {
                         q.follow_up.extend(state.deferred.drain(..).map(|(_, t)| t));
                     }
                     Self::start_run(me, state, &cause, Some(text), Vec::new());
-                } else {
-                    for waiter in state.waiting_for_idle.drain(..) {
-                        let _ = waiter.send(());
-                    }
+                    return;
+                }
+                // Extension messages that arrived after the run's last look at its queues
+                // (an `agent_settled` handler's sendMessage): they start the next run.
+                let stranded: Vec<(pith_events::CustomMessage, bool)> = state
+                    .queues
+                    .lock()
+                    .map(|mut q| {
+                        let mut all: Vec<_> = q.custom_steering.drain(..).collect();
+                        all.extend(q.custom_follow_up.drain(..));
+                        all
+                    })
+                    .unwrap_or_default();
+                if stranded.iter().any(|(_, trigger)| *trigger) {
+                    let leading = stranded
+                        .into_iter()
+                        .map(|(m, _)| AgentMessage::Custom(m))
+                        .collect();
+                    Self::start_run(me, state, trace, None, leading);
+                    return;
+                }
+                for (message, _) in stranded {
+                    // Idle now: recorded as it is, as if it had come a moment later.
+                    Box::pin(Self::custom_message(me, state, trace, message, None, false)).await;
+                }
+                for waiter in state.waiting_for_idle.drain(..) {
+                    let _ = waiter.send(());
                 }
             }
         }

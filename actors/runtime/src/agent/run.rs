@@ -90,7 +90,10 @@ impl Run {
                 } else {
                     &mut q.custom_follow_up
                 };
-                queue.drain(..).map(AgentMessage::Custom).collect()
+                queue
+                    .drain(..)
+                    .map(|(m, _)| AgentMessage::Custom(m))
+                    .collect()
             })
             .unwrap_or_default()
     }

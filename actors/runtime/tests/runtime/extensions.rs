@@ -233,3 +233,35 @@ async fn an_extension_actor_that_dies_is_started_again_alone_and_the_session_goe
         .collect();
     assert_eq!(counts, [1, 2]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn commands_of_the_same_name_get_pis_numbered_invocation_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let config = project_config(
+        &env,
+        Arc::new(Faux::new(Vec::new(), env.clock.clone())),
+        vec![
+            Arc::new(|| Box::new(PromptCounter::default())),
+            Arc::new(|| Box::new(NoForkWhileRunning::default())),
+            Arc::new(|| Box::new(PromptCounter::default())),
+        ],
+    );
+    let rt = Runtime::start(config, FirstSession::New)
+        .await
+        .unwrap()
+        .handle;
+    let names: Vec<String> = rt
+        .commands()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["count:1", "count:2"]);
+    assert_eq!(
+        rt.command("count:2", "").await.unwrap().as_deref(),
+        Some("0 prompt(s) in this session")
+    );
+    assert_eq!(rt.command("count", "").await.unwrap(), None);
+}
