@@ -143,3 +143,97 @@ async fn send_message_with_trigger_turn_starts_a_run_when_idle() {
     assert_eq!(kinds, ["user", "assistant", "custom_message", "assistant"]);
     rt.shutdown().await.unwrap();
 }
+
+/// The session file with the Rust `PromptCounter` and with its Python twin, ids and
+/// timestamps left out: the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_python_prompt_counter_writes_what_the_rust_one_writes() {
+    let twin = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/extensions/python/prompt_counter.py");
+    let mut runs = Vec::new();
+    for python in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let env = env(tmp.path());
+        let rust: Vec<pith_actors::runtime::ExtensionFactory> = if python {
+            Vec::new()
+        } else {
+            vec![Arc::new(|| Box::new(PromptCounter::default()))]
+        };
+        let mut config = project_config(
+            &env,
+            Arc::new(Faux::new(Vec::new(), env.clock.clone())),
+            rust,
+        );
+        config.cwd = tmp.path().to_string_lossy().into_owned();
+        if python {
+            let manifest: Manifest = serde_json::from_value(
+                json!({"name":"prompt-counter","command":["python3", twin]}),
+            )
+            .unwrap();
+            config.hosted = HostedExtensions {
+                specs: vec![ExtensionSpec {
+                    manifest,
+                    dir: tmp.path().to_owned(),
+                    scope: Scope::Cli,
+                }],
+                mode: "print".into(),
+                ..HostedExtensions::default()
+            };
+        }
+        let rt = Runtime::start(config.clone(), FirstSession::New)
+            .await
+            .unwrap()
+            .handle;
+        let mut events = rt.subscribe().await.unwrap();
+        for prompt in ["one", "two"] {
+            rt.prompt(prompt).await.unwrap();
+            run_names(&mut events).await;
+            rt.wait_idle().await.unwrap();
+        }
+        let count = rt.command("count", "").await.unwrap();
+        let file = rt.current_session().await.unwrap().session_file.unwrap();
+        rt.shutdown().await.unwrap();
+        // Resumed: the count is picked up from the log.
+        let rt = Runtime::start(
+            config,
+            FirstSession::Open {
+                path: file.clone(),
+                read_only: false,
+                at: None,
+            },
+        )
+        .await
+        .unwrap()
+        .handle;
+        let mut events = rt.subscribe().await.unwrap();
+        rt.prompt("three").await.unwrap();
+        run_names(&mut events).await;
+        rt.wait_idle().await.unwrap();
+        rt.shutdown().await.unwrap();
+        let shape: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                match v["type"].as_str().unwrap() {
+                    "custom" => json!({"custom": v["customType"], "data": v["data"]}),
+                    "message" => json!(v["message"]["role"]),
+                    t => json!(t),
+                }
+            })
+            .collect();
+        runs.push((count, shape));
+    }
+    assert_eq!(runs[0], runs[1]);
+    assert_eq!(runs[0].0.as_deref(), Some("2 prompt(s) in this session"));
+    let counts: Vec<&serde_json::Value> = runs[0].1.iter().filter_map(|v| v.get("data")).collect();
+    assert_eq!(
+        counts,
+        [
+            &json!({"count":1}),
+            &json!({"count":2}),
+            &json!({"count":3})
+        ]
+    );
+}
