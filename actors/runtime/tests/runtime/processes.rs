@@ -237,3 +237,71 @@ async fn the_python_prompt_counter_writes_what_the_rust_one_writes() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_process_cancels_forks_and_switches_and_supplies_the_compaction_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let hooks =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cli/tests/cli/extensions/hooks.py");
+    let manifest: Manifest =
+        serde_json::from_value(json!({"name":"hooks","command":["python3", hooks]})).unwrap();
+    let mut config = project_config(
+        &env,
+        Arc::new(Faux::new(Vec::new(), env.clock.clone())),
+        Vec::new(),
+    );
+    config.cwd = tmp.path().to_string_lossy().into_owned();
+    config.hosted = HostedExtensions {
+        specs: vec![ExtensionSpec {
+            manifest,
+            dir: tmp.path().to_owned(),
+            scope: Scope::Cli,
+        }],
+        mode: "print".into(),
+        ..HostedExtensions::default()
+    };
+    let rt = Runtime::start(config, FirstSession::New)
+        .await
+        .unwrap()
+        .handle;
+    let mut events = rt.subscribe().await.unwrap();
+    for prompt in ["one", "two"] {
+        rt.prompt(prompt).await.unwrap();
+        run_names(&mut events).await;
+        rt.wait_idle().await.unwrap();
+    }
+    let snap = rt.snapshot().await.unwrap();
+    let user = snap
+        .entries
+        .iter()
+        .find(|e| e.raw().contains(r#""role":"user""#))
+        .unwrap()
+        .id()
+        .to_owned();
+    let forked = rt
+        .switch(SessionStart::Fork { entry_id: user })
+        .await
+        .unwrap();
+    assert_eq!(forked.cancelled.as_deref(), Some("no forks here"));
+    let new = rt.switch(SessionStart::New).await.unwrap();
+    assert_eq!(new.cancelled.as_deref(), Some("stay"));
+    rt.compact(None).await.unwrap();
+    let lines: Vec<serde_json::Value> = rt
+        .snapshot()
+        .await
+        .unwrap()
+        .entries
+        .iter()
+        .map(|e| serde_json::from_str(e.raw()).unwrap())
+        .collect();
+    let compaction = lines.iter().find(|v| v["type"] == "compaction").unwrap();
+    // A short session keeps everything recent: nothing to summarize, the extension says so.
+    assert_eq!(compaction["summary"], "EXT summary of 0");
+    assert_eq!(compaction["details"], json!({"by": "hooks"}));
+    assert_eq!(compaction["fromHook"], true);
+    let log = lines.last().unwrap();
+    assert_eq!(log["customType"], "hook-log");
+    assert_eq!(log["data"], json!({"compact": true}));
+    rt.shutdown().await.unwrap();
+}
