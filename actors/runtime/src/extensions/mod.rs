@@ -1,7 +1,9 @@
 //! Extensions hosted out of process and what all extensions share (spec: extensions.md):
 //!
-//! - [`process`]: the actor hosting one extension process speaking PXP/1 (pending map,
-//!   deadlines, fail policy, crash and respawn).
+//! - [`process`]: the actor hosting one extension process speaking PXP/1: its messages and
+//!   pending map (`mod.rs`), its life (`lifecycle.rs`: deadlines, fail policy, crash and
+//!   respawn), what the child asks (`from_child.rs`) and its answers read as verdicts
+//!   (`decision.rs`).
 //! - [`child`]: spawning that process, its stdio tasks and its stderr log.
 //! - [`session_api`]: the extension's `session/*` requests.
 //! - [`outbox`]: what is written to a child's stdin (observe events bounded and coalesced).
