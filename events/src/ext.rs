@@ -319,9 +319,12 @@ pub struct ExtensionSpec {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Decision {
-    /// `tool_call`: `{block: {reason}}`.
+    /// `tool_call`: `{block: {reason}}` (pi's `{block: true, reason}` is read too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub block: Option<Block>,
+    pub block: Option<Value>,
+    /// pi's spelling of the block reason, beside `block: true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// `tool_call`: replaced arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
@@ -360,12 +363,21 @@ pub struct Decision {
     pub summary: Option<String>,
 }
 
-/// `{reason}` of a block.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Block {
-    /// Shown to the model as the error result's text.
-    #[serde(default)]
-    pub reason: String,
+impl Decision {
+    /// The reason of a block, when the decision blocks: `{block: {reason}}`, or pi's
+    /// `{block: true, reason}` (an empty reason gives pi's "Tool execution was blocked").
+    pub fn block_reason(&self) -> Option<String> {
+        match &self.block {
+            Some(Value::Object(o)) => Some(
+                o.get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+            Some(Value::Bool(true)) => Some(self.reason.clone().unwrap_or_default()),
+            _ => None,
+        }
+    }
 }
 
 fn path_json(p: &Option<PathBuf>) -> Value {
@@ -502,7 +514,11 @@ mod tests {
         );
         assert_eq!(Incoming::parse("garbage"), None);
         let d: Decision = serde_json::from_value(json!({"block":{"reason":"no"}})).unwrap();
-        assert_eq!(d.block.unwrap().reason, "no");
+        assert_eq!(d.block_reason().as_deref(), Some("no"));
+        let d: Decision = serde_json::from_value(json!({"block":true,"reason":"pi"})).unwrap();
+        assert_eq!(d.block_reason().as_deref(), Some("pi"));
+        let d: Decision = serde_json::from_value(json!({"block":false})).unwrap();
+        assert_eq!(d.block_reason(), None);
     }
 
     #[test]

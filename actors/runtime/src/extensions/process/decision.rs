@@ -13,11 +13,17 @@ use crate::extension::{InjectedMessage, Injection, ResultPatch, SuppliedSummary,
 /// A decision on the wire as the [`Verdict`] for `event`.
 pub fn verdict_of(event: &ExtensionEvent, result: &Value) -> Verdict {
     let Ok(d) = serde_json::from_value::<Decision>(result.clone()) else {
-        return Verdict::Continue;
+        // A gate that answers something else than a decision blocks (fail closed).
+        return match event.name() {
+            "tool_call" => Verdict::Block(format!(
+                "extension gate answered something that is not a decision: {result}"
+            )),
+            _ => Verdict::Continue,
+        };
     };
     let verdict = match event.name() {
-        "tool_call" => match (d.block, d.input) {
-            (Some(block), _) => Verdict::Block(block.reason),
+        "tool_call" => match (d.block_reason(), d.input) {
+            (Some(reason), _) => Verdict::Block(reason),
             (None, Some(input)) => Verdict::ReplaceInput(input),
             (None, None) => Verdict::Continue,
         },
@@ -82,11 +88,12 @@ pub fn verdict_of(event: &ExtensionEvent, result: &Value) -> Verdict {
 
 /// A `tool/call` answer (`{content, details?, isError?}`) as a tool result.
 pub(super) fn tool_output(result: &Value) -> Result<ToolOutput, ToolError> {
-    let content: Vec<ContentBlock> = result
-        .get("content")
-        .cloned()
-        .and_then(|c| serde_json::from_value(c).ok())
-        .unwrap_or_default();
+    let content: Vec<ContentBlock> = match result.get("content") {
+        // A bare string is read as one text block.
+        Some(Value::String(text)) => vec![ContentBlock::text(text.clone())],
+        Some(c) => serde_json::from_value(c.clone()).unwrap_or_default(),
+        None => Vec::new(),
+    };
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
         let text: Vec<String> = content
             .iter()
@@ -101,4 +108,55 @@ pub(super) fn tool_output(result: &Value) -> Result<ToolOutput, ToolError> {
         content,
         details: result.get("details").cloned().unwrap_or(Value::Null),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call() -> ExtensionEvent {
+        ExtensionEvent::ToolCall {
+            tool_call_id: "c".into(),
+            tool_name: "bash".into(),
+            input: json!({}),
+            source: "builtin".into(),
+            annotations: json!({}),
+        }
+    }
+
+    #[test]
+    fn a_gate_blocks_in_either_spelling_and_fails_closed_on_nonsense() {
+        assert_eq!(
+            verdict_of(&call(), &json!({"block": {"reason": "no"}})),
+            Verdict::Block("no".into())
+        );
+        assert_eq!(
+            verdict_of(&call(), &json!({"block": true, "reason": "pi"})),
+            Verdict::Block("pi".into())
+        );
+        assert_eq!(verdict_of(&call(), &json!({})), Verdict::Continue);
+        assert!(matches!(
+            verdict_of(
+                &call(),
+                &json!({"block": "yes", "input": 3, "isError": "x"})
+            ),
+            Verdict::Block(_) | Verdict::ReplaceInput(_)
+        ));
+        assert!(matches!(
+            verdict_of(&call(), &json!({"isError": "x"})),
+            Verdict::Block(_)
+        ));
+    }
+
+    #[test]
+    fn a_tool_answer_with_a_string_content_is_one_text_block() {
+        assert_eq!(
+            tool_output(&json!({"content": "hi"})),
+            Ok(ToolOutput {
+                content: vec![ContentBlock::text("hi")],
+                details: Value::Null
+            })
+        );
+    }
 }
