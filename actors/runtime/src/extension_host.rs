@@ -645,6 +645,15 @@ impl Extensions {
         result
     }
 
+    /// `input.source` for prompts from the frontend: `rpc` in the rpc mode, else
+    /// `interactive` (pi's default, print mode included).
+    pub fn input_source(&self) -> &'static str {
+        match &self.recipe {
+            Some(r) if r.hosted.mode == "rpc" => "rpc",
+            _ => "interactive",
+        }
+    }
+
     /// Whether any extension subscribed to `event`.
     pub fn wants(&self, event: &str) -> bool {
         !self.subscribed(event).is_empty()

@@ -230,7 +230,12 @@ impl Run {
                 match self
                     .args
                     .extensions
-                    .input(&self.from, text, Vec::new(), "interactive")
+                    .input(
+                        &self.from,
+                        text,
+                        Vec::new(),
+                        self.args.extensions.input_source(),
+                    )
                     .await
                 {
                     InputOutcome::Continue { text, .. } => Some(text),
