@@ -8,6 +8,9 @@
 //! `pith trace mermaid` draws a `--trace` file as a sequence diagram.
 
 mod export;
+mod ext_cmd;
+mod ext_discovery;
+mod ext_trust;
 mod interactive;
 mod logging;
 mod model_choice;
@@ -44,6 +47,9 @@ enum Command {
     /// Work with `--trace` files.
     #[command(subcommand)]
     Trace(trace_cmd::TraceCommand),
+    /// List extensions, or check one against the protocol.
+    #[command(subcommand)]
+    Extension(ext_cmd::ExtensionCommand),
 }
 
 /// A run without a subcommand: the mode the flags ask for.
@@ -81,6 +87,7 @@ pub(crate) fn pi_short_flags(
             }
             Some("-xt") => Some("--exclude-tools"),
             Some("-nt") => Some("--no-tools"),
+            Some("-ne") => Some("--no-extensions"),
             _ => None,
         };
         out.push(long.map_or(arg, std::ffi::OsString::from));
@@ -93,6 +100,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Session(cmd)) => session_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
         Some(Command::Trace(cmd)) => trace_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
+        Some(Command::Extension(cmd)) => ext_cmd::run(cmd),
         None => run(cli.run),
     };
     match result {

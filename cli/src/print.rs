@@ -343,6 +343,12 @@ impl Seen {
                 }
             }
             RuntimeEvent::Notice(n) => eprintln!("pith: {}", for_terminal(&n)),
+            RuntimeEvent::Extension(notice) => {
+                eprintln!(
+                    "pith: {}",
+                    for_terminal(&crate::text::extension_notice(&notice))
+                )
+            }
             RuntimeEvent::WriteFailed(n) => {
                 self.write_failed = true;
                 eprintln!("pith: {}", for_terminal(&n));

@@ -15,6 +15,7 @@
 
 mod command;
 mod commands;
+mod ext_ui;
 mod framing;
 mod models;
 pub(crate) mod queries;
@@ -26,6 +27,7 @@ use anyhow::{Context, Result};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
+use pith_actors::extensions::dialogs::Dialogs;
 use pith_actors::runtime::{RuntimeEvent, RuntimeHandle};
 use pith_events::AgentEvent;
 use pith_store::SessionEnv;
@@ -67,6 +69,8 @@ pub(crate) struct Rpc {
     /// The id of the last `bash` request, which its `bash_execution_update`s carry (one
     /// command runs at a time).
     bash_id: Option<serde_json::Value>,
+    /// Extension dialogs waiting for `extension_ui_response`.
+    dialogs: Dialogs,
 }
 
 async fn serve(args: RunArgs) -> Result<ExitCode> {
@@ -76,6 +80,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         rt,
         choice,
         provider,
+        dialogs,
         ..
     } = start(&args).await?;
     if !args.messages.is_empty() {
@@ -103,6 +108,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         env,
         done,
         bash_id: None,
+        dialogs,
     };
     let mut lines = framing::read_lines();
     let status: u8 = loop {
@@ -149,6 +155,7 @@ impl Rpc {
             RuntimeEvent::SessionStarted { .. } => self.tracked.reset(),
             // stdout holds only pi's protocol.
             RuntimeEvent::Notice(n) | RuntimeEvent::WriteFailed(n) => eprintln!("pith: {n}"),
+            RuntimeEvent::Extension(notice) => self.out.line(&ext_ui::notice_json(&notice)),
         }
     }
 
@@ -166,7 +173,11 @@ impl Rpc {
                 Some("parse".into()),
                 format!("Failed to parse command: {e}"),
             )),
-            Line::UiResponse => {}
+            Line::UiResponse(response) => {
+                if let Some(id) = response.get("id").and_then(|v| v.as_str()) {
+                    self.dialogs.answer(id, response.clone());
+                }
+            }
             // pi ≥ 0.79.7 repeats the id here too, like every response.
             Line::Unknown { id, name } => {
                 let text = format!("Unknown command: {}", to_js_string(name.as_ref()));

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use clap::Args;
 
+use pith_actors::extensions::dialogs::Dialogs;
 use pith_actors::runtime::{
-    FirstSession, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, ToolChoice,
+    FirstSession, HostedExtensions, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, ToolChoice,
 };
 use pith_actors::selection::Selection;
 use pith_events::ThinkingLevel;
@@ -108,8 +109,33 @@ pub struct RunArgs {
     /// Write a Chrome trace (open in Perfetto) of every actor message to FILE.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Load an extension (a directory with extension.json, a manifest, or a program);
+    /// repeatable, loaded after the discovered ones, in this order.
+    #[arg(short = 'e', long = "extension", value_name = "PATH")]
+    pub extensions: Vec<PathBuf>,
+    /// Discover no extensions (`-e` ones still load). `-ne` works too.
+    #[arg(long = "no-extensions")]
+    pub no_extensions: bool,
+    /// Trust this project: its `.pith/extensions/` run (the decision is stored).
+    #[arg(long, conflicts_with = "no_approve")]
+    pub approve: bool,
+    /// Do not trust this project for this run: none of its extensions run.
+    #[arg(long)]
+    pub no_approve: bool,
     /// The prompt(s). Text piped on stdin is put before the first one.
     pub messages: Vec<String>,
+}
+
+impl RunArgs {
+    /// `PITH_MODE` of this run: `tui`, `print`, `json` or `rpc`.
+    pub fn mode_name(&self) -> &'static str {
+        match (self.print, self.mode) {
+            (_, Some(Mode::Rpc)) => "rpc",
+            (_, Some(Mode::Json)) => "json",
+            (true, _) | (false, Some(Mode::Text)) => "print",
+            (false, None) => "tui",
+        }
+    }
 }
 
 /// A runtime ready for prompts.
@@ -123,6 +149,8 @@ pub struct Started {
     /// The provider serving `choice` (the runtime holds it too): a mode that switches models
     /// and back reuses it, so the offline model's script goes on where it was.
     pub provider: Arc<dyn Provider>,
+    /// Extension dialogs waiting for the frontend (rpc's `extension_ui_response`).
+    pub dialogs: Dialogs,
 }
 
 /// Checks flag combinations every mode shares.
@@ -193,6 +221,8 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         args.faux_script.clone(),
     ));
     let agent_dir = env.agent_dir.clone();
+    let hosted = hosted_extensions(args, &env.agent_dir, Path::new(&cwd))?;
+    let dialogs = hosted.dialogs.clone();
     let config = RuntimeConfig {
         env: env.clone(),
         cwd: cwd.clone(),
@@ -210,6 +240,7 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         // The example extensions (PromptCounter, NoForkWhileRunning) are for tests and the
         // README; a user's sessions get no entries pi would not write.
         extensions: Vec::new(),
+        hosted,
     };
     let started = Runtime::start(config, first).await.map_err(locked_hint)?;
     if let Some(file) = &started.opened.session_file {
@@ -225,6 +256,42 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         header_line: started.opened.header_line,
         choice,
         provider,
+        dialogs,
+    })
+}
+
+/// The extension processes of this run: the trust decision first, then discovery (spec:
+/// extensions.md §1.2).
+///
+/// Errors: a `-e` path that cannot be loaded.
+pub fn hosted_extensions(args: &RunArgs, agent_dir: &Path, cwd: &Path) -> Result<HostedExtensions> {
+    let mode = args.mode_name();
+    let project = if args.no_extensions {
+        crate::ext_trust::Allowed::default()
+    } else {
+        crate::ext_trust::decide(&crate::ext_trust::Ask {
+            agent_dir,
+            cwd,
+            approve: match (args.approve, args.no_approve) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
+            interactive: mode == "tui",
+        })
+    };
+    let specs = crate::ext_discovery::discover(&crate::ext_discovery::Sources {
+        agent_dir,
+        cwd,
+        cli: &args.extensions,
+        no_discovery: args.no_extensions,
+        project: &project,
+    })?;
+    Ok(HostedExtensions {
+        specs,
+        mode: mode.to_owned(),
+        has_ui: matches!(mode, "rpc" | "tui"),
+        dialogs: Dialogs::default(),
     })
 }
 

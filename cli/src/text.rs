@@ -125,6 +125,27 @@ pub fn normalized_prefix(text: &str, max: usize) -> String {
     out
 }
 
+/// One line for an extension's notice in the print and interactive modes.
+pub fn extension_notice(notice: &pith_actors::event::ExtensionNotice) -> String {
+    use pith_actors::event::ExtensionNotice;
+    match notice {
+        ExtensionNotice::Error {
+            extension,
+            event,
+            error,
+        } => format!("extension {extension} ({event}): {error}"),
+        ExtensionNotice::UiRequest { method, params, .. } => {
+            let text = params
+                .get("message")
+                .or_else(|| params.get("text"))
+                .or_else(|| params.get("title"))
+                .and_then(|v| v.as_str())
+                .unwrap_or_default();
+            format!("extension {method}: {text}")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

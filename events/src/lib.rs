@@ -12,6 +12,8 @@
 //!   and `--mode rpc` print (`AgentEvent::to_listener_json`).
 //! - [`lifecycle`]: how a session subtree starts (`SessionStart`) and the events extensions
 //!   receive around switches.
+//! - [`ext`]: PXP/1, the extension protocol's messages, manifest and decisions
+//!   (spec: extensions.md §1.2).
 //! - [`model`]: which model answers ([`ModelRef`]) and how hard it thinks ([`ThinkingLevel`]).
 //! - [`tool`]: what the model is told about a tool ([`ToolSpec`]).
 //! - [`clock`]: the clock seam.
@@ -26,6 +28,7 @@
 pub mod agent;
 pub mod clock;
 pub mod entry;
+pub mod ext;
 pub mod header;
 pub mod js;
 pub mod lifecycle;

@@ -48,6 +48,8 @@ pub enum StartReason {
     Fork,
     /// The process is quitting (shutdown only).
     Quit,
+    /// `/reload`: the extensions were loaded again (pi's own reason).
+    Reload,
     /// The subtree was rebuilt from the log after a crash (pith's own reason).
     Restart,
 }
@@ -131,6 +133,58 @@ pub enum ExtensionEvent {
     },
     /// An agent event (boxed: messages are large next to the lifecycle events).
     Agent(Box<crate::agent::AgentEvent>),
+    /// A prompt arrived, before anything else happens to it; may be transformed or handled
+    /// (spec: extensions.md §1.2 events table, agent-and-events.md §6).
+    Input {
+        /// The prompt text.
+        text: String,
+        /// Attached images.
+        images: Vec<crate::message::ImageContent>,
+        /// `interactive`, `rpc` or `extension`.
+        source: String,
+    },
+    /// The prompt is about to start a run; may inject a message or change the system prompt.
+    BeforeAgentStart {
+        /// The prompt text (after `input` transforms).
+        prompt: String,
+        /// Attached images.
+        images: Vec<crate::message::ImageContent>,
+        /// The system prompt the run would use.
+        system_prompt: String,
+    },
+    /// A tool call is about to run; may be blocked or have its arguments replaced.
+    ToolCall {
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool.
+        tool_name: String,
+        /// Its arguments (replaced ones, if an earlier extension replaced them).
+        input: serde_json::Value,
+        /// `builtin`, `extension:<name>` or `mcp:<server>`.
+        source: String,
+        /// The tool's annotations (MCP's hints), `{}` when none.
+        annotations: serde_json::Value,
+    },
+    /// A tool call finished; its result may be patched.
+    ToolResult {
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool.
+        tool_name: String,
+        /// The arguments it ran with.
+        input: serde_json::Value,
+        /// The result's content (patched by earlier extensions, if they did).
+        content: Vec<crate::message::ContentBlock>,
+        /// The result's details (`null` when none).
+        details: serde_json::Value,
+        /// Whether it is an error result.
+        is_error: bool,
+    },
+    /// All automatic work of a prompt is over (pi >= 0.80.4; pith sends it to extensions).
+    AgentSettled {
+        /// The run ended because of an abort.
+        aborted: bool,
+    },
 }
 
 /// What a compaction would do, as `session_before_compact` shows it (pi's
@@ -183,6 +237,11 @@ impl ExtensionEvent {
             ExtensionEvent::SessionBeforeTree { .. } => "session_before_tree",
             ExtensionEvent::SessionTree { .. } => "session_tree",
             ExtensionEvent::Agent(e) => e.name(),
+            ExtensionEvent::Input { .. } => "input",
+            ExtensionEvent::BeforeAgentStart { .. } => "before_agent_start",
+            ExtensionEvent::ToolCall { .. } => "tool_call",
+            ExtensionEvent::ToolResult { .. } => "tool_result",
+            ExtensionEvent::AgentSettled { .. } => "agent_settled",
         }
     }
 }

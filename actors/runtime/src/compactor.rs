@@ -243,7 +243,14 @@ impl Compactor {
         let (summary, details, from_extension) = match args.extensions.consult(from, asked).await {
             Verdict::Cancel(_) => return Err(Refusal::Cancelled),
             Verdict::Summary(s) => (s.summary, s.details, true),
-            Verdict::Continue => {
+            // consult() keeps only the answers session_before_compact accepts.
+            Verdict::Continue
+            | Verdict::Block(_)
+            | Verdict::ReplaceInput(_)
+            | Verdict::PatchResult(_)
+            | Verdict::Transform { .. }
+            | Verdict::Handled
+            | Verdict::Inject(_) => {
                 let summary = Self::model_summary(args, &prep, focus, abort).await?;
                 (summary, Some(prep.file_ops.details()), false)
             }

@@ -27,6 +27,8 @@ pub enum RuntimeEvent {
     /// Writing the session failed: what was not saved stays in memory and is written by the
     /// next successful write, but until then it is not on disk.
     WriteFailed(String),
+    /// An extension failed, asks the user something, or tells them something.
+    Extension(ExtensionNotice),
 }
 
 /// Backpressure from a frontend that writes agent events somewhere slow (`--mode rpc` and
@@ -112,8 +114,35 @@ impl Pacer {
     }
 }
 
-/// Delivers runtime events to every subscriber in order, never dropping one. Notices and write
-/// failures raised before anyone subscribed are kept and handed to the first subscriber, so a
+/// What an extension host tells frontends (spec: extensions.md §1.2 "Dialogs").
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExtensionNotice {
+    /// pi's rpc `extension_error {extensionPath, event, error}`: a handler crashed, timed out
+    /// or the extension was disabled.
+    Error {
+        /// The extension's name.
+        extension: String,
+        /// The event (or method) it failed on.
+        event: String,
+        /// What happened.
+        error: String,
+    },
+    /// A dialog or a fire-and-forget UI call, as pi's rpc `extension_ui_request`:
+    /// `{id, method, ...params}`. Dialogs (`select`, `confirm`, `input`) wait for
+    /// [`crate::extensions::dialogs::Dialogs::answer`] with the same id.
+    UiRequest {
+        /// The request's id (unique in the runtime).
+        id: String,
+        /// `select`, `confirm`, `input`, `notify` or `setStatus`.
+        method: String,
+        /// The extension's params (`title`, `options`, `message`, …).
+        params: serde_json::Value,
+    },
+}
+
+/// Delivers runtime events to every subscriber in order, never dropping one. Notices, write
+/// failures and extension notices (dialogs) raised before anyone subscribed are kept and
+/// handed to the first subscriber, so a
 /// frontend that subscribes right after start misses none.
 #[derive(Clone, Default)]
 pub struct UiSink {
@@ -153,10 +182,14 @@ impl UiSink {
         }
         if let Ok(mut inner) = self.inner.lock() {
             inner.subscribers.retain(|s| s.send(event.clone()).is_ok());
+            // Extension notices too: a dialog asked before the frontend subscribed (in a
+            // `session_start` handler) must still reach it, or the extension waits forever.
             if inner.subscribers.is_empty()
                 && matches!(
                     event,
-                    RuntimeEvent::Notice(_) | RuntimeEvent::WriteFailed(_)
+                    RuntimeEvent::Notice(_)
+                        | RuntimeEvent::WriteFailed(_)
+                        | RuntimeEvent::Extension(_)
                 )
             {
                 inner.backlog.push(event);

@@ -13,8 +13,12 @@ use tracing::Instrument;
 
 use std::sync::Arc;
 
-use pith_events::{AgentEvent, AgentMessage, EntryType, ExtensionEvent, UserContent};
+use pith_events::{
+    AgentEvent, AgentMessage, ContentBlock, EntryType, ExtensionEvent, ImageContent, UserContent,
+};
 use pith_store::Entry;
+
+use pith_tools::tool::{ToolError, ToolOutput};
 
 use crate::envelope::{Envelope, MessageKind, Origin};
 use crate::trace::ActorName;
@@ -30,6 +34,76 @@ pub enum Verdict {
     /// Use this summary instead of asking the model (only honoured for
     /// `session_before_compact` and `session_before_tree`; the entry gets `fromHook: true`).
     Summary(SuppliedSummary),
+    /// `tool_call`: do not run the tool; the model gets pi's error result with this reason
+    /// (`Tool execution was blocked` when empty).
+    Block(String),
+    /// `tool_call`: run the tool with these arguments instead; later extensions see them.
+    ReplaceInput(Value),
+    /// `tool_result`: replace the given parts of the result; later extensions see the patch.
+    PatchResult(ResultPatch),
+    /// `input`: go on with this text and these images instead.
+    Transform {
+        /// The new prompt text.
+        text: String,
+        /// The new images (`None` keeps the old ones).
+        images: Option<Vec<ImageContent>>,
+    },
+    /// `input`: the extension took care of the prompt; nothing runs.
+    Handled,
+    /// `before_agent_start`: a message to add after the prompt and/or a system prompt change.
+    Inject(Injection),
+}
+
+/// A partial patch of a tool result (`tool_result` → `{content?, details?, isError?}`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ResultPatch {
+    /// Replaces the content.
+    pub content: Option<Vec<ContentBlock>>,
+    /// Replaces the details.
+    pub details: Option<Value>,
+    /// Replaces the error flag.
+    pub is_error: Option<bool>,
+}
+
+/// What `before_agent_start` may answer (`{message?, appendSystemPrompt?, systemPrompt?}`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Injection {
+    /// A custom message delivered after the prompt (pi's `{message}`), all collected.
+    pub message: Option<InjectedMessage>,
+    /// Text appended to the system prompt (joined with a blank line).
+    pub append_system_prompt: Option<String>,
+    /// Replaces the system prompt (chained: the next extension sees it).
+    pub system_prompt: Option<String>,
+}
+
+/// A custom message injected before a run (`{customType, content, display, details?}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InjectedMessage {
+    /// Extension id.
+    pub custom_type: String,
+    /// The text or blocks the model sees.
+    pub content: UserContent,
+    /// Shown in the UI.
+    pub display: bool,
+    /// Extension data.
+    pub details: Option<Value>,
+}
+
+impl Verdict {
+    /// Whether this answer means something for `event` (the table of which decisions each
+    /// event accepts, spec: extensions.md §1.2); other answers count as [`Verdict::Continue`].
+    pub fn accepted_by(&self, event: &ExtensionEvent) -> bool {
+        use ExtensionEvent as E;
+        match self {
+            Verdict::Continue => true,
+            Verdict::Cancel(_) => event.is_cancellable(),
+            Verdict::Summary(_) => event.takes_a_summary(),
+            Verdict::Block(_) | Verdict::ReplaceInput(_) => matches!(event, E::ToolCall { .. }),
+            Verdict::PatchResult(_) => matches!(event, E::ToolResult { .. }),
+            Verdict::Transform { .. } | Verdict::Handled => matches!(event, E::Input { .. }),
+            Verdict::Inject(_) => matches!(event, E::BeforeAgentStart { .. }),
+        }
+    }
 }
 
 /// A summary an extension supplies (spec: compaction.md §10). For a compaction, pith keeps
@@ -128,7 +202,10 @@ pub trait Extension: Send + 'static {
     /// Event names it wants; it is sent no others.
     fn subscriptions(&self) -> &[&str];
     /// Handles one event. [`Verdict::Cancel`] cancels the `session_before_*` events;
-    /// [`Verdict::Summary`] answers `session_before_compact`/`_tree`.
+    /// [`Verdict::Summary`] answers `session_before_compact`/`_tree`; `tool_call` takes
+    /// [`Verdict::Block`]/[`Verdict::ReplaceInput`], `tool_result` [`Verdict::PatchResult`],
+    /// `input` [`Verdict::Transform`]/[`Verdict::Handled`], `before_agent_start`
+    /// [`Verdict::Inject`] ([`Verdict::accepted_by`] is the table).
     fn on_event(&mut self, event: &ExtensionEvent, ctx: &mut ExtensionContext) -> Verdict;
     /// The slash commands it registers.
     fn commands(&self) -> Vec<SlashCommand> {
@@ -166,6 +243,42 @@ pub enum ExtensionMsg {
         /// The commands.
         reply: RpcReplyPort<Vec<SlashCommand>>,
     },
+    /// A call of one of its tools; answered when the call ends (its deadline and abort
+    /// included: spec: extensions.md §1.2 "Tools").
+    CallTool {
+        /// The call.
+        call: ToolCallRequest,
+        /// The result, or what the model gets as an error.
+        reply: RpcReplyPort<Result<ToolOutput, ToolError>>,
+    },
+    /// The user aborted a running tool call (`cancel {id, reason}` on the wire).
+    CancelTool {
+        /// The call's id.
+        tool_call_id: String,
+    },
+    /// Answered once the extension is ready for events: at once for a Rust extension, after
+    /// `initialize` (or its failure) for a process.
+    Ready {
+        /// Ready.
+        reply: RpcReplyPort<()>,
+    },
+    /// What a process-hosted extension's child and timers report (internal to that host).
+    Process(crate::extensions::process::ProcessInput),
+}
+
+/// A tool call as the extension host gets it.
+#[derive(Debug)]
+pub struct ToolCallRequest {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The tool.
+    pub name: String,
+    /// Its arguments (validated, possibly replaced by a gate).
+    pub arguments: Value,
+    /// The session cwd.
+    pub cwd: std::path::PathBuf,
+    /// Partial results (`tool/progress`).
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<ToolOutput>>,
 }
 
 impl MessageKind for ExtensionMsg {
@@ -174,6 +287,10 @@ impl MessageKind for ExtensionMsg {
             ExtensionMsg::Event { event, .. } => event.name(),
             ExtensionMsg::Command { .. } => "command",
             ExtensionMsg::Commands { .. } => "commands",
+            ExtensionMsg::CallTool { .. } => "tool_call",
+            ExtensionMsg::CancelTool { .. } => "cancel_tool",
+            ExtensionMsg::Ready { .. } => "ready",
+            ExtensionMsg::Process(p) => p.kind(),
         }
     }
 }
@@ -266,10 +383,10 @@ impl Actor for ExtensionActor {
                         };
                         let v = state.extension.on_event(&event, &mut ctx);
                         Self::carry_out(&from, &state.writer, ctx.actions).await;
-                        match v {
-                            Verdict::Cancel(_) if !event.is_cancellable() => Verdict::Continue,
-                            Verdict::Summary(_) if !event.takes_a_summary() => Verdict::Continue,
-                            v => v,
+                        if v.accepted_by(&event) {
+                            v
+                        } else {
+                            Verdict::Continue
                         }
                     } else {
                         Verdict::Continue
@@ -284,6 +401,17 @@ impl Actor for ExtensionActor {
                 }
                 ExtensionMsg::Commands { reply } => {
                     let _ = reply.send(state.extension.commands());
+                }
+                // Rust extensions register no tools (yet): their tools are plain `Tool`s.
+                ExtensionMsg::CallTool { call, reply } => {
+                    let _ = reply.send(Err(ToolError::Failed(format!(
+                        "Tool {} not found",
+                        call.name
+                    ))));
+                }
+                ExtensionMsg::CancelTool { .. } | ExtensionMsg::Process(_) => {}
+                ExtensionMsg::Ready { reply } => {
+                    let _ = reply.send(());
                 }
             }
         }

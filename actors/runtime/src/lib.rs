@@ -8,7 +8,8 @@
 //! - [`tree_navigator`]: TreeNavigator, which moves the leaf for `/tree` and writes branch
 //!   summaries.
 //! - [`extension`]: the Extension trait, its actor, and two example extensions;
-//!   [`extension_host`]: the session's extensions as one value every fan-out goes through.
+//!   [`extension_host`]: the session's extensions as one value every fan-out goes through;
+//!   [`extensions`]: extensions in other processes (PXP/1), the tool registry, argument checks.
 //! - [`error`]: the crate's one error type, [`RuntimeError`].
 //! - [`envelope`]: how actors send each other messages (envelopes, the call helper and its
 //!   one timeout policy).
@@ -29,6 +30,7 @@ pub mod error;
 pub mod event;
 pub mod extension;
 pub mod extension_host;
+pub mod extensions;
 pub mod projection;
 pub mod runtime;
 pub mod selection;

@@ -17,6 +17,7 @@ use pith_tools::sanitize::for_terminal;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
+use pith_actors::event::ExtensionNotice;
 use pith_actors::extension::SlashCommand;
 use pith_actors::runtime::{RuntimeError, RuntimeEvent, RuntimeHandle};
 use pith_events::{AgentEvent, BashExecutionMessage};
@@ -44,6 +45,13 @@ pub enum TaskDone {
     Bash(Result<BashExecutionMessage, RuntimeError>),
     /// `/compact`: the compaction entry's id.
     Compact(Result<String, RuntimeError>),
+}
+
+/// A question the next line answers instead of being a prompt: an extension's dialog
+/// (pith's own questions are selectors).
+pub enum Question {
+    /// An extension's dialog.
+    Extension(super::dialogs::Dialog),
 }
 
 /// Whether to go on.
@@ -80,11 +88,15 @@ pub struct App {
     pub(super) compacting_task: bool,
     /// Text for the editor at its next read (`/fork`, `/tree`).
     pub(super) next_initial: String,
+    /// The next line answers this.
+    pub(super) question: Option<Question>,
     /// Prompts waiting their turn: the command-line messages, and lines typed during a
     /// compaction (pi queues those).
     pub(super) queued: VecDeque<String>,
     /// Extension commands of the current session.
     pub(super) ext_commands: Vec<SlashCommand>,
+    /// Extension dialogs waiting for an answer.
+    pub(super) dialogs: pith_actors::extensions::dialogs::Dialogs,
     /// A compaction runs (between `compaction_start` and `compaction_end`): prompts wait
     /// for it, as pi's compaction queue makes them.
     compacting: bool,
@@ -123,6 +135,8 @@ pub struct Parts {
     pub screen: Screen,
     /// Prompts from the command line.
     pub messages: Vec<String>,
+    /// Extension dialogs waiting for an answer.
+    pub dialogs: pith_actors::extensions::dialogs::Dialogs,
 }
 
 impl App {
@@ -148,8 +162,10 @@ impl App {
             task: None,
             compacting_task: false,
             next_initial: String::new(),
+            question: None,
             queued: parts.messages.into(),
             ext_commands,
+            dialogs: parts.dialogs,
             compacting: false,
             last_interrupt: None,
             resume_command: None,
@@ -170,10 +186,15 @@ impl App {
             self.editor
                 .set_busy(self.run.is_some() || self.task.is_some());
             if !self.editor.is_reading() {
+                let prompt = match &self.question {
+                    Some(Question::Extension(_)) => "? ".to_owned(),
+                    None => PROMPT.to_owned(),
+                };
+                let history = self.question.is_none();
                 self.editor.read(ReadRequest {
-                    prompt: PROMPT.to_owned(),
+                    prompt,
                     initial: std::mem::take(&mut self.next_initial),
-                    history: true,
+                    history,
                 });
             }
             let step = tokio::select! {
@@ -236,7 +257,12 @@ impl App {
             self.screen.typed();
         }
         match input {
-            Input::Line { text, follow_up } => self.submit(text.trim(), follow_up).await,
+            Input::Line { text, follow_up } => {
+                if let Some(question) = self.question.take() {
+                    return self.answer(question, text.trim()).await;
+                }
+                self.submit(text.trim(), follow_up).await
+            }
             Input::Interrupt => self.on_ctrl_c().await,
             Input::Action { action, text } => {
                 self.next_initial = text;
@@ -352,6 +378,25 @@ impl App {
                 .screen
                 .print(&style::warning(&format!("pith: {}", for_terminal(&n)))),
             RuntimeEvent::WriteFailed(n) => self.error(&n),
+            RuntimeEvent::Extension(ExtensionNotice::UiRequest { id, method, params }) => {
+                let (lines, dialog) = super::dialogs::show(&id, &method, &params);
+                match dialog {
+                    // One question at a time: a second dialog meanwhile is cancelled.
+                    Some(_) if self.question.is_some() => {
+                        self.dialogs
+                            .answer(&id, serde_json::json!({"cancelled": true}));
+                    }
+                    Some(dialog) => {
+                        self.screen.print_lines(&lines);
+                        self.question = Some(Question::Extension(dialog));
+                    }
+                    None => self.screen.print_lines(&lines),
+                }
+            }
+            RuntimeEvent::Extension(notice) => self.screen.print(&style::warning(&format!(
+                "pith: {}",
+                for_terminal(&crate::text::extension_notice(&notice))
+            ))),
             RuntimeEvent::SessionStarted { .. } => {}
         }
     }
@@ -399,6 +444,12 @@ impl App {
             return Ok(Flow::Quit);
         }
         self.last_interrupt = Some(now);
+        if let Some(question) = self.question.take() {
+            // Ctrl-C cancels an extension's dialog.
+            self.answer(question, "").await?;
+            self.status("Cancelled");
+            return Ok(Flow::Go);
+        }
         if self.run.is_some() {
             // Ctrl-C cleared the line; the queued messages come back in the next one rather
             // than running after the next prompt.

@@ -11,13 +11,13 @@ use pith_events::{EntryType, SessionStart};
 use pith_events::{ModelRef, ThinkingLevel};
 use pith_llm::model_registry::{clamp_thinking_level, supported_thinking_levels};
 
-use super::app::{App, Flow};
+use super::app::{App, Flow, Question};
 use super::footer::{session_info, session_stats};
 use super::style;
 use crate::tui::select::{Item, select};
 
 /// Built-in commands and their `/help` line, in pi's order where pi has them.
-pub const BUILTIN: [(&str, &str); 18] = [
+pub const BUILTIN: [(&str, &str); 19] = [
     ("model", "Select model (opens selector UI)"),
     ("thinking", "Set thinking level"),
     (
@@ -39,6 +39,10 @@ pub const BUILTIN: [(&str, &str); 18] = [
     ("tree", "Navigate session tree (switch branches)"),
     ("new", "Start a new session"),
     ("compact", "Manually compact the session context"),
+    (
+        "reload",
+        "Reload the extensions (/reload name: just that one, enabled again)",
+    ),
     ("resume", "Resume a different session"),
     ("copy", "Copy last agent message to clipboard"),
     ("hotkeys", "Show all keyboard shortcuts"),
@@ -137,6 +141,16 @@ impl App {
             "label" => self.label(args).await?,
             "export" => self.export(args).await?,
             "import" => self.import(args).await?,
+            "reload" => {
+                let name = Some(args.trim()).filter(|a| !a.is_empty());
+                let reloaded = self.rt.reload(name).await?;
+                self.ext_commands = self.rt.commands().await?;
+                if reloaded.is_empty() {
+                    self.status("No extension to reload");
+                } else {
+                    self.status(&format!("Reloaded: {}", reloaded.join(", ")));
+                }
+            }
             _ => return Ok(None),
         }
         Ok(Some(Flow::Go))
@@ -152,6 +166,19 @@ impl App {
             self.footer().await?;
         }
         Ok(())
+    }
+
+    /// The answer to an extension's dialog, typed at the editor (an empty line cancels).
+    ///
+    /// Errors: none yet; `Result` for the callers' `?`.
+    pub(super) async fn answer(&mut self, question: Question, text: &str) -> Result<Flow> {
+        match question {
+            Question::Extension(dialog) => {
+                let response = super::dialogs::response(&dialog, text);
+                self.dialogs.answer(&dialog.id, response);
+            }
+        }
+        Ok(Flow::Go)
     }
 
     /// `/hotkeys`: the keys, as `/help` lists them.

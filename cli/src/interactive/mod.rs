@@ -16,6 +16,7 @@
 
 mod app;
 mod commands;
+mod dialogs;
 mod editor;
 mod export_jsonl;
 mod footer;
@@ -106,7 +107,12 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
 /// Runs the mode; `true` when it ended with the editor's prompt on screen, and the command
 /// that resumes the session.
 async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
-    let Started { rt, choice, .. } = start(&args).await?;
+    let Started {
+        rt,
+        choice,
+        dialogs,
+        ..
+    } = start(&args).await?;
     let env = SessionEnv::system();
     let mut names: Vec<(String, String)> = commands::BUILTIN
         .iter()
@@ -163,6 +169,7 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         editor: (editor, inputs),
         screen,
         messages: args.messages.clone(),
+        dialogs,
     })
     .await?;
     if !app.rt.context().await?.messages.is_empty() {

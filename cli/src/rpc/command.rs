@@ -150,6 +150,13 @@ pub enum Command {
     ClearQueue,
     /// The thinking levels the model offers (pi ≥ 0.81).
     GetAvailableThinkingLevels,
+    /// pith's `reload {name?}`: the extensions (or the one named) start again (spec:
+    /// extensions.md §1.2 "Hot reload"); answered with `{reloaded: [names]}`.
+    Reload {
+        /// One extension; all when absent.
+        #[serde(default)]
+        name: Option<String>,
+    },
     /// A `type` pith does not know (answered `Unknown command: <type>`).
     #[serde(other)]
     Unknown,
@@ -187,8 +194,9 @@ pub enum Line {
     },
     /// Not JSON: `Failed to parse command: …`.
     NotJson(String),
-    /// An `extension_ui_response`: pith asks no dialogs, so there is nothing to answer.
-    UiResponse,
+    /// An `extension_ui_response {id, value | confirmed | cancelled}`: the answer to an
+    /// extension's dialog.
+    UiResponse(Value),
 }
 
 /// Decodes one line (without its LF).
@@ -202,7 +210,7 @@ pub fn parse(line: &str) -> Line {
         _ => (None, None),
     };
     let name = match kind {
-        Some(Value::String(s)) if s == "extension_ui_response" => return Line::UiResponse,
+        Some(Value::String(s)) if s == "extension_ui_response" => return Line::UiResponse(value),
         Some(Value::String(s)) => s,
         other => return Line::Unknown { id, name: other },
     };
@@ -285,7 +293,7 @@ mod tests {
         assert!(matches!(parse("{nope"), Line::NotJson(_)));
         assert_eq!(
             parse(r#"{"type":"extension_ui_response","id":"u"}"#),
-            Line::UiResponse
+            Line::UiResponse(json!({"type":"extension_ui_response","id":"u"}))
         );
     }
 }

@@ -276,6 +276,12 @@ impl Rpc {
                     .map_err(failed)
                     .map(|c| Some(json!({ "messages": c.messages }))),
             ),
+            Command::Reload { name } => Answer::Now(
+                rt.reload(name.as_deref())
+                    .await
+                    .map_err(failed)
+                    .map(|names| Some(json!({ "reloaded": names }))),
+            ),
             Command::GetCommands => Answer::Now(rt.commands().await.map_err(failed).map(|cmds| {
                 let commands: Vec<Value> = cmds
                     .iter()

@@ -1216,3 +1216,31 @@ fn escape_sequences_from_the_model_and_tools_never_reach_the_terminal() {
     }
     assert_eq!(pith.quit(), 0);
 }
+
+#[test]
+fn an_extension_dialog_is_asked_in_the_transcript_and_the_typed_answer_decides() {
+    let s = setup(
+        r#"[{"content": [{"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "rm -rf build"}}]},
+            {"content": [{"type": "text", "text": "all done"}]}]"#,
+    );
+    let gate = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("examples/extensions/python/permission_gate.py");
+    let mut pith = s.start(&["-e", gate.to_str().unwrap()]);
+    pith.expect("pith v");
+    pith.prompt();
+    pith.line("clean up");
+    pith.expect("Dangerous command:");
+    pith.expect("2. No");
+    pith.line("2");
+    pith.expect("all done");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    let entries = lines(&s.sessions()[0]);
+    let result = entries
+        .iter()
+        .find(|e| e["message"]["role"] == "toolResult")
+        .unwrap();
+    assert_eq!(result["message"]["content"][0]["text"], "Blocked by user");
+}

@@ -4,6 +4,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod export;
+mod extensions;
 mod flags16;
 mod full_disk;
 mod hostile;

@@ -608,3 +608,76 @@ fn abort_cancels_a_compaction_summary_and_writes_nothing() {
     let file = session_files(&root.path().join("agent")).pop().unwrap();
     assert!(!kinds(&file).contains(&"compaction".to_owned()));
 }
+
+#[test]
+fn an_extension_dialog_goes_out_as_pis_extension_ui_request_and_its_answer_decides_the_gate() {
+    let gate = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("examples/extensions/python/permission_gate.py");
+    let call = |id: &str, cmd: &str| json!({"content":[{"type":"toolCall","id":id,"name":"bash","arguments":{"command":cmd}}]});
+    let script = json!([
+        call("c1", "rm -rf build"),
+        call("c2", "rm -rf dist"),
+        reply("done")
+    ]);
+    // settings.json `extensions` loads it.
+    let mut client = Client::start(script, json!({"extensions": [gate]}));
+    client.send(json!({"type": "prompt", "message": "clean up"}));
+    let seen = client.until(|v| v["type"] == "extension_ui_request");
+    let ask = seen.last().unwrap().clone();
+    assert_eq!(
+        ask,
+        json!({"type":"extension_ui_request","id":ask["id"],"method":"select",
+               "title":"Dangerous command:\n  rm -rf build\nAllow?","options":["Yes","No"]})
+    );
+    client.send(json!({"type":"extension_ui_response","id":ask["id"],"value":"No"}));
+    let seen = client.until(|v| v["type"] == "extension_ui_request");
+    let ask = seen.last().unwrap().clone();
+    assert_eq!(ask["title"], "Dangerous command:\n  rm -rf dist\nAllow?");
+    client.send(json!({"type":"extension_ui_response","id":ask["id"],"value":"Yes"}));
+    client.until(|v| v["type"] == "agent_end");
+    let agent = client.agent();
+    let (status, _dir) = client.close();
+    assert!(status.success());
+    let file = &session_files(&agent)[0];
+    let results: Vec<Value> = std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["message"]["role"] == "toolResult")
+        .map(|e| {
+            json!([
+                e["message"]["toolCallId"],
+                e["message"]["content"][0]["text"],
+                e["message"]["isError"]
+            ])
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            json!(["c1", "Blocked by user", true]),
+            json!(["c2", "(no output)", false])
+        ]
+    );
+}
+
+#[test]
+fn reload_starts_the_extensions_again() {
+    let gate = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("examples/extensions/python/permission_gate.py");
+    let mut client = Client::start(json!([]), json!({"extensions": [gate]}));
+    let answer = client.call(json!({"id": "r1", "type": "reload"}));
+    assert_eq!(
+        answer,
+        json!({"id":"r1","type":"response","command":"reload","success":true,
+               "data":{"reloaded":["permission_gate"]}})
+    );
+    let answer = client.call(json!({"id": "r2", "type": "reload", "name": "other"}));
+    assert_eq!(answer["data"], json!({"reloaded": []}));
+    let (status, _dir) = client.close();
+    assert!(status.success());
+}

@@ -47,6 +47,8 @@ enum After {
     ErrorRetry,
     /// The reply overflowed and the session was compacted: send it again without the reply.
     OverflowRetry,
+    /// An extension handled the prompt (`input` → `handled`): nothing ran.
+    Handled,
 }
 
 /// A user shell command: `!cmd`, or `!!cmd` (kept out of the context).
@@ -134,6 +136,17 @@ pub enum AgentMsg {
         /// The level.
         level: ThinkingLevel,
     },
+    /// An extension's `sendMessage` (spec: agent-and-events.md §3.3): `nextTurn` is held for
+    /// the next prompt; during a run it is steered (or queued as a follow-up); when idle it
+    /// starts a run (`trigger_turn`) or is recorded as it is.
+    CustomMessage {
+        /// The message.
+        message: Box<pith_events::CustomMessage>,
+        /// `steer` (default), `followUp` or `nextTurn`.
+        deliver_as: Option<String>,
+        /// Start a run with it when idle.
+        trigger_turn: bool,
+    },
     /// A user command finished (internal).
     BashDone {
         /// What it printed and how it ended.
@@ -160,6 +173,7 @@ impl MessageKind for AgentMsg {
             AgentMsg::SetModel { .. } => "set_model",
             AgentMsg::SetThinkingLevel { .. } => "set_thinking_level",
             AgentMsg::BashDone { .. } => "bash_done",
+            AgentMsg::CustomMessage { .. } => "custom_message",
         }
     }
 }
@@ -221,6 +235,12 @@ impl QueuedMessages {
 struct Queues {
     steering: VecDeque<String>,
     follow_up: VecDeque<String>,
+    /// Extension messages steered into the run, with their `triggerTurn`.
+    custom_steering: VecDeque<(pith_events::CustomMessage, bool)>,
+    /// Extension messages delivered when the run would end, with their `triggerTurn`.
+    custom_follow_up: VecDeque<(pith_events::CustomMessage, bool)>,
+    /// Extension messages held for the next prompt (`deliverAs: "nextTurn"`).
+    next_turn: Vec<pith_events::CustomMessage>,
 }
 
 /// The agent's state.
@@ -254,7 +274,8 @@ impl Agent {
         me: &ActorRef<Envelope<AgentMsg>>,
         state: &mut AgentState,
         cause: &Trace,
-        text: String,
+        text: Option<String>,
+        leading: Vec<AgentMessage>,
     ) {
         let abort = CancellationToken::new();
         state.abort = Some(abort.clone());
@@ -270,6 +291,8 @@ impl Agent {
             pending_bash: std::mem::take(&mut state.pending_bash),
             overflowed: None,
             attempt: Mutex::new(Vec::new()),
+            system_prompt: Mutex::new(state.args.system_prompt.clone()),
+            leading: Mutex::new(leading),
         };
         // Not a "message" span: the run is the prompt's work, not a message of its own.
         let span = tracing::info_span!(
@@ -281,7 +304,8 @@ impl Agent {
         tokio::spawn(
             async move {
                 let mut run = run;
-                let mut text = Some(text);
+                let mut text = text;
+                let mut handled = false;
                 loop {
                     let after = run.run(text.take()).await;
                     if run.abort.is_cancelled() {
@@ -289,6 +313,10 @@ impl Agent {
                     }
                     match after {
                         After::Idle => break,
+                        After::Handled => {
+                            handled = true;
+                            break;
+                        }
                         // A transient error: the same context again (the failed reply is
                         // left out of every request, agent-and-events.md §4).
                         After::ErrorRetry => {}
@@ -301,13 +329,70 @@ impl Agent {
                         }
                     }
                 }
-                // Retries and overflow recovery are over: the prompt has settled (§2).
-                let aborted = run.abort.is_cancelled();
-                run.emit(AgentEvent::AgentSettled { aborted }).await;
+                if !handled {
+                    // Retries and overflow recovery are over: the prompt has settled (§2),
+                    // for frontends and extensions alike (pi's agent_settled).
+                    let aborted = run.abort.is_cancelled();
+                    run.emit(AgentEvent::AgentSettled { aborted }).await;
+                    let settled = pith_events::ExtensionEvent::AgentSettled { aborted };
+                    run.args.extensions.tell(&run.from, settled, &[]).await;
+                }
                 run.from.cast(&run.me, AgentMsg::RunFinished);
             }
             .instrument(span),
         );
+    }
+
+    async fn custom_message(
+        me: &ActorRef<Envelope<AgentMsg>>,
+        state: &mut AgentState,
+        trace: &Trace,
+        message: pith_events::CustomMessage,
+        deliver_as: Option<String>,
+        trigger_turn: bool,
+    ) {
+        let mut message = message;
+        message.timestamp = Some(state.args.clock.now_ms());
+        let running = state.abort.is_some() || state.deferring;
+        if let Ok(mut q) = state.queues.lock() {
+            match (deliver_as.as_deref(), running) {
+                (Some("nextTurn"), _) => {
+                    q.next_turn.push(message);
+                    return;
+                }
+                (Some("followUp"), true) => {
+                    q.custom_follow_up.push_back((message, trigger_turn));
+                    return;
+                }
+                (_, true) => {
+                    q.custom_steering.push_back((message, trigger_turn));
+                    return;
+                }
+                (_, false) => {}
+            }
+        }
+        let message = AgentMessage::Custom(message);
+        if trigger_turn {
+            Self::start_run(me, state, trace, None, vec![message]);
+            return;
+        }
+        // Recorded as it is; frontends see it, extensions do not (pi).
+        let from = Origin::new(ActorName::Agent, trace);
+        if let AgentMessage::Custom(c) = &message {
+            let append = crate::writer::Append::CustomMessage {
+                custom_type: c.custom_type.clone(),
+                content: c.content.clone(),
+                display: c.display,
+                details: c.details.clone(),
+            };
+            if let Err(e) = state.args.writer.append(&from, append).await {
+                tracing::error!("could not record an extension message: {e}");
+            }
+        }
+        state.args.events.emit(AgentEvent::MessageStart {
+            message: message.clone(),
+        });
+        state.args.events.emit(AgentEvent::MessageEnd { message });
     }
 
     fn with_args(state: &mut AgentState, change: impl FnOnce(&mut AgentArgs)) {
@@ -336,9 +421,14 @@ impl Agent {
                     let _ = reply.send(Err(RuntimeError::AgentBusy));
                     return;
                 }
-                Self::start_run(me, state, trace, text);
+                Self::start_run(me, state, trace, Some(text), Vec::new());
                 let _ = reply.send(Ok(()));
             }
+            AgentMsg::CustomMessage {
+                message,
+                deliver_as,
+                trigger_turn,
+            } => Self::custom_message(me, state, trace, *message, deliver_as, trigger_turn).await,
             AgentMsg::Deferring { deferring } => state.deferring = deferring,
             AgentMsg::Bash { command, reply } => {
                 Self::start_user_command(me, state, &from, command, reply)
@@ -415,11 +505,34 @@ impl Agent {
                     if let Ok(mut q) = state.queues.lock() {
                         q.follow_up.extend(state.deferred.drain(..).map(|(_, t)| t));
                     }
-                    Self::start_run(me, state, &cause, text);
-                } else {
-                    for waiter in state.waiting_for_idle.drain(..) {
-                        let _ = waiter.send(());
-                    }
+                    Self::start_run(me, state, &cause, Some(text), Vec::new());
+                    return;
+                }
+                // Extension messages that arrived after the run's last look at its queues
+                // (an `agent_settled` handler's sendMessage): they start the next run.
+                let stranded: Vec<(pith_events::CustomMessage, bool)> = state
+                    .queues
+                    .lock()
+                    .map(|mut q| {
+                        let mut all: Vec<_> = q.custom_steering.drain(..).collect();
+                        all.extend(q.custom_follow_up.drain(..));
+                        all
+                    })
+                    .unwrap_or_default();
+                if stranded.iter().any(|(_, trigger)| *trigger) {
+                    let leading = stranded
+                        .into_iter()
+                        .map(|(m, _)| AgentMessage::Custom(m))
+                        .collect();
+                    Self::start_run(me, state, trace, None, leading);
+                    return;
+                }
+                for (message, _) in stranded {
+                    // Idle now: recorded as it is, as if it had come a moment later.
+                    Box::pin(Self::custom_message(me, state, trace, message, None, false)).await;
+                }
+                for waiter in state.waiting_for_idle.drain(..) {
+                    let _ = waiter.send(());
                 }
             }
         }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use pith_events::{AgentEvent, AgentMessage, AssistantMessage, StopReason};
+use pith_events::{AgentEvent, AgentMessage, AssistantMessage, CustomMessage, StopReason};
 use pith_llm::provider::{ProviderEvent, ProviderRequest};
 use pith_llm::tool_pairs::pair_tool_calls;
 use pith_store::llm::convert_to_llm;
@@ -17,6 +17,7 @@ use pith_store::llm::convert_to_llm;
 use super::{After, AgentArgs, AgentMsg, Queues, emit_queue};
 use crate::compactor::{CompactorMsg, NextStep};
 use crate::envelope::{Envelope, Origin};
+use crate::extension_host::InputOutcome;
 use crate::writer::Append;
 
 /// One run of the loop: a prompt's turns, then the compaction check and any retry.
@@ -40,6 +41,11 @@ pub(super) struct Run {
     /// Entry ids of the run's last reply and the tool results answering it: what auto-retry
     /// and overflow recovery hide with `context_edit` entries (compaction.md §3).
     pub(super) attempt: Mutex<Vec<String>>,
+    /// The system prompt of this run: the session's, as `before_agent_start` left it.
+    pub(super) system_prompt: Mutex<Option<String>>,
+    /// Messages that start the run in place of a prompt (an extension's `sendMessage` with
+    /// `triggerTurn`), delivered once.
+    pub(super) leading: Mutex<Vec<AgentMessage>>,
 }
 
 impl Run {
@@ -77,10 +83,37 @@ impl Run {
         texts
     }
 
-    /// Appends `message`; its entry id, or `None` when the append failed (the writer tells
-    /// the frontends).
+    /// Extension messages steered into the run (`steering`) or waiting for its end.
+    fn poll_custom(&self, steering: bool) -> Vec<AgentMessage> {
+        self.queues
+            .lock()
+            .map(|mut q| {
+                let queue = if steering {
+                    &mut q.custom_steering
+                } else {
+                    &mut q.custom_follow_up
+                };
+                queue
+                    .drain(..)
+                    .map(|(m, _)| AgentMessage::Custom(m))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Appends `message` (a custom message as pi's `custom_message` entry,
+    /// appendCustomMessageEntry); its entry id, or `None` when the append failed (the writer
+    /// tells the frontends).
     pub(super) async fn persist(&self, message: &AgentMessage) -> Option<String> {
-        let append = Append::Message(Box::new(message.clone()));
+        let append = match message {
+            AgentMessage::Custom(c) => Append::CustomMessage {
+                custom_type: c.custom_type.clone(),
+                content: c.content.clone(),
+                display: c.display,
+                details: c.details.clone(),
+            },
+            other => Append::Message(Box::new(other.clone())),
+        };
         match self.args.writer.append(&self.from, append).await {
             Ok(id) => Some(id),
             Err(e) => {
@@ -185,9 +218,9 @@ impl Run {
             provider: self.args.model.provider.clone(),
             model: self.args.model.id.clone(),
             thinking_level: self.args.thinking_level,
-            system_prompt: self.args.system_prompt.clone(),
+            system_prompt: self.system_prompt.lock().ok().and_then(|p| p.clone()),
             messages: self.context().await,
-            tools: self.args.tools.specs(),
+            tools: self.args.extensions.registry().specs(&self.args.tools),
             max_tokens: None,
             session_id: Some(self.args.session_id.to_string()),
         };
@@ -234,6 +267,26 @@ impl Run {
 
     /// One run: `text` as the prompt, or none to send the context again (an overflow retry).
     pub(super) async fn run(&self, text: Option<String>) -> After {
+        // `input` comes first: an extension may rewrite the prompt or take care of it.
+        let text = match text {
+            Some(text) if self.args.extensions.wants("input") => {
+                match self
+                    .args
+                    .extensions
+                    .input(
+                        &self.from,
+                        text,
+                        Vec::new(),
+                        self.args.extensions.input_source(),
+                    )
+                    .await
+                {
+                    InputOutcome::Continue { text, .. } => Some(text),
+                    InputOutcome::Handled => return After::Handled,
+                }
+            }
+            other => other,
+        };
         if text.is_some() {
             // Retries (no text) must not record them twice.
             for bash in &self.pending_bash {
@@ -255,6 +308,21 @@ impl Run {
             self.from
                 .cast(&self.me, AgentMsg::Deferring { deferring: false });
         }
+        let mut injected = Vec::new();
+        if let Some(text) = &text {
+            // pi: before_agent_start once per prompt; the system prompt starts from the
+            // session's again unless an extension changes it.
+            let base = self.args.system_prompt.as_deref();
+            let (messages, system_prompt) = self
+                .args
+                .extensions
+                .before_agent_start(&self.from, text, &[], base)
+                .await;
+            if let Ok(mut p) = self.system_prompt.lock() {
+                *p = system_prompt.or_else(|| self.args.system_prompt.clone());
+            }
+            injected = messages;
+        }
         let mut new_messages = Vec::new();
         self.emit(AgentEvent::AgentStart).await;
         let mut turn_index = 0u32;
@@ -267,9 +335,40 @@ impl Run {
             let prompt = self.user(text);
             self.deliver(prompt.clone()).await;
             new_messages.push(prompt);
+            let held: Vec<CustomMessage> = self
+                .queues
+                .lock()
+                .map(|mut q| std::mem::take(&mut q.next_turn))
+                .unwrap_or_default();
+            for m in held {
+                let message = AgentMessage::Custom(m);
+                self.deliver(message.clone()).await;
+                new_messages.push(message);
+            }
+            for m in injected {
+                let message = AgentMessage::Custom(CustomMessage {
+                    custom_type: m.custom_type,
+                    content: m.content,
+                    display: m.display,
+                    details: m.details,
+                    timestamp: Some(self.args.clock.now_ms()),
+                });
+                self.deliver(message.clone()).await;
+                new_messages.push(message);
+            }
+        }
+        let leading: Vec<AgentMessage> = self
+            .leading
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
+        for m in leading {
+            self.deliver(m.clone()).await;
+            new_messages.push(m);
         }
         let mut pending: Vec<AgentMessage> =
             self.poll(true).into_iter().map(|t| self.user(t)).collect();
+        pending.extend(self.poll_custom(true));
         let mut more_tool_calls = true;
         let mut first = true;
         loop {
@@ -338,12 +437,15 @@ impl Run {
                 turn_index += 1;
                 more_tool_calls = !calls.is_empty();
                 pending.extend(self.poll(true).into_iter().map(|t| self.user(t)));
+                pending.extend(self.poll_custom(true));
             }
             let follow_ups = self.poll(false);
-            if follow_ups.is_empty() {
+            let custom = self.poll_custom(false);
+            if follow_ups.is_empty() && custom.is_empty() {
                 break;
             }
             pending.extend(follow_ups.into_iter().map(|t| self.user(t)));
+            pending.extend(custom);
         }
         self.finish(new_messages).await
     }

@@ -7,6 +7,9 @@ use tracing::Instrument;
 use pith_events::{AgentEvent, AgentMessage, ContentBlock, ToolResultMessage};
 
 use super::Run;
+use crate::extension_host::{ToolCallEvent, ToolResultEvent};
+use crate::extensions::registry::Found;
+use crate::extensions::schema::validate;
 use pith_tools::tool::{ToolContext, ToolError, ToolModel, ToolOutput};
 
 impl Run {
@@ -20,6 +23,8 @@ impl Run {
             Done(usize, Result<ToolOutput, ToolError>),
         }
         let mut outcomes: Vec<Option<(Vec<ContentBlock>, Value, bool)>> = vec![None; calls.len()];
+        // The arguments each call ran with (a `tool_call` gate may replace them).
+        let mut ran_with: Vec<Value> = calls.iter().map(|(_, _, a)| a.clone()).collect();
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut running = 0usize;
         for (index, (id, name, args)) in calls.iter().enumerate() {
@@ -29,17 +34,22 @@ impl Run {
                 args: args.clone(),
             })
             .await;
-            let Some(tool) = self.args.tools.get(name) else {
+            let found = self.args.extensions.registry().find(&self.args.tools, name);
+            let prepared = match found {
                 // pi's error results carry `details: {}` (agent-and-events.md §1.3).
-                let outcome = (
-                    vec![ContentBlock::text(format!("Tool {name} not found"))],
-                    json!({}),
-                    true,
-                );
-                self.end_tool(id, name, &outcome).await;
-                outcomes[index] = Some(outcome);
-                continue;
+                None => Err(format!("Tool {name} not found")),
+                Some(found) => self.prepare(id, name, args, found).await,
             };
+            let (tool, args) = match prepared {
+                Ok(ready) => ready,
+                Err(text) => {
+                    let outcome = (vec![ContentBlock::text(text)], json!({}), true);
+                    self.end_tool(id, name, &outcome).await;
+                    outcomes[index] = Some(outcome);
+                    continue;
+                }
+            };
+            ran_with[index] = args.clone();
             let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
             let ctx = ToolContext {
                 cwd: self.args.cwd.clone(),
@@ -52,7 +62,7 @@ impl Run {
                     accepts_images: self.args.provider.accepts_images(&self.args.model.id),
                 }),
             };
-            let call = tool.run(args.clone(), ctx);
+            let call = tool.run(args, ctx);
             let tx = tx.clone();
             running += 1;
             // Each execution is a span of its own in traces.
@@ -99,6 +109,7 @@ impl Run {
                         Err(e) => (vec![ContentBlock::text(e.to_string())], json!({}), true),
                     };
                     let (id, name, _) = &calls[index];
+                    let outcome = self.patch_result(id, name, &ran_with[index], outcome).await;
                     self.end_tool(id, name, &outcome).await;
                     outcomes[index] = Some(outcome);
                 }
@@ -126,6 +137,65 @@ impl Run {
                 })
             })
             .collect()
+    }
+
+    /// pi's `prepareToolCall` after the lookup: the arguments checked against an extension
+    /// tool's schema, then the `tool_call` gates (spec: extensions.md §1.2). `Err` is the
+    /// error result's text: the validation failure, the block reason, or pi's
+    /// `Tool execution was blocked`.
+    async fn prepare(
+        &self,
+        id: &str,
+        name: &str,
+        args: &Value,
+        found: Found,
+    ) -> Result<(std::sync::Arc<dyn pith_tools::tool::Tool>, Value), String> {
+        if let Some(schema) = &found.schema {
+            validate(name, schema, args)?;
+        }
+        if !self.args.extensions.wants("tool_call") {
+            return Ok((found.tool, args.clone()));
+        }
+        let call = ToolCallEvent {
+            tool_call_id: id.to_owned(),
+            tool_name: name.to_owned(),
+            input: args.clone(),
+            source: found.source,
+            annotations: found.annotations,
+        };
+        let gated = self.args.extensions.tool_call(&self.from, call).await;
+        if self.abort.is_cancelled() {
+            return Err(ToolError::Aborted.to_string());
+        }
+        match gated {
+            Ok(args) => Ok((found.tool, args)),
+            Err(reason) if reason.is_empty() => Err("Tool execution was blocked".into()),
+            Err(reason) => Err(reason),
+        }
+    }
+
+    /// pi's `afterToolCall`: the `tool_result` patches, in load order.
+    async fn patch_result(
+        &self,
+        id: &str,
+        name: &str,
+        args: &Value,
+        outcome: (Vec<ContentBlock>, Value, bool),
+    ) -> (Vec<ContentBlock>, Value, bool) {
+        if !self.args.extensions.wants("tool_result") {
+            return outcome;
+        }
+        let (content, details, is_error) = outcome;
+        let result = ToolResultEvent {
+            tool_call_id: id.to_owned(),
+            tool_name: name.to_owned(),
+            input: args.clone(),
+            content,
+            details,
+            is_error,
+        };
+        let patched = self.args.extensions.tool_result(&self.from, result).await;
+        (patched.content, patched.details, patched.is_error)
     }
 
     async fn end_tool(&self, id: &str, name: &str, outcome: &(Vec<ContentBlock>, Value, bool)) {

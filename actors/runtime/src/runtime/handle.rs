@@ -258,6 +258,14 @@ impl RuntimeHandle {
             .await
     }
 
+    /// `/reload [name]`: the names of the extensions reloaded.
+    ///
+    /// Errors: [`RuntimeError::Unanswered`].
+    pub async fn reload(&self, name: Option<&str>) -> Result<Vec<String>, RuntimeError> {
+        let name = name.map(str::to_owned);
+        self.wait(|reply| RuntimeMsg::Reload { name, reply }).await
+    }
+
     /// Every extension command.
     ///
     /// Errors: [`RuntimeError::Unanswered`].

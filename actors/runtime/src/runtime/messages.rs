@@ -141,6 +141,14 @@ pub enum RuntimeMsg {
         /// The text to show.
         reply: RpcReplyPort<Option<String>>,
     },
+    /// `/reload [name]`: the extensions (or the one named) shut down, start again and get
+    /// `session_start {reason: "reload"}`; answered with the names reloaded.
+    Reload {
+        /// One extension's name; `None` for all.
+        name: Option<String>,
+        /// The names reloaded.
+        reply: RpcReplyPort<Vec<String>>,
+    },
     /// Answered with every extension command.
     Commands {
         /// The commands.
@@ -216,6 +224,7 @@ impl MessageKind for RuntimeMsg {
             RuntimeMsg::SetLabel { .. } => "set_label",
             RuntimeMsg::Command { .. } => "command",
             RuntimeMsg::Commands { .. } => "commands",
+            RuntimeMsg::Reload { .. } => "reload",
             RuntimeMsg::CurrentSession { .. } => "current_session",
             RuntimeMsg::Snapshot { .. } => "snapshot",
             RuntimeMsg::Context { .. } => "context",

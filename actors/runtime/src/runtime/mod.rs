@@ -27,7 +27,7 @@ use pith_llm::provider::Provider;
 use pith_tools::tool::Toolset;
 
 pub use crate::event::RuntimeEvent;
-pub use crate::extension_host::ExtensionFactory;
+pub use crate::extension_host::{ExtensionFactory, HostedExtensions};
 
 /// Builds a session's system prompt from its cwd and the tools offered; called for every
 /// session the runtime starts, since a switch may change the cwd.
@@ -62,6 +62,8 @@ pub struct RuntimeConfig {
     pub system_prompt: Option<SystemPromptFn>,
     /// Extensions, in load order.
     pub extensions: Vec<ExtensionFactory>,
+    /// Extension processes, loaded after `extensions` (spec: extensions.md).
+    pub hosted: HostedExtensions,
 }
 
 /// Which tools a session offers the model. Built-in tools are built for each session after
@@ -192,7 +194,6 @@ impl Subtree {
         } else {
             self.extensions
                 .name_of(id)
-                .cloned()
                 .unwrap_or(ActorName::Extension(Arc::from("?")))
         }
     }
@@ -445,6 +446,13 @@ impl Runtime {
                 };
                 let _ = reply.send(answer);
             }
+            RuntimeMsg::Reload { name, reply } => {
+                let reloaded = match &state.subtree {
+                    Some(sub) => sub.extensions.reload(from, name.as_deref()).await,
+                    None => Vec::new(),
+                };
+                let _ = reply.send(reloaded);
+            }
             RuntimeMsg::Commands { reply } => {
                 let all = match &state.subtree {
                     Some(sub) => sub.extensions.commands(from).await,
@@ -514,7 +522,13 @@ impl Runtime {
                         "Projection" => sub.projection.0.get_cell(),
                         "Compactor" => sub.compactor.get_cell(),
                         "TreeNavigator" => sub.navigator.get_cell(),
-                        _ => sub.agent.get_cell(),
+                        other => match other
+                            .strip_prefix("Extension:")
+                            .and_then(|n| sub.extensions.cell_named(n))
+                        {
+                            Some(cell) => cell,
+                            None => sub.agent.get_cell(),
+                        },
                     };
                     cell.kill();
                 }
@@ -594,6 +608,17 @@ impl Actor for Runtime {
             return Ok(());
         };
         if sub.failed || !sub.ids().contains(&id) {
+            return Ok(());
+        }
+        // An extension's actor is rebuilt alone (one-for-one): the session goes on.
+        if sub.extensions.ids().contains(&id) {
+            let extensions = sub.extensions.clone();
+            let from = state.own();
+            if let Some(name) = extensions.respawn(&from, id).await {
+                state.notify(RuntimeEvent::Notice(format!(
+                    "{name} failed ({why}) and was started again; the session goes on"
+                )));
+            }
             return Ok(());
         }
         let actor = sub.name_of(id).to_string();

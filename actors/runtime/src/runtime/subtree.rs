@@ -14,7 +14,7 @@ use crate::compactor::{Compactor, CompactorArgs};
 use crate::envelope::{CALL_TIMEOUT, Envelope, Origin};
 use crate::event::EventSink;
 use crate::extension::Verdict;
-use crate::extension_host::Extensions;
+use crate::extension_host::{Extensions, SessionSide};
 use crate::projection::{Projection, ProjectionMsg, ProjectionRef};
 use crate::settings::Settings;
 use crate::tree_navigator::{LeafGuard, NavigatorArgs, TreeNavigator};
@@ -86,8 +86,22 @@ impl Runtime {
         for append in writes {
             writer.append(from, append).await?;
         }
-        let extensions =
-            Extensions::spawn(&state.config.extensions, &writer, &session_id, cell.clone()).await?;
+        let side = SessionSide {
+            writer: &writer,
+            session_id: &session_id,
+            session_file: session_file.clone(),
+            cwd: PathBuf::from(&cwd),
+            agent_dir: state.config.env.agent_dir.clone(),
+            ui: state.ui.clone(),
+            ids: from.cause().ids().clone(),
+        };
+        let extensions = Extensions::spawn(
+            &state.config.extensions,
+            &state.config.hosted,
+            side,
+            cell.clone(),
+        )
+        .await?;
         for problem in &settings.problems {
             state.notify(RuntimeEvent::Notice(format!("settings ignored: {problem}")));
         }
@@ -130,7 +144,7 @@ impl Runtime {
                 .config
                 .system_prompt
                 .as_ref()
-                .map(|build| build(Path::new(&cwd), &tools.specs())),
+                .map(|build| build(Path::new(&cwd), &extensions.registry().specs(&tools))),
             tools,
             cwd: PathBuf::from(&cwd),
             events: events.clone(),
@@ -141,6 +155,7 @@ impl Runtime {
             compactor: compactor.clone(),
         };
         let (agent, _) = Actor::spawn_linked(None, Agent, agent_args, cell.clone()).await?;
+        extensions.set_agent(agent.clone());
         // session_start, with the log so extensions can restore their state from it.
         let entries = writer.snapshot(from).await?.entries;
         let started = ExtensionEvent::SessionStart {

@@ -190,3 +190,78 @@ async fn extensions_cancel_or_supply_compaction_and_branch_summaries() {
         ]
     );
 }
+
+#[tokio::test]
+async fn an_extension_actor_that_dies_is_started_again_alone_and_the_session_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env) = start(tmp.path(), Vec::new()).await;
+    rt.prompt("one").await.unwrap();
+    run_names(&mut events).await;
+    rt.wait_idle().await.unwrap();
+    let before = rt.current_session().await.unwrap().session_id;
+    rt.crash_child("Extension:prompt-counter");
+    // The notice comes; no session restart happens.
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        match e {
+            RuntimeEvent::Notice(n) => {
+                assert!(n.starts_with("Extension:prompt-counter failed"), "{n}");
+                break;
+            }
+            RuntimeEvent::SessionStarted { .. } => panic!("the session was restarted"),
+            _ => {}
+        }
+    }
+    rt.prompt("two").await.unwrap();
+    run_names(&mut events).await;
+    rt.wait_idle().await.unwrap();
+    assert_eq!(rt.current_session().await.unwrap().session_id, before);
+    // The new actor picked its count up from the log.
+    let counts: Vec<u64> = rt
+        .snapshot()
+        .await
+        .unwrap()
+        .entries
+        .iter()
+        .filter_map(|e| {
+            let v: serde_json::Value = serde_json::from_str(e.raw()).ok()?;
+            (v["customType"] == "prompt-counter").then(|| v["data"]["count"].as_u64())?
+        })
+        .collect();
+    assert_eq!(counts, [1, 2]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn commands_of_the_same_name_get_pis_numbered_invocation_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let config = project_config(
+        &env,
+        Arc::new(Faux::new(Vec::new(), env.clock.clone())),
+        vec![
+            Arc::new(|| Box::new(PromptCounter::default())),
+            Arc::new(|| Box::new(NoForkWhileRunning::default())),
+            Arc::new(|| Box::new(PromptCounter::default())),
+        ],
+    );
+    let rt = Runtime::start(config, FirstSession::New)
+        .await
+        .unwrap()
+        .handle;
+    let names: Vec<String> = rt
+        .commands()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["count:1", "count:2"]);
+    assert_eq!(
+        rt.command("count:2", "").await.unwrap().as_deref(),
+        Some("0 prompt(s) in this session")
+    );
+    assert_eq!(rt.command("count", "").await.unwrap(), None);
+}

@@ -9,6 +9,8 @@ mod cancel;
 mod compaction;
 mod controls;
 mod extensions;
+mod interception;
+mod processes;
 mod prompts;
 mod replay;
 mod retries;

@@ -79,6 +79,7 @@ impl Replay {
             tools,
             system_prompt: None,
             extensions,
+            hosted: Default::default(),
         };
         let rt = Runtime::start(config, FirstSession::New)
             .await

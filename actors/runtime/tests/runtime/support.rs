@@ -44,6 +44,7 @@ pub(crate) fn project_config(
         tools: ToolChoice::none(),
         system_prompt: None,
         extensions,
+        hosted: Default::default(),
     }
 }
 

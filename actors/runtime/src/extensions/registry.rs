@@ -1,0 +1,115 @@
+//! The tools extensions register, in one registry the Agent reads at every tool lookup and
+//! every model request (spec: extensions.md §1.1 `registry.rs`, §1.2 "Tools").
+//!
+//! A process-hosted extension declares its tools in its `initialize` answer and again after
+//! each restart; its actor replaces its entry here each time, and removes it when the
+//! extension is disabled or stopped. Names that collide with a built-in are ignored unless the
+//! manifest says `"override": true` (a warning is logged either way).
+
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use pith_tools::tool::{Tool, ToolSpec, Toolset};
+
+/// One registered tool.
+#[derive(Clone)]
+pub struct RegisteredTool {
+    /// The extension that serves it (`source` is `extension:<name>`).
+    pub extension: String,
+    /// Runs a call.
+    pub tool: Arc<dyn Tool>,
+    /// MCP's hints (`readOnlyHint`, …), `{}` when none; shown to `tool_call` gates.
+    pub annotations: Value,
+    /// The manifest allows it to replace a built-in of the same name.
+    pub overrides: bool,
+    /// `inputSchema`, checked before `tool_call` (spec: extensions.md §1.2 "Tools").
+    pub schema: Value,
+}
+
+/// A tool found for a call: what runs it and how gates see it.
+#[derive(Clone)]
+pub struct Found {
+    /// Runs the call.
+    pub tool: Arc<dyn Tool>,
+    /// `builtin` or `extension:<name>`.
+    pub source: String,
+    /// `{}` for built-ins.
+    pub annotations: Value,
+    /// The schema to validate arguments against; `None` for built-ins (they check their own).
+    pub schema: Option<Value>,
+}
+
+/// The extension tools of one session; clones share them.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Arc<RwLock<Vec<RegisteredTool>>>,
+}
+
+impl ToolRegistry {
+    /// Replaces the tools of `extension` (in declaration order, after the other extensions').
+    pub fn set(&self, extension: &str, tools: Vec<RegisteredTool>) {
+        if let Ok(mut all) = self.tools.write() {
+            all.retain(|t| t.extension != extension);
+            all.extend(tools);
+        }
+    }
+
+    /// Removes the tools of `extension`.
+    pub fn remove(&self, extension: &str) {
+        self.set(extension, Vec::new());
+    }
+
+    fn snapshot(&self) -> Vec<RegisteredTool> {
+        self.tools.read().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// The specs offered to the model: the built-ins (an overridden one replaced in place),
+    /// then the extension tools that collide with nothing, in load order.
+    pub fn specs(&self, builtins: &Toolset) -> Vec<ToolSpec> {
+        let ext = self.snapshot();
+        let names = builtins.names();
+        let mut specs: Vec<ToolSpec> = builtins
+            .specs()
+            .into_iter()
+            .map(|s| {
+                ext.iter()
+                    .find(|t| t.overrides && t.tool.spec().name == s.name)
+                    .map(|t| t.tool.spec())
+                    .unwrap_or(s)
+            })
+            .collect();
+        for t in &ext {
+            let spec = t.tool.spec();
+            if !names.contains(&spec.name) && !specs.iter().any(|s| s.name == spec.name) {
+                specs.push(spec);
+            }
+        }
+        specs
+    }
+
+    /// The tool a call named `name` runs: an overriding extension tool, else the built-in,
+    /// else the first extension tool of that name.
+    pub fn find(&self, builtins: &Toolset, name: &str) -> Option<Found> {
+        let ext = self.snapshot();
+        let of = |t: &RegisteredTool| Found {
+            tool: t.tool.clone(),
+            source: format!("extension:{}", t.extension),
+            annotations: t.annotations.clone(),
+            schema: Some(t.schema.clone()),
+        };
+        let named = |t: &&RegisteredTool| t.tool.spec().name == name;
+        if let Some(t) = ext.iter().filter(named).find(|t| t.overrides) {
+            return Some(of(t));
+        }
+        if let Some(tool) = builtins.get(name) {
+            return Some(Found {
+                tool,
+                source: "builtin".into(),
+                annotations: Value::Object(Default::default()),
+                schema: None,
+            });
+        }
+        ext.iter().find(named).map(of)
+    }
+}
