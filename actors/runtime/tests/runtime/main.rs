@@ -9,6 +9,7 @@ mod cancel;
 mod compaction;
 mod controls;
 mod extensions;
+mod no_prompt_lost;
 mod prompts;
 mod replay;
 mod retries;
