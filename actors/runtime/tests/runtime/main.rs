@@ -13,6 +13,7 @@ mod no_prompt_lost;
 mod prompts;
 mod replay;
 mod retries;
+mod selection;
 mod sessions;
 mod settings;
 mod summarize;
