@@ -245,6 +245,16 @@ impl EventSink {
         rx
     }
 
+    /// Tells the frontends something outside the agent's events (a failed write), while the
+    /// session is attached to them.
+    pub fn notify_ui(&self, event: RuntimeEvent) {
+        if let Ok(ui) = self.ui.lock()
+            && let Some(ui) = ui.as_ref()
+        {
+            ui.notify(event);
+        }
+    }
+
     /// Sends `event` to every live subscriber.
     pub fn emit(&self, event: AgentEvent) {
         if let Ok(mut subs) = self.subscribers.lock() {

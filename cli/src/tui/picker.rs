@@ -91,10 +91,15 @@ pub fn pick_session_with(
         Some(d) => d.to_owned(),
         None => dirs::default_session_dir(agent_dir, cwd)?,
     };
+    // In a custom `--session-dir` the current view is this cwd's sessions only (pi ≥ 0.77,
+    // lifecycle.md §4); the project's own folder holds nothing else.
+    let only_cwd = (current_dir != dirs::sessions_root(agent_dir).join(dirs::encode_cwd(cwd)))
+        .then(|| cwd.to_owned());
     let dirs = Dirs {
         current: current_dir,
         root: dirs::sessions_root(agent_dir),
         agent: agent_dir.to_owned(),
+        only_cwd,
     };
     let mut state = PickerState::new(options.current_session.as_deref(), !options.no_rename);
     // The first listing happens before the screen is taken, so a long one can show a
@@ -108,7 +113,10 @@ pub fn pick_session_with(
         &mut state,
         listing.skipped.len() + listing.unreadable_folders.len(),
     );
-    state.set_listing(Scope::Current, ScopeData::new(listing.sessions));
+    state.set_listing(
+        Scope::Current,
+        ScopeData::new(of_cwd(listing.sessions, dirs.only_cwd.as_deref())),
+    );
     let mut screen = Screen::enter()?;
     run(&mut screen, &mut state, &dirs)
 }
@@ -117,6 +125,19 @@ struct Dirs {
     current: PathBuf,
     root: PathBuf,
     agent: PathBuf,
+    /// The cwd whose sessions the current view shows, in a custom session directory.
+    only_cwd: Option<String>,
+}
+
+/// `sessions` of `cwd` only (all of them without one).
+fn of_cwd(
+    mut sessions: Vec<pith_store::list::SessionInfo>,
+    cwd: Option<&str>,
+) -> Vec<pith_store::list::SessionInfo> {
+    if let Some(cwd) = cwd {
+        sessions.retain(|s| Path::new(&s.cwd) == Path::new(cwd));
+    }
+    sessions
 }
 
 /// What the loading threads send back.
@@ -225,6 +246,10 @@ fn start_load(
                 Scope::All => (dirs.root.clone(), true),
             };
             let agent = dirs.agent.clone();
+            let only_cwd = match scope {
+                Scope::Current => dirs.only_cwd.clone(),
+                Scope::All => None,
+            };
             std::thread::spawn(move || {
                 let progress = |d, t| {
                     let _ = tx.send(Loaded::Progress(scope, d, t));
@@ -237,7 +262,7 @@ fn start_load(
                 let skipped = listing.skipped.len() + listing.unreadable_folders.len();
                 let _ = tx.send(Loaded::Listing(
                     scope,
-                    ScopeData::new(listing.sessions),
+                    ScopeData::new(of_cwd(listing.sessions, only_cwd.as_deref())),
                     skipped,
                 ));
             });

@@ -12,6 +12,7 @@ mod interactive;
 mod kill;
 mod local_model;
 mod pi16_apis;
+mod pi_opens_pith_files;
 mod print;
 mod rpc;
 mod session_cmd;

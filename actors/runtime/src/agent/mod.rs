@@ -93,6 +93,13 @@ pub enum AgentMsg {
         /// Idle.
         reply: RpcReplyPort<()>,
     },
+    /// Before a switch (issue 13: no accepted prompt is lost): abort the current run, then
+    /// run what was accepted and has not run yet (prompts waiting for the run, queued steering
+    /// and follow-ups) in this session; answered when nothing is left.
+    Settle {
+        /// Settled.
+        reply: RpcReplyPort<()>,
+    },
     /// Answered with whether no run is active.
     IsIdle {
         /// No run is active.
@@ -164,6 +171,7 @@ impl MessageKind for AgentMsg {
             AgentMsg::FollowUp { .. } => "follow_up",
             AgentMsg::Abort { .. } => "abort",
             AgentMsg::ClearQueue { .. } => "clear_queue",
+            AgentMsg::Settle { .. } => "settle",
             AgentMsg::IsIdle { .. } => "is_idle",
             AgentMsg::WhenIdle { .. } => "when_idle",
             AgentMsg::Deferring { .. } => "deferring",
@@ -262,6 +270,8 @@ pub struct AgentState {
     bash_abort: Option<CancellationToken>,
     /// User commands that finished during a run: recorded before the next prompt.
     pending_bash: Vec<AgentMessage>,
+    /// [`AgentMsg::Settle`] callers: answered when nothing accepted is left to run.
+    settling: Vec<RpcReplyPort<()>>,
 }
 
 /// The Agent actor.
@@ -395,6 +405,30 @@ impl Agent {
         state.args.events.emit(AgentEvent::MessageEnd { message });
     }
 
+    /// Idle with no prompt waiting: while a switch waits to settle, a queued steering or
+    /// follow-up message starts one more run (it was accepted: it runs here, not nowhere);
+    /// otherwise the idle waiters and the settle waiters are answered.
+    fn run_or_settle(me: &ActorRef<Envelope<AgentMsg>>, state: &mut AgentState, cause: &Trace) {
+        if !state.settling.is_empty() {
+            let next = state
+                .queues
+                .lock()
+                .ok()
+                .and_then(|mut q| q.steering.pop_front().or_else(|| q.follow_up.pop_front()));
+            if let Some(text) = next {
+                emit_queue(&state.args.events, &state.queues);
+                Self::start_run(me, state, cause, Some(text), Vec::new());
+                return;
+            }
+        }
+        for waiter in state.waiting_for_idle.drain(..) {
+            let _ = waiter.send(());
+        }
+        for waiter in state.settling.drain(..) {
+            let _ = waiter.send(());
+        }
+    }
+
     fn with_args(state: &mut AgentState, change: impl FnOnce(&mut AgentArgs)) {
         let mut args = (*state.args).clone();
         change(&mut args);
@@ -482,6 +516,14 @@ impl Agent {
                     let _ = reply.send(());
                 }
             },
+            AgentMsg::Settle { reply } => {
+                state.settling.push(reply);
+                match &state.abort {
+                    // RunFinished goes on from here.
+                    Some(abort) => abort.cancel(),
+                    None => Self::run_or_settle(me, state, trace),
+                }
+            }
             AgentMsg::IsIdle { reply } => {
                 let _ = reply.send(state.abort.is_none());
             }
@@ -531,9 +573,7 @@ impl Agent {
                     // Idle now: recorded as it is, as if it had come a moment later.
                     Box::pin(Self::custom_message(me, state, trace, message, None, false)).await;
                 }
-                for waiter in state.waiting_for_idle.drain(..) {
-                    let _ = waiter.send(());
-                }
+                Self::run_or_settle(me, state, trace);
             }
         }
     }
@@ -560,6 +600,7 @@ impl Actor for Agent {
             deferred: VecDeque::new(),
             bash_abort: None,
             pending_bash: Vec::new(),
+            settling: Vec::new(),
         })
     }
 

@@ -117,7 +117,15 @@ impl Run {
         match self.args.writer.append(&self.from, append).await {
             Ok(id) => Some(id),
             Err(e) => {
+                // A store error was reported by the writer; a writer that is gone was not.
                 tracing::error!(user_notified = true, "could not persist a message: {e}");
+                if !matches!(e, crate::RuntimeError::Store(_)) {
+                    self.args
+                        .events
+                        .notify_ui(crate::event::RuntimeEvent::WriteFailed(format!(
+                            "a message was not saved: {e}"
+                        )));
+                }
                 None
             }
         }

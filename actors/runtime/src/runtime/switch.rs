@@ -11,6 +11,7 @@ use pith_store::Leaf;
 use super::open::{Current, from_snapshot, open_target, reopen_when_released};
 use super::{Runtime, RuntimeEvent, RuntimeMsg, RuntimeState, SwitchOutcome};
 use crate::RuntimeError;
+use crate::agent::AgentMsg;
 use crate::envelope::{Envelope, Origin};
 
 impl Runtime {
@@ -84,6 +85,18 @@ impl Runtime {
                 cancelled: Some(reason),
                 ..SwitchOutcome::default()
             });
+        }
+        // Nothing accepted is lost (issue 13): the current run is aborted, then every prompt,
+        // steering and follow-up message it accepted and did not run yet runs here, in the
+        // session that accepted it, before the switch goes on. What they wrote is in the copy
+        // a fork or a failed switch starts from.
+        state.cancel_summaries();
+        let mut current = current;
+        if let Some(sub) = &state.subtree {
+            let _ = from
+                .wait(&sub.agent, "agent", |reply| AgentMsg::Settle { reply })
+                .await;
+            current.snapshot = sub.writer.snapshot(from).await?;
         }
         // Import copies before the switch (pi: the copy exists even if opening fails).
         let import_dest = match &start {

@@ -443,3 +443,27 @@ fn the_picker_needs_a_terminal() {
     let err = super::pick_session("/w", tmp.path(), None).unwrap_err();
     assert!(err.to_string().contains("interactive terminal"), "{err}");
 }
+
+#[test]
+fn a_shared_session_dir_shows_this_cwds_sessions_only() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tmp.path().join("shared");
+    write_session(&dir, "mine", "/work/a", None, &[Msg("user", "a", 1)], None);
+    write_session(
+        &dir,
+        "theirs",
+        "/work/b",
+        None,
+        &[Msg("user", "b", 2)],
+        None,
+    );
+    let ids = |cwd| {
+        super::of_cwd(list(&dir).sessions, cwd)
+            .into_iter()
+            .map(|s| s.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(Some("/work/a")), ["mine"]);
+    assert_eq!(ids(Some("/work/a/")), ["mine"]);
+    assert_eq!(ids(None).len(), 2);
+}
