@@ -724,7 +724,8 @@ impl Extensions {
             .into_iter()
             .find(|(_, _, invocation)| invocation == name)?;
         let (name, args) = (c.name, args.to_owned());
-        from.call(&m.actor, "extension", |reply| ExtensionMsg::Command {
+        // The extension's own deadline (600 s, none while a dialog is open) bounds it.
+        from.wait(&m.actor, "extension", |reply| ExtensionMsg::Command {
             name,
             args,
             reply,

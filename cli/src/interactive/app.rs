@@ -45,6 +45,8 @@ pub enum TaskDone {
     Bash(Result<BashExecutionMessage, RuntimeError>),
     /// `/compact`: the compaction entry's id.
     Compact(Result<String, RuntimeError>),
+    /// An extension command: the text to show.
+    Command(Result<Option<String>, RuntimeError>),
 }
 
 /// A question the next line answers instead of being a prompt.
@@ -411,6 +413,11 @@ impl App {
             }
             TaskDone::Bash(Err(e)) => self.error(&format!("Bash command failed: {e}")),
             TaskDone::Compact(Ok(_)) => self.footer().await?,
+            TaskDone::Command(Ok(Some(out))) => self
+                .screen
+                .print_lines(&[String::new(), for_terminal(&out)]),
+            TaskDone::Command(Ok(None)) => {}
+            TaskDone::Command(Err(e)) => self.error(&e.to_string()),
             TaskDone::Compact(Err(e)) => {
                 if !self.transcript.take_compaction_error_shown() {
                     self.error(&e.to_string());

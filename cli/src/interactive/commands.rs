@@ -87,9 +87,15 @@ impl App {
         let builtin = BUILTIN.iter().any(|(n, _)| *n == name);
         if !builtin {
             if self.ext_commands.iter().any(|c| c.name == name) {
-                if let Some(out) = self.rt.command(name, args).await? {
-                    self.screen.print_lines(&[String::new(), out]);
+                if self.task.is_some() {
+                    self.warn("A command is already running. Press Esc to cancel it first.");
+                    return Ok(Some(Flow::Go));
                 }
+                // Beside the editor: the command's dialogs are answered by the next lines.
+                let (rt, name, args) = (self.rt.clone(), name.to_owned(), args.to_owned());
+                self.task = Some(tokio::spawn(async move {
+                    super::app::TaskDone::Command(rt.command(&name, &args).await)
+                }));
                 return Ok(Some(Flow::Go));
             }
             return Ok(None);

@@ -119,7 +119,7 @@ impl Rpc {
                 message,
                 images,
                 streaming_behavior,
-            } => self.prompt(message, images, streaming_behavior).await,
+            } => self.prompt(id, message, images, streaming_behavior).await,
             Command::Steer { message, images } => {
                 Answer::Now(self.queue(&message, images, true).await)
             }
@@ -309,6 +309,7 @@ impl Rpc {
     /// without one.
     async fn prompt(
         &mut self,
+        id: Option<Value>,
         message: String,
         images: Option<Vec<Value>>,
         behavior: Option<String>,
@@ -322,13 +323,11 @@ impl Rpc {
                 Ok(cmds) if cmds.iter().any(|c| c.name == name) => {
                     // pi's extension commands speak through events and dialogs, not through
                     // the response; pith's text reply has no place in the protocol.
-                    return Answer::Now(
-                        self.rt
-                            .command(name, args)
-                            .await
-                            .map_err(failed)
-                            .map(|_| None),
-                    );
+                    // In the background: its dialogs are answered by lines this loop reads.
+                    let (rt, name, args) = (self.rt.clone(), name.to_owned(), args.to_owned());
+                    return self.later(id, "prompt", async move {
+                        rt.command(&name, &args).await.map_err(failed).map(|_| None)
+                    });
                 }
                 Ok(_) => {}
                 Err(e) => return Answer::Now(Err(failed(e))),

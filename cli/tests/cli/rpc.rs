@@ -672,3 +672,31 @@ fn reload_starts_the_extensions_again() {
     let (status, _dir) = client.close();
     assert!(status.success());
 }
+
+#[test]
+fn an_extension_command_can_ask_a_dialog_while_the_rpc_loop_reads_the_answer() {
+    let picker =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/extensions/picker.py");
+    let mut client = Client::start(json!([]), json!({"extensions": [picker]}));
+    client.send(json!({"id": "p1", "type": "prompt", "message": "/pick"}));
+    let seen = client.until(|v| v["type"] == "extension_ui_request");
+    let ask = seen.last().unwrap().clone();
+    assert_eq!(ask["title"], "Pick");
+    client.send(json!({"type":"extension_ui_response","id":ask["id"],"value":"B"}));
+    let seen = client.until(|v| v["type"] == "response");
+    assert_eq!(
+        seen.last().unwrap(),
+        &json!({"id":"p1","type":"response","command":"prompt","success":true})
+    );
+    // pi writes the file with the first reply.
+    prompt(&mut client, "hello");
+    let agent = client.agent();
+    let (status, _dir) = client.close();
+    assert!(status.success());
+    let file = &session_files(&agent)[0];
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(
+        text.contains(r#""customType":"picked","data":{"value":"B"}"#),
+        "{text}"
+    );
+}
