@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use pith_actors::runtime::{RuntimeError, RuntimeHandle, SwitchOutcome};
+use pith_actors::runtime::{RuntimeError, RuntimeHandle};
 use pith_actors::settings::{QueueMode, Settings};
 use pith_events::{BashExecutionMessage, CompactionEntry, SessionStart};
 use pith_store::SessionTree;
@@ -132,13 +132,17 @@ impl Rpc {
                 self.tracked.streaming = false;
                 None
             })),
-            Command::NewSession { parent_session } => Answer::Now(match parent_session {
-                Some(_) => Err(NO_PARENT_SESSION.into()),
-                None => self
-                    .switch(SessionStart::New)
-                    .await
-                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()}))),
-            }),
+            // Switches run in the background: a `session_before_*` handler may ask a dialog,
+            // answered by a line this loop reads.
+            Command::NewSession { parent_session } => match parent_session {
+                Some(_) => Answer::Now(Err(NO_PARENT_SESSION.into())),
+                None => self.later(id, name, async move {
+                    rt.switch(SessionStart::New)
+                        .await
+                        .map_err(failed)
+                        .map(|o| Some(json!({"cancelled": o.cancelled.is_some()})))
+                }),
+            },
             Command::GetState => Answer::Now(self.state().await.map(Some)),
             Command::SetModel { provider, model_id } => Answer::Now(
                 self.models
@@ -222,25 +226,30 @@ impl Rpc {
             Command::ExportHtml { output_path } => {
                 Answer::Now(self.export_html(output_path).await.map(Some))
             }
-            Command::SwitchSession { session_path } => Answer::Now(
-                self.switch(SessionStart::Resume(PathBuf::from(session_path)))
+            Command::SwitchSession { session_path } => self.later(id, name, async move {
+                rt.switch(SessionStart::Resume(PathBuf::from(session_path)))
                     .await
-                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()}))),
-            ),
-            Command::Fork { entry_id } => {
-                Answer::Now(self.switch(SessionStart::Fork { entry_id }).await.map(|o| {
-                    Some(match (o.cancelled, o.selected_text) {
-                        (None, Some(text)) => json!({"text": text, "cancelled": false}),
-                        (None, None) => json!({"cancelled": false}),
-                        (Some(_), _) => json!({"cancelled": true}),
+                    .map_err(failed)
+                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()})))
+            }),
+            Command::Fork { entry_id } => self.later(id, name, async move {
+                rt.switch(SessionStart::Fork { entry_id })
+                    .await
+                    .map_err(failed)
+                    .map(|o| {
+                        Some(match (o.cancelled, o.selected_text) {
+                            (None, Some(text)) => json!({"text": text, "cancelled": false}),
+                            (None, None) => json!({"cancelled": false}),
+                            (Some(_), _) => json!({"cancelled": true}),
+                        })
                     })
-                }))
-            }
-            Command::Clone => Answer::Now(
-                self.switch(SessionStart::Clone)
+            }),
+            Command::Clone => self.later(id, name, async move {
+                rt.switch(SessionStart::Clone)
                     .await
-                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()}))),
-            ),
+                    .map_err(failed)
+                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()})))
+            }),
             Command::GetForkMessages => Answer::Now(
                 rt.snapshot()
                     .await
@@ -362,10 +371,6 @@ impl Rpc {
         }
         self.rt.is_idle().await.map_err(failed)?;
         Ok(None)
-    }
-
-    async fn switch(&mut self, start: SessionStart) -> Result<SwitchOutcome, String> {
-        self.rt.switch(start).await.map_err(failed)
     }
 
     /// Settings the runtime reads once per session: pith has no switch for them during a
