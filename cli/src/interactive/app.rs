@@ -390,6 +390,47 @@ impl App {
         }
     }
 
+    /// Awaits `work` (a session switch) while still showing runtime events and taking typed
+    /// lines as answers to extension dialogs, so a `session_before_*` guard that asks the
+    /// user can be answered; other lines typed meanwhile wait in the queue.
+    pub(super) async fn with_dialogs<T>(
+        &mut self,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        tokio::pin!(work);
+        loop {
+            if matches!(self.question, Some(Question::Extension(_))) && !self.editor.is_reading() {
+                self.editor.read(ReadRequest {
+                    prompt: "? ".to_owned(),
+                    initial: String::new(),
+                    history: false,
+                });
+            }
+            tokio::select! {
+                done = &mut work => return done,
+                Some(event) = self.events.recv() => self.on_event(event),
+                Some(input) = self.inputs.recv() => {
+                    self.editor.answered();
+                    self.screen.typed();
+                    if let Input::Line { text, .. } = input {
+                        match self.question.take() {
+                            Some(Question::Extension(dialog)) => {
+                                let response = super::dialogs::response(&dialog, text.trim());
+                                self.dialogs.answer(&dialog.id, response);
+                            }
+                            other => {
+                                self.question = other;
+                                if !text.trim().is_empty() {
+                                    self.queued.push_back(text.trim().to_owned());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Shows what is still queued from the runtime.
     pub(super) fn drain_events(&mut self) {
         while let Ok(event) = self.events.try_recv() {

@@ -209,7 +209,9 @@ impl App {
     /// Replaces the session; `Some(new file)` when it happened, after showing its history.
     /// Failures and cancellations are shown.
     async fn switch(&mut self, start: SessionStart) -> Result<Option<Option<PathBuf>>> {
-        match self.rt.switch(start).await {
+        let rt = self.rt.clone();
+        let switched = self.with_dialogs(rt.switch(start)).await;
+        match switched {
             Ok(outcome) => {
                 if let Some(reason) = outcome.cancelled {
                     self.status(&format!("Cancelled: {reason}"));
