@@ -121,7 +121,16 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
                     break 1;
                 }
             },
-            Some(response) = finished.recv() => rpc.out.line(&response),
+            Some(response) = finished.recv() => {
+                let switched = matches!(
+                    response.command.as_ref().and_then(|c| c.as_str()),
+                    Some("new_session" | "switch_session" | "fork" | "clone")
+                );
+                if switched && response.success {
+                    rpc.follow_session().await;
+                }
+                rpc.out.line(&response);
+            }
             line = lines.recv() => match line {
                 Some(line) => rpc.on_line(&line, &mut events).await,
                 None => break 0,

@@ -472,19 +472,11 @@ impl Extensions {
     pub async fn consult(&self, from: &Origin, event: ExtensionEvent) -> Verdict {
         let mut verdict = Verdict::Continue;
         for m in self.subscribed(event.name()) {
-            let asked = Box::new(event.clone());
-            let answer = from
-                .call(&m.actor, "extension", |reply| ExtensionMsg::Event {
-                    event: asked,
-                    entries: Vec::new(),
-                    reply,
-                })
-                .await;
-            match answer {
-                Ok(v @ Verdict::Cancel(_)) => return v,
-                Ok(Verdict::Continue) => {}
-                Ok(v) => verdict = v,
-                Err(e) => tracing::warn!("{} did not answer {}: {e}", m.name, event.name()),
+            // Waited for as long as the extension's own deadline says (a dialog may be open).
+            match self.ask(&m, from, &event).await {
+                Some(v @ Verdict::Cancel(_)) => return v,
+                Some(Verdict::Continue) | None => {}
+                Some(v) => verdict = v,
             }
         }
         verdict
@@ -724,7 +716,8 @@ impl Extensions {
             .into_iter()
             .find(|(_, _, invocation)| invocation == name)?;
         let (name, args) = (c.name, args.to_owned());
-        from.call(&m.actor, "extension", |reply| ExtensionMsg::Command {
+        // The extension's own deadline (600 s, none while a dialog is open) bounds it.
+        from.wait(&m.actor, "extension", |reply| ExtensionMsg::Command {
             name,
             args,
             reply,

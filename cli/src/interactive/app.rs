@@ -45,6 +45,8 @@ pub enum TaskDone {
     Bash(Result<BashExecutionMessage, RuntimeError>),
     /// `/compact`: the compaction entry's id.
     Compact(Result<String, RuntimeError>),
+    /// An extension command: the text to show.
+    Command(Result<Option<String>, RuntimeError>),
 }
 
 /// A question the next line answers instead of being a prompt: an extension's dialog
@@ -401,6 +403,47 @@ impl App {
         }
     }
 
+    /// Awaits `work` (a session switch) while still showing runtime events and taking typed
+    /// lines as answers to extension dialogs, so a `session_before_*` guard that asks the
+    /// user can be answered; other lines typed meanwhile wait in the queue.
+    pub(super) async fn with_dialogs<T>(
+        &mut self,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        tokio::pin!(work);
+        loop {
+            if matches!(self.question, Some(Question::Extension(_))) && !self.editor.is_reading() {
+                self.editor.read(ReadRequest {
+                    prompt: "? ".to_owned(),
+                    initial: String::new(),
+                    history: false,
+                });
+            }
+            tokio::select! {
+                done = &mut work => return done,
+                Some(event) = self.events.recv() => self.on_event(event),
+                Some(input) = self.inputs.recv() => {
+                    self.editor.answered();
+                    self.screen.typed();
+                    if let Input::Line { text, .. } = input {
+                        match self.question.take() {
+                            Some(Question::Extension(dialog)) => {
+                                let response = super::dialogs::response(&dialog, text.trim());
+                                self.dialogs.answer(&dialog.id, response);
+                            }
+                            other => {
+                                self.question = other;
+                                if !text.trim().is_empty() {
+                                    self.queued.push_back(text.trim().to_owned());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Shows what is still queued from the runtime.
     pub(super) fn drain_events(&mut self) {
         while let Ok(event) = self.events.try_recv() {
@@ -424,6 +467,11 @@ impl App {
             }
             TaskDone::Bash(Err(e)) => self.error(&format!("Bash command failed: {e}")),
             TaskDone::Compact(Ok(_)) => self.footer().await?,
+            TaskDone::Command(Ok(Some(out))) => self
+                .screen
+                .print_lines(&[String::new(), for_terminal(&out)]),
+            TaskDone::Command(Ok(None)) => {}
+            TaskDone::Command(Err(e)) => self.error(&e.to_string()),
             TaskDone::Compact(Err(e)) => {
                 if !self.transcript.take_compaction_error_shown() {
                     self.error(&e.to_string());

@@ -92,9 +92,15 @@ impl App {
         let builtin = BUILTIN.iter().any(|(n, _)| *n == name);
         if !builtin {
             if self.ext_commands.iter().any(|c| c.name == name) {
-                if let Some(out) = self.rt.command(name, args).await? {
-                    self.screen.print_lines(&[String::new(), out]);
+                if self.task.is_some() {
+                    self.warn("A command is already running. Press Esc to cancel it first.");
+                    return Ok(Some(Flow::Go));
                 }
+                // Beside the editor: the command's dialogs are answered by the next lines.
+                let (rt, name, args) = (self.rt.clone(), name.to_owned(), args.to_owned());
+                self.task = Some(tokio::spawn(async move {
+                    super::app::TaskDone::Command(rt.command(&name, &args).await)
+                }));
                 return Ok(Some(Flow::Go));
             }
             if looks_like_command(name) {
@@ -235,7 +241,9 @@ impl App {
     /// Replaces the session; `Some(new file)` when it happened, after showing its history.
     /// Failures and cancellations are shown.
     async fn switch(&mut self, start: SessionStart) -> Result<Option<Option<PathBuf>>> {
-        match self.rt.switch(start).await {
+        let rt = self.rt.clone();
+        let switched = self.with_dialogs(rt.switch(start)).await;
+        match switched {
             Ok(outcome) => {
                 if let Some(reason) = outcome.cancelled {
                     self.status(&format!("Cancelled: {reason}"));

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use pith_actors::runtime::{RuntimeError, RuntimeHandle, SwitchOutcome};
+use pith_actors::runtime::{RuntimeError, RuntimeHandle};
 use pith_actors::settings::{QueueMode, Settings};
 use pith_events::{BashExecutionMessage, CompactionEntry, SessionStart};
 use pith_store::SessionTree;
@@ -125,7 +125,7 @@ impl Rpc {
                 message,
                 images,
                 streaming_behavior,
-            } => self.prompt(message, images, streaming_behavior).await,
+            } => self.prompt(id, message, images, streaming_behavior).await,
             Command::Steer { message, images } => {
                 Answer::Now(self.queue(&message, images, true).await)
             }
@@ -138,13 +138,17 @@ impl Rpc {
                 self.tracked.streaming = false;
                 None
             })),
-            Command::NewSession { parent_session } => Answer::Now(match parent_session {
-                Some(_) => Err(NO_PARENT_SESSION.into()),
-                None => self
-                    .switch(SessionStart::New)
-                    .await
-                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()}))),
-            }),
+            // Switches run in the background: a `session_before_*` handler may ask a dialog,
+            // answered by a line this loop reads.
+            Command::NewSession { parent_session } => match parent_session {
+                Some(_) => Answer::Now(Err(NO_PARENT_SESSION.into())),
+                None => self.later(id, name, async move {
+                    rt.switch(SessionStart::New)
+                        .await
+                        .map_err(failed)
+                        .map(|o| Some(json!({"cancelled": o.cancelled.is_some()})))
+                }),
+            },
             Command::GetState => Answer::Now(self.state().await.map(Some)),
             Command::SetModel { provider, model_id } => Answer::Now(
                 self.models
@@ -231,25 +235,30 @@ impl Rpc {
             Command::ExportHtml { output_path } => {
                 Answer::Now(self.export_html(output_path).await.map(Some))
             }
-            Command::SwitchSession { session_path } => Answer::Now(
-                self.switch(SessionStart::Resume(PathBuf::from(session_path)))
+            Command::SwitchSession { session_path } => self.later(id, name, async move {
+                rt.switch(SessionStart::Resume(PathBuf::from(session_path)))
                     .await
-                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()}))),
-            ),
-            Command::Fork { entry_id } => {
-                Answer::Now(self.switch(SessionStart::Fork { entry_id }).await.map(|o| {
-                    Some(match (o.cancelled, o.selected_text) {
-                        (None, Some(text)) => json!({"text": text, "cancelled": false}),
-                        (None, None) => json!({"cancelled": false}),
-                        (Some(_), _) => json!({"cancelled": true}),
+                    .map_err(failed)
+                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()})))
+            }),
+            Command::Fork { entry_id } => self.later(id, name, async move {
+                rt.switch(SessionStart::Fork { entry_id })
+                    .await
+                    .map_err(failed)
+                    .map(|o| {
+                        Some(match (o.cancelled, o.selected_text) {
+                            (None, Some(text)) => json!({"text": text, "cancelled": false}),
+                            (None, None) => json!({"cancelled": false}),
+                            (Some(_), _) => json!({"cancelled": true}),
+                        })
                     })
-                }))
-            }
-            Command::Clone => Answer::Now(
-                self.switch(SessionStart::Clone)
+            }),
+            Command::Clone => self.later(id, name, async move {
+                rt.switch(SessionStart::Clone)
                     .await
-                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()}))),
-            ),
+                    .map_err(failed)
+                    .map(|o| Some(json!({"cancelled": o.cancelled.is_some()})))
+            }),
             Command::GetForkMessages => Answer::Now(
                 rt.snapshot()
                     .await
@@ -340,6 +349,7 @@ impl Rpc {
     /// without one.
     async fn prompt(
         &mut self,
+        id: Option<Value>,
         message: String,
         images: Option<Vec<Value>>,
         behavior: Option<String>,
@@ -353,13 +363,14 @@ impl Rpc {
                 Ok(cmds) if cmds.iter().any(|c| c.name == name) => {
                     // pi's extension commands speak through events and dialogs, not through
                     // the response; pith's text reply has no place in the protocol.
-                    return Answer::Now(
-                        self.rt
-                            .command(name, args)
+                    // In the background: its dialogs are answered by lines this loop reads.
+                    let (rt, name, args) = (self.rt.clone(), name.to_owned(), args.to_owned());
+                    return self.later(id, "prompt", async move {
+                        rt.command(&name, &args)
                             .await
                             .map_err(failed)
-                            .map(|_| disposition("handled")),
-                    );
+                            .map(|_| disposition("handled"))
+                    });
                 }
                 Ok(_) => {}
                 Err(e) => return Answer::Now(Err(failed(e))),
@@ -396,12 +407,12 @@ impl Rpc {
         Ok(disposition("queued"))
     }
 
-    async fn switch(&mut self, start: SessionStart) -> Result<SwitchOutcome, String> {
-        let outcome = self.rt.switch(start).await.map_err(failed)?;
-        // A resumed or forked session runs its own model and level (lifecycle.md §6).
-        let running = self.rt.current_session().await.map_err(failed)?;
-        self.models.follow(&running.model, running.thinking_level);
-        Ok(outcome)
+    /// A switch that ran in the background is over: the new session runs its own model and
+    /// level (a resumed or forked one's; lifecycle.md §6), which `get_state` then reports.
+    pub(super) async fn follow_session(&mut self) {
+        if let Ok(running) = self.rt.current_session().await {
+            self.models.follow(&running.model, running.thinking_level);
+        }
     }
 
     /// Settings the runtime reads once per session: pith has no switch for them during a

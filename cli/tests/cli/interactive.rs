@@ -1244,3 +1244,17 @@ fn an_extension_dialog_is_asked_in_the_transcript_and_the_typed_answer_decides()
         .unwrap();
     assert_eq!(result["message"]["content"][0]["text"], "Blocked by user");
 }
+
+#[test]
+fn a_switch_guard_asks_in_the_transcript_while_new_waits_for_it() {
+    let s = setup("[]");
+    let guard = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/extensions/guard.py");
+    let mut pith = s.start(&["-e", guard.to_str().unwrap()]);
+    pith.expect("pith v");
+    pith.prompt();
+    pith.line("/new");
+    pith.expect("Start a new session?");
+    pith.line("n");
+    pith.expect("Cancelled: kept the session");
+    assert_eq!(pith.quit(), 0);
+}

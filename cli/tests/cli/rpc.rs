@@ -681,3 +681,56 @@ fn reload_starts_the_extensions_again() {
     let (status, _dir) = client.close();
     assert!(status.success());
 }
+
+#[test]
+fn an_extension_command_can_ask_a_dialog_while_the_rpc_loop_reads_the_answer() {
+    let picker =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/extensions/picker.py");
+    let mut client = Client::start(json!([]), json!({"extensions": [picker]}));
+    client.send(json!({"id": "p1", "type": "prompt", "message": "/pick"}));
+    let seen = client.until(|v| v["type"] == "extension_ui_request");
+    let ask = seen.last().unwrap().clone();
+    assert_eq!(ask["title"], "Pick");
+    client.send(json!({"type":"extension_ui_response","id":ask["id"],"value":"B"}));
+    let seen = client.until(|v| v["type"] == "response");
+    assert_eq!(
+        seen.last().unwrap(),
+        &json!({"id":"p1","type":"response","command":"prompt","success":true,
+                "data":{"disposition":"handled"}})
+    );
+    // pi writes the file with the first reply.
+    prompt(&mut client, "hello");
+    let agent = client.agent();
+    let (status, _dir) = client.close();
+    assert!(status.success());
+    let file = &session_files(&agent)[0];
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(
+        text.contains(r#""customType":"picked","data":{"value":"B"}"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_switch_guard_asks_a_dialog_and_its_answer_cancels_the_new_session() {
+    let guard =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/extensions/guard.py");
+    let mut client = Client::start(json!([]), json!({"extensions": [guard]}));
+    client.send(json!({"id": "n1", "type": "new_session"}));
+    let seen = client.until(|v| v["type"] == "extension_ui_request");
+    let ask = seen.last().unwrap().clone();
+    assert_eq!(
+        ask,
+        json!({"type":"extension_ui_request","id":ask["id"],"method":"confirm",
+               "title":"Start a new session?","message":"sure?"})
+    );
+    client.send(json!({"type":"extension_ui_response","id":ask["id"],"confirmed":false}));
+    let seen = client.until(|v| v["type"] == "response");
+    assert_eq!(
+        seen.last().unwrap(),
+        &json!({"id":"n1","type":"response","command":"new_session","success":true,
+                "data":{"cancelled":true}})
+    );
+    let (status, _dir) = client.close();
+    assert!(status.success());
+}

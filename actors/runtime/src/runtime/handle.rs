@@ -254,7 +254,8 @@ impl RuntimeHandle {
     /// Errors: [`RuntimeError::Unanswered`].
     pub async fn command(&self, name: &str, args: &str) -> Result<Option<String>, RuntimeError> {
         let (name, args) = (name.to_owned(), args.to_owned());
-        self.ask(|reply| RuntimeMsg::Command { name, args, reply })
+        // A command may open dialogs and take as long as the user does.
+        self.wait(|reply| RuntimeMsg::Command { name, args, reply })
             .await
     }
 

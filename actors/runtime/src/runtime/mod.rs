@@ -440,11 +440,20 @@ impl Runtime {
                 }
             }
             RuntimeMsg::Command { name, args, reply } => {
-                let answer = match &state.subtree {
-                    Some(sub) => sub.extensions.command(from, &name, &args).await,
-                    None => None,
-                };
-                let _ = reply.send(answer);
+                // Beside the mailbox: a command may wait for a dialog, and the Runtime must
+                // go on answering meanwhile.
+                match &state.subtree {
+                    Some(sub) => {
+                        let (extensions, from) = (sub.extensions.clone(), from.clone());
+                        tokio::spawn(async move {
+                            let answer = extensions.command(&from, &name, &args).await;
+                            let _ = reply.send(answer);
+                        });
+                    }
+                    None => {
+                        let _ = reply.send(None);
+                    }
+                }
             }
             RuntimeMsg::Reload { name, reply } => {
                 let reloaded = match &state.subtree {
