@@ -13,6 +13,7 @@
 //! - [`envelope`]: how actors send each other messages (envelopes, the call helper and its
 //!   one timeout policy).
 //! - [`system_prompt`]: pi's default system prompt and the context files it holds.
+//! - [`resources`]: prompt templates and skills (discovery, `/name` and `/skill:name`).
 //! - [`settings`]: `settings.json` of the agent dir and the project, read per session cwd.
 //! - [`summarize`]: summaries through the current model (conversation serialization, prompts).
 //! - [`trace`]: who sent a message, in which flow, caused by what; the span every actor
@@ -28,6 +29,7 @@ pub mod event;
 pub mod extension;
 pub mod extension_host;
 pub mod projection;
+pub mod resources;
 pub mod runtime;
 pub mod settings;
 pub mod summarize;
