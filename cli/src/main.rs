@@ -12,6 +12,7 @@ mod interactive;
 mod logging;
 mod model_choice;
 mod print;
+mod prompt_resources;
 mod rpc;
 mod session_cmd;
 mod session_search;

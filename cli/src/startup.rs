@@ -16,7 +16,6 @@ use pith_llm::model::Api;
 use pith_llm::provider::Provider;
 use pith_store::list::{Resolved, resolve_session_arg};
 use pith_store::{SessionEnv, dirs};
-use pith_tools::tool::ToolSpec;
 
 /// `--mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -93,6 +92,9 @@ pub struct RunArgs {
     /// Write a Chrome trace (open in Perfetto) of every actor message to FILE.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// System-prompt flags, context files, skills and prompt templates.
+    #[command(flatten)]
+    pub resources: crate::prompt_resources::ResourceArgs,
     /// The prompt(s). Text piped on stdin is put before the first one.
     pub messages: Vec<String>,
 }
@@ -108,6 +110,8 @@ pub struct Started {
     /// The provider serving `choice` (the runtime holds it too): a mode that switches models
     /// and back reuses it, so the offline model's script goes on where it was.
     pub provider: Arc<dyn Provider>,
+    /// The prompt templates and skills of this run (the interactive mode lists them).
+    pub resources: Arc<pith_actors::resources::Resources>,
 }
 
 /// Checks flag combinations every mode shares.
@@ -147,7 +151,16 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
     let tools = toolset(args)?;
     let first = choose_session(args, &cwd, &env)?;
     let config_provider = provider_for(&choice, args.faux_script.as_deref(), &env)?;
-    let agent_dir = env.agent_dir.clone();
+    // Project trust (pi's `settingsManager.isProjectTrusted()`): project-local templates,
+    // skills and SYSTEM.md are read only in a trusted project. Until the trust decision of
+    // project extensions (`--approve`, trust.json) is wired here, no project is trusted.
+    let project_trusted = false;
+    let loaded = crate::prompt_resources::load(
+        &args.resources,
+        Path::new(&cwd),
+        &env.agent_dir,
+        project_trusted,
+    );
     let config = RuntimeConfig {
         env: env.clone(),
         cwd: cwd.clone(),
@@ -157,12 +170,11 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         model: pith_events::ModelRef::new(&choice.model.provider, &choice.model.id),
         thinking_level: choice.thinking_level,
         tools,
-        system_prompt: Some(Arc::new(move |cwd: &Path, specs: &[ToolSpec]| {
-            pith_actors::system_prompt::build(cwd, &agent_dir, specs, &today())
-        })),
+        system_prompt: Some(loaded.system_prompt),
         // The example extensions (PromptCounter, NoForkWhileRunning) are for tests and the
         // README; a user's sessions get no entries pi would not write.
         extensions: Vec::new(),
+        resources: loaded.resources.clone(),
     };
     let started = Runtime::start(config, first).await.map_err(locked_hint)?;
     if let Some(file) = &started.opened.session_file {
@@ -175,6 +187,7 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         header_line: started.opened.header_line,
         choice,
         provider: config_provider,
+        resources: loaded.resources,
     })
 }
 
@@ -235,12 +248,6 @@ pub fn toolset(args: &RunArgs) -> Result<ToolChoice> {
         }
     }
     Ok(ToolChoice::Builtin(tools))
-}
-
-/// Today's date for the system prompt, `YYYY-MM-DD` in UTC.
-pub fn today() -> String {
-    let iso = SessionEnv::system().now_iso();
-    iso.get(..10).unwrap_or(&iso).to_owned()
 }
 
 /// A locked session gets the way out in its message.

@@ -85,6 +85,8 @@ pub struct App {
     pub(super) queued: VecDeque<String>,
     /// Extension commands of the current session.
     pub(super) ext_commands: Vec<SlashCommand>,
+    /// Prompt templates and skills (`/name`, `/skill:name`), for `/help` and completion.
+    pub(super) resources: std::sync::Arc<pith_actors::resources::Resources>,
     /// A compaction runs (between `compaction_start` and `compaction_end`): prompts wait
     /// for it, as pi's compaction queue makes them.
     compacting: bool,
@@ -123,6 +125,8 @@ pub struct Parts {
     pub screen: Screen,
     /// Prompts from the command line.
     pub messages: Vec<String>,
+    /// Prompt templates and skills of this run.
+    pub resources: std::sync::Arc<pith_actors::resources::Resources>,
 }
 
 impl App {
@@ -150,6 +154,7 @@ impl App {
             next_initial: String::new(),
             queued: parts.messages.into(),
             ext_commands,
+            resources: parts.resources,
             compacting: false,
             last_interrupt: None,
             resume_command: None,

@@ -11,6 +11,8 @@ use pith_events::{EntryType, SessionStart};
 use pith_events::{ModelRef, ThinkingLevel};
 use pith_llm::model_registry::{clamp_thinking_level, supported_thinking_levels};
 
+use pith_actors::resources::Resources;
+
 use super::app::{App, Flow};
 use super::footer::{session_info, session_stats};
 use super::style;
@@ -46,6 +48,57 @@ pub const BUILTIN: [(&str, &str); 18] = [
     ("quit", "Quit pith"),
     ("exit", "Quit pith"),
 ];
+
+/// Everything Tab completes after `/`, with its description: the built-in commands, the
+/// extension commands, then the prompt templates (with their `argument-hint`) and
+/// `skill:name` for each skill, as pi's autocomplete lists them.
+pub fn completions(
+    ext_commands: &[pith_actors::extension::SlashCommand],
+    resources: &Resources,
+) -> Vec<(String, String)> {
+    let mut names: Vec<(String, String)> = BUILTIN
+        .iter()
+        .map(|(n, d)| (n.to_string(), d.to_string()))
+        .collect();
+    names.extend(
+        ext_commands
+            .iter()
+            .map(|c| (c.name.clone(), c.description.clone())),
+    );
+    names.extend(resource_commands(resources));
+    names
+}
+
+/// The prompt templates and skills as `/` commands: `(name, description)`, a template's
+/// description followed by its `argument-hint` when it has one.
+pub fn resource_commands(resources: &Resources) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = resources
+        .templates
+        .iter()
+        .map(|t| {
+            let description = match &t.argument_hint {
+                Some(hint) => format!("{hint} — {}", t.description),
+                None => t.description.clone(),
+            };
+            (t.name.clone(), description)
+        })
+        .collect();
+    out.extend(
+        resources
+            .skills
+            .iter()
+            .map(|s| (format!("skill:{}", s.name), s.description.clone())),
+    );
+    out
+}
+
+/// Whether `/name` is a prompt template or a `/skill:name` of a loaded skill.
+fn is_resource_command(resources: &Resources, name: &str) -> bool {
+    match name.strip_prefix("skill:") {
+        Some(skill) => resources.skills.iter().any(|s| s.name == skill),
+        None => resources.templates.iter().any(|t| t.name == name),
+    }
+}
 
 /// Commands that replace or rewrite the session: they wait until nothing runs.
 const NEED_IDLE: [&str; 7] = [
@@ -92,6 +145,10 @@ impl App {
                     self.screen.print_lines(&[String::new(), out]);
                 }
                 return Ok(Some(Flow::Go));
+            }
+            if is_resource_command(&self.resources, name) {
+                // A prompt template or `/skill:name`: a prompt, expanded by the runtime.
+                return Ok(None);
             }
             if looks_like_command(name) {
                 self.error(&format!(
@@ -193,6 +250,13 @@ impl App {
                 c.description
             ));
         }
+        for (name, description) in resource_commands(&self.resources) {
+            lines.push(format!(
+                "{} {}",
+                style::accent(&format!("/{name:<9}")),
+                description
+            ));
+        }
         lines.push(format!(
             "{} {}",
             style::accent(&format!("{:<10}", "!cmd")),
@@ -216,16 +280,8 @@ impl App {
                 }
                 self.drain_events();
                 self.ext_commands = self.rt.commands().await?;
-                let mut names: Vec<(String, String)> = BUILTIN
-                    .iter()
-                    .map(|(n, d)| (n.to_string(), d.to_string()))
-                    .collect();
-                names.extend(
-                    self.ext_commands
-                        .iter()
-                        .map(|c| (c.name.clone(), c.description.clone())),
-                );
-                self.editor.set_commands(names);
+                self.editor
+                    .set_commands(completions(&self.ext_commands, &self.resources));
                 self.show_history().await?;
                 if let Some(text) = outcome.selected_text {
                     self.next_initial = text;

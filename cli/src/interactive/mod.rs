@@ -106,18 +106,14 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
 /// Runs the mode; `true` when it ended with the editor's prompt on screen, and the command
 /// that resumes the session.
 async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
-    let Started { rt, choice, .. } = start(&args).await?;
+    let Started {
+        rt,
+        choice,
+        resources,
+        ..
+    } = start(&args).await?;
     let env = SessionEnv::system();
-    let mut names: Vec<(String, String)> = commands::BUILTIN
-        .iter()
-        .map(|(n, d)| (n.to_string(), d.to_string()))
-        .collect();
-    names.extend(
-        rt.commands()
-            .await?
-            .into_iter()
-            .map(|c| (c.name, c.description)),
-    );
+    let names = commands::completions(&rt.commands().await?, &resources);
     let (editor, inputs, printer) = editor::Editor::start(env.agent_dir.join("history"), names)?;
     let mut screen = screen::Screen::new(printer);
     screen.print_lines(&[
@@ -131,8 +127,11 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         ),
     ]);
     let cwd = rt.current_session().await?.cwd;
-    let context_files =
-        pith_actors::system_prompt::load_context_files(std::path::Path::new(&cwd), &env.agent_dir);
+    let context_files = if args.resources.no_context_files {
+        Vec::new()
+    } else {
+        pith_actors::system_prompt::load_context_files(std::path::Path::new(&cwd), &env.agent_dir)
+    };
     if !context_files.is_empty() {
         // pi's startup listing: which AGENTS.md/CLAUDE.md files the model is given.
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
@@ -163,6 +162,7 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         editor: (editor, inputs),
         screen,
         messages: args.messages.clone(),
+        resources,
     })
     .await?;
     if !app.rt.context().await?.messages.is_empty() {

@@ -57,6 +57,9 @@ pub struct RuntimeConfig {
     pub system_prompt: Option<SystemPromptFn>,
     /// Extensions, in load order.
     pub extensions: Vec<ExtensionFactory>,
+    /// Prompt templates and skills: prompts, steering messages and follow-ups are expanded
+    /// with them (pi's `/skill:name` and `/template` expansion) before they reach the agent.
+    pub resources: Arc<crate::resources::Resources>,
 }
 
 /// Which tools a session offers the model. Built-in tools are built for each session after
@@ -263,6 +266,7 @@ impl Runtime {
                 let _ = reply.send(state.ui.subscribe());
             }
             RuntimeMsg::Prompt { text, reply } => {
+                let text = state.config.resources.expand(&text);
                 let r = match &state.subtree {
                     Some(sub) => from
                         .call(&sub.agent, "agent", |reply| AgentMsg::Prompt {
@@ -276,11 +280,13 @@ impl Runtime {
                 let _ = reply.send(r);
             }
             RuntimeMsg::Steer { text } => {
+                let text = state.config.resources.expand(&text);
                 if let Some(sub) = &state.subtree {
                     from.cast(&sub.agent, AgentMsg::Steer { text });
                 }
             }
             RuntimeMsg::FollowUp { text } => {
+                let text = state.config.resources.expand(&text);
                 if let Some(sub) = &state.subtree {
                     from.cast(&sub.agent, AgentMsg::FollowUp { text });
                 }

@@ -77,6 +77,7 @@ impl Replay {
             tools,
             system_prompt: None,
             extensions,
+            resources: Default::default(),
         };
         let rt = Runtime::start(config, FirstSession::New)
             .await

@@ -31,6 +31,7 @@ async fn settings_are_read_for_each_sessions_cwd() {
         tools: ToolChoice::none(),
         system_prompt: None,
         extensions: Vec::new(),
+        resources: Default::default(),
     };
     let rt = Runtime::start(config, FirstSession::New)
         .await

@@ -42,6 +42,7 @@ pub(crate) fn project_config(
         tools: ToolChoice::none(),
         system_prompt: None,
         extensions,
+        resources: Default::default(),
     }
 }
 
