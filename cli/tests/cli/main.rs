@@ -13,3 +13,4 @@ mod pi16_apis;
 mod print;
 mod rpc;
 mod session_cmd;
+mod skills_templates;
