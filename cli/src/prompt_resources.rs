@@ -36,6 +36,22 @@ pub struct ResourceArgs {
     /// Do not load prompt templates.
     #[arg(long)]
     pub no_prompt_templates: bool,
+    /// Load a skill file or directory (repeatable; also with --no-skills).
+    #[arg(long = "skill", value_name = "PATH")]
+    pub skills: Vec<String>,
+    /// Load a prompt template file or directory (repeatable; also with --no-prompt-templates).
+    #[arg(long = "prompt-template", value_name = "PATH")]
+    pub prompt_templates: Vec<String>,
+}
+
+/// pi's `resolvePath`: trimmed, `~` expanded, relative to `cwd`.
+fn resolve_path(raw: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
+    let raw = raw.trim();
+    let path = match home {
+        Some(home) => pith_store::dirs::expand_tilde(raw, home),
+        None => PathBuf::from(raw),
+    };
+    cwd.join(path)
 }
 
 /// What was found for this run.
@@ -82,10 +98,20 @@ pub fn load(args: &ResourceArgs, cwd: &Path, agent_dir: &Path, project_trusted: 
     let resources = Resources::load(&ResourceOptions {
         cwd: cwd.to_path_buf(),
         agent_dir: agent_dir.to_path_buf(),
-        home,
         project_trusted,
         no_skills: args.no_skills,
         no_prompt_templates: args.no_prompt_templates,
+        skill_paths: args
+            .skills
+            .iter()
+            .map(|p| resolve_path(p, cwd, home.as_deref()))
+            .collect(),
+        template_paths: args
+            .prompt_templates
+            .iter()
+            .map(|p| resolve_path(p, cwd, home.as_deref()))
+            .collect(),
+        home,
     });
     for d in resources
         .skill_diagnostics

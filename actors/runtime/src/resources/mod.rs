@@ -38,6 +38,11 @@ pub struct ResourceOptions {
     pub no_skills: bool,
     /// `--no-prompt-templates`.
     pub no_prompt_templates: bool,
+    /// `--skill PATH`s (absolute): files or directories read after the discovered ones.
+    pub skill_paths: Vec<PathBuf>,
+    /// `--prompt-template PATH`s (absolute): files or directories read after the discovered
+    /// ones.
+    pub template_paths: Vec<PathBuf>,
 }
 
 /// What kind of diagnostic.
@@ -92,64 +97,10 @@ impl Resources {
     /// git root (or `/`), then `~/.pith/agent/skills`, then `~/.agents/skills`.
     pub fn load(options: &ResourceOptions) -> Resources {
         let mut out = Resources::default();
-        let project = options.cwd.join(PROJECT_DIR_NAME);
-        if !options.no_prompt_templates {
-            let mut files = Vec::new();
-            if options.project_trusted {
-                files.extend(prompt_templates::collect_entries(&project.join("prompts")));
-            }
-            files.extend(prompt_templates::collect_entries(
-                &options.agent_dir.join("prompts"),
-            ));
-            let mut collisions = Vec::new();
-            for f in files {
-                let Some(t) = prompt_templates::load_file(&f, &mut out.template_diagnostics) else {
-                    continue;
-                };
-                if let Some(winner) = out.templates.iter().find(|w| w.name == t.name) {
-                    collisions.push(Diagnostic {
-                        kind: DiagnosticKind::Collision {
-                            winner: winner.file_path.clone(),
-                        },
-                        message: format!("name \"/{}\" collision", t.name),
-                        path: t.file_path.clone(),
-                    });
-                } else {
-                    out.templates.push(t);
-                }
-            }
-            out.template_diagnostics.extend(collisions);
-        }
-        if !options.no_skills {
-            use skills::Mode;
-            let user_agents = options
-                .home
-                .as_ref()
-                .map(|h| h.join(".agents").join("skills"));
-            let mut files = Vec::new();
-            if options.project_trusted {
-                files.extend(skills::collect_entries(&project.join("skills"), Mode::Pith));
-                for dir in ancestor_agents_skill_dirs(&options.cwd) {
-                    if Some(&dir) != user_agents.as_ref() {
-                        files.extend(skills::collect_entries(&dir, Mode::Agents));
-                    }
-                }
-            }
-            files.extend(skills::collect_entries(
-                &options.agent_dir.join("skills"),
-                Mode::Pith,
-            ));
-            if let Some(dir) = &user_agents {
-                files.extend(skills::collect_entries(dir, Mode::Agents));
-            }
-            let mut seen = Vec::new();
-            files.retain(|f| {
-                let new = !seen.contains(f);
-                seen.push(f.clone());
-                new
-            });
-            out.skills = skills::load_files(&files, &mut out.skill_diagnostics);
-        }
+        let templates = template_files(options, &mut out.template_diagnostics);
+        out.templates = load_templates(&templates, &mut out.template_diagnostics);
+        let skills = skill_files(options, &mut out.skill_diagnostics);
+        out.skills = skills::load_files(&skills, &mut out.skill_diagnostics);
         out
     }
 
@@ -165,6 +116,115 @@ impl Resources {
         };
         prompt_templates::expand(&text, &self.templates)
     }
+}
+
+/// The template files to read, in order: the trusted project's, the user's (unless
+/// `--no-prompt-templates`), then the explicit paths (always, as in pi).
+fn template_files(options: &ResourceOptions, diagnostics: &mut Vec<Diagnostic>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    if !options.no_prompt_templates {
+        if options.project_trusted {
+            let project = options.cwd.join(PROJECT_DIR_NAME).join("prompts");
+            files.extend(prompt_templates::collect_entries(&project));
+        }
+        files.extend(prompt_templates::collect_entries(
+            &options.agent_dir.join("prompts"),
+        ));
+    }
+    for path in &options.template_paths {
+        if path.is_dir() {
+            files.extend(prompt_templates::collect_entries(path));
+        } else if path.is_file() {
+            if path.to_string_lossy().ends_with(".md") {
+                files.push(path.clone());
+            }
+        } else {
+            diagnostics.push(Diagnostic::warning(
+                "Prompt template path does not exist",
+                path,
+            ));
+        }
+    }
+    dedup(files)
+}
+
+/// pi's `loadPromptTemplates` + `dedupePrompts`: the first template of a name wins, later
+/// ones are `name "/x" collision` diagnostics (after the others).
+fn load_templates(files: &[PathBuf], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptTemplate> {
+    let mut templates: Vec<PromptTemplate> = Vec::new();
+    let mut collisions = Vec::new();
+    for f in files {
+        let Some(t) = prompt_templates::load_file(f, diagnostics) else {
+            continue;
+        };
+        if let Some(winner) = templates.iter().find(|w| w.name == t.name) {
+            collisions.push(Diagnostic {
+                kind: DiagnosticKind::Collision {
+                    winner: winner.file_path.clone(),
+                },
+                message: format!("name \"/{}\" collision", t.name),
+                path: t.file_path.clone(),
+            });
+        } else {
+            templates.push(t);
+        }
+    }
+    diagnostics.extend(collisions);
+    templates
+}
+
+/// The skill files to read, in pi's order (see [`Resources::load`]), then the explicit
+/// `--skill` paths (always, as in pi): a directory is searched as `~/.pith/agent/skills` is,
+/// a `.md` file is read as it is.
+fn skill_files(options: &ResourceOptions, diagnostics: &mut Vec<Diagnostic>) -> Vec<PathBuf> {
+    use skills::Mode;
+    let mut files = Vec::new();
+    if !options.no_skills {
+        let project = options.cwd.join(PROJECT_DIR_NAME);
+        let user_agents = options
+            .home
+            .as_ref()
+            .map(|h| h.join(".agents").join("skills"));
+        if options.project_trusted {
+            files.extend(skills::collect_entries(&project.join("skills"), Mode::Pith));
+            for dir in ancestor_agents_skill_dirs(&options.cwd) {
+                if Some(&dir) != user_agents.as_ref() {
+                    files.extend(skills::collect_entries(&dir, Mode::Agents));
+                }
+            }
+        }
+        files.extend(skills::collect_entries(
+            &options.agent_dir.join("skills"),
+            Mode::Pith,
+        ));
+        if let Some(dir) = &user_agents {
+            files.extend(skills::collect_entries(dir, Mode::Agents));
+        }
+    }
+    for path in &options.skill_paths {
+        if path.is_dir() {
+            files.extend(skills::collect_entries(path, Mode::Pith));
+        } else if path.is_file() && path.to_string_lossy().ends_with(".md") {
+            files.push(path.clone());
+        } else if path.exists() {
+            diagnostics.push(Diagnostic::warning(
+                "skill path is not a markdown file",
+                path,
+            ));
+        } else {
+            diagnostics.push(Diagnostic::warning("skill path does not exist", path));
+        }
+    }
+    dedup(files)
+}
+
+/// Each path once, first place kept (pi's `mergePaths`).
+fn dedup(files: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut seen = std::collections::HashSet::new();
+    files
+        .into_iter()
+        .filter(|f| seen.insert(f.clone()))
+        .collect()
 }
 
 /// pi's `collectAncestorAgentsSkillDirs`: `<dir>/.agents/skills` for the cwd and each

@@ -11,6 +11,7 @@ mod controls;
 mod extensions;
 mod prompts;
 mod replay;
+mod resources;
 mod retries;
 mod sessions;
 mod settings;
