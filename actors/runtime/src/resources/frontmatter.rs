@@ -112,14 +112,22 @@ fn parse_map(yaml: &str) -> Result<BTreeMap<String, Value>, FrontmatterError> {
         let key = unquote_key(line[..colon].trim());
         let rest = line[colon + 1..].trim();
         i += 1;
-        // Continuation lines: indented (or blank) lines after the key.
+        // Continuation lines: indented (or blank) lines after the key, and a block sequence
+        // (`- item` lines) at the key's own indentation.
         let start = i;
-        while i < lines.len() && (lines[i].trim().is_empty() || indent_of(lines[i]) > 0) {
+        while i < lines.len()
+            && (lines[i].trim().is_empty()
+                || indent_of(lines[i]) > 0
+                || (rest.is_empty() && is_sequence_item(lines[i])))
+        {
             i += 1;
         }
         let mut more: Vec<&str> = lines[start..i].to_vec();
         while more.last().is_some_and(|l| l.trim().is_empty()) {
             more.pop();
+        }
+        if map.contains_key(&key) {
+            return Err(error("Map keys must be unique"));
         }
         let value = scalar(rest, &more).map_err(|m| error(&m))?;
         map.insert(key, value);
@@ -156,6 +164,11 @@ fn unquote_key(key: &str) -> String {
     }
 }
 
+fn is_sequence_item(line: &str) -> bool {
+    let t = line.trim_start();
+    t == "-" || t.starts_with("- ")
+}
+
 fn scalar(first: &str, more: &[&str]) -> Result<Value, String> {
     if first.starts_with('|') || first.starts_with('>') {
         return Ok(Value::Str(block_scalar(first, more)));
@@ -164,16 +177,25 @@ fn scalar(first: &str, more: &[&str]) -> Result<Value, String> {
         let joined = fold_lines(first, more);
         return quoted(&joined).map(Value::Str);
     }
-    if first.is_empty() && more.is_empty() {
+    if first.is_empty() || first.starts_with('#') {
+        // A nested block (a map or a list) or nothing: not a string.
+        return Ok(Value::Other);
+    }
+    if first == "-" || first.starts_with("- ") {
+        return Err("Unexpected block-seq-ind on same line with key".to_owned());
+    }
+    if let Some(c) = first.chars().next().filter(|c| matches!(c, '@' | '`')) {
+        return Err(format!(
+            "Plain value cannot start with reserved character {c}"
+        ));
+    }
+    if first.starts_with('[') || first.starts_with('{') {
+        // Flow collections: not strings.
         return Ok(Value::Other);
     }
     let text = strip_comment(&fold_lines(first, more)).to_owned();
-    if text.starts_with('[')
-        || text.starts_with('{')
-        || text.starts_with('-') && more.is_empty() && text.len() > 1 && text.as_bytes()[1] == b' '
-    {
-        // Flow collections and lists: not strings.
-        return Ok(Value::Other);
+    if text.contains(": ") || text.ends_with(':') {
+        return Err("Nested mappings are not allowed in compact mappings".to_owned());
     }
     Ok(match text.as_str() {
         "true" | "True" | "TRUE" => Value::Bool(true),
@@ -259,7 +281,7 @@ fn quoted(text: &str) -> Result<String, String> {
                 '\\' => '\\',
                 '/' => '/',
                 ' ' => ' ',
-                other => return Err(format!("unknown escape \\{other}")),
+                other => return Err(format!("Invalid escape sequence \\{other}")),
             });
             i += 2;
             continue;
@@ -272,12 +294,12 @@ fn quoted(text: &str) -> Result<String, String> {
         i += 1;
     }
     let Some(end) = closed_at else {
-        return Err("missing closing quote".to_owned());
+        return Err("Missing closing quote".to_owned());
     };
     let after: String = rest[end + 1..].iter().collect();
     let after = after.trim();
     if !after.is_empty() && !after.starts_with('#') {
-        return Err("unexpected text after a quoted value".to_owned());
+        return Err("Unexpected scalar at node end".to_owned());
     }
     Ok(out)
 }
@@ -360,6 +382,53 @@ mod tests {
         assert_eq!(p.string("other"), Some("plain continued"));
         assert_eq!(p.string("q"), Some("it's"));
         assert_eq!(p.body, "b");
+    }
+
+    /// What pi's `yaml` package (2.x, in pi 1.6.0) makes of each, checked with it.
+    #[test]
+    fn accepts_and_refuses_what_pi_s_yaml_does() {
+        let desc = |y: &str| {
+            parse(&format!("---\n{y}\n---\nb")).map(|p| p.string("description").map(str::to_owned))
+        };
+        let err = |y: &str| desc(y).unwrap_err().message;
+        assert_eq!(
+            err("description: Use this when: the user asks"),
+            "Nested mappings are not allowed in compact mappings"
+        );
+        assert_eq!(
+            desc("tags:\n- a\n- b\ndescription: x"),
+            Ok(Some("x".into()))
+        );
+        assert_eq!(desc("description: a # c"), Ok(Some("a".into())));
+        assert_eq!(err("description: 'x' y"), "Unexpected scalar at node end");
+        assert_eq!(
+            err("name: x\n  bad: 1"),
+            "Nested mappings are not allowed in compact mappings"
+        );
+        assert_eq!(
+            desc("description: >-\n  one\n  two\n"),
+            Ok(Some("one two".into()))
+        );
+        assert_eq!(err("d: \"a\\qb\""), "Invalid escape sequence \\q");
+        assert_eq!(desc("description: it's fine"), Ok(Some("it's fine".into())));
+        assert_eq!(
+            err("description: ok\ndescription: dup"),
+            "Map keys must be unique"
+        );
+        assert_eq!(
+            err("description: - x"),
+            "Unexpected block-seq-ind on same line with key"
+        );
+        assert_eq!(
+            err("description: @x"),
+            "Plain value cannot start with reserved character @"
+        );
+        assert_eq!(desc("description: 'a\n  b'"), Ok(Some("a b".into())));
+        assert_eq!(desc("description: #x"), Ok(None));
+        assert_eq!(
+            desc("metadata:\n  author: me\ndescription: y"),
+            Ok(Some("y".into()))
+        );
     }
 
     #[test]
