@@ -122,7 +122,7 @@ pub fn load(args: &ResourceArgs, cwd: &Path, agent_dir: &Path, project_trusted: 
             DiagnosticKind::Warning => {
                 tracing::warn!("{}: {}", d.path.display(), d.message);
             }
-            DiagnosticKind::Collision { winner } => tracing::warn!(
+            DiagnosticKind::Collision { winner, .. } => tracing::warn!(
                 "{}: {} (kept {})",
                 d.path.display(),
                 d.message,

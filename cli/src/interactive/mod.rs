@@ -22,6 +22,7 @@ mod footer;
 mod markdown;
 mod messages;
 mod quiet_wait;
+mod resources_view;
 mod screen;
 mod style;
 mod tools;
@@ -144,6 +145,12 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
             style::accent("[Context]"),
             style::dim(&format!("  {}", shown.join(", "))),
         ]);
+    }
+    {
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let cwd = std::path::Path::new(&cwd);
+        let show = |p: &std::path::Path| display_path(p, cwd, home.as_deref());
+        screen.print_lines(&resources_view::startup_lines(&resources, &show));
     }
     let registry = ModelRegistry::load(&env.agent_dir);
     let creds = Credentials::load(&env.agent_dir);

@@ -1238,7 +1238,17 @@ fn prompt_templates_and_skills_are_commands_that_expand() {
         "---\ndescription: Work with PDFs\n---\nPDF steps\n",
     )
     .unwrap();
+    fs::create_dir_all(s.agent.join("skills/Bad")).unwrap();
+    fs::write(s.agent.join("skills/Bad/SKILL.md"), "---\nname: x\n---\n").unwrap();
     let mut pith = s.start(&[]);
+    // pi's startup listing: what was loaded, then what was wrong.
+    pith.expect("[Skills]");
+    pith.expect("  pdf-tools");
+    pith.expect("[Prompts]");
+    pith.expect("  /review");
+    pith.expect("[Skill warnings]");
+    pith.expect("~/agent/skills/Bad/SKILL.md");
+    pith.expect("    description is required");
     pith.prompt();
     pith.line("/help");
     pith.expect("<file> — Review a file");

@@ -52,6 +52,8 @@ pub enum DiagnosticKind {
     Warning,
     /// A second resource of a taken name; `winner` is the one kept.
     Collision {
+        /// The name (without `/` for templates).
+        name: String,
         /// The file that holds the name.
         winner: PathBuf,
     },
@@ -160,6 +162,7 @@ fn load_templates(files: &[PathBuf], diagnostics: &mut Vec<Diagnostic>) -> Vec<P
         if let Some(winner) = templates.iter().find(|w| w.name == t.name) {
             collisions.push(Diagnostic {
                 kind: DiagnosticKind::Collision {
+                    name: t.name.clone(),
                     winner: winner.file_path.clone(),
                 },
                 message: format!("name \"/{}\" collision", t.name),

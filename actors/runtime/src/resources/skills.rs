@@ -190,6 +190,7 @@ pub(crate) fn load_files(paths: &[PathBuf], diagnostics: &mut Vec<Diagnostic>) -
         if let Some(winner) = skills.iter().find(|s| s.name == skill.name) {
             collisions.push(Diagnostic {
                 kind: DiagnosticKind::Collision {
+                    name: skill.name.clone(),
                     winner: winner.file_path.clone(),
                 },
                 message: format!("name \"{}\" collision", skill.name),

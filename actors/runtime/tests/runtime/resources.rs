@@ -121,7 +121,7 @@ fn a_trusted_project_s_skills_come_first_as_pi_lists_them() {
         .map(|d| {
             let kind = match &d.kind {
                 DiagnosticKind::Warning => "warning".to_owned(),
-                DiagnosticKind::Collision { winner } => {
+                DiagnosticKind::Collision { winner, .. } => {
                     format!("collision with {}", winner.display())
                 }
             };
