@@ -151,9 +151,14 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
     let tools = toolset(args)?;
     let first = choose_session(args, &cwd, &env)?;
     let config_provider = provider_for(&choice, args.faux_script.as_deref(), &env)?;
-    // Project trust (pi's `settingsManager.isProjectTrusted()`): project-local templates,
-    // skills and SYSTEM.md are read only in a trusted project. Until the trust decision of
-    // project extensions (`--approve`, trust.json) is wired here, no project is trusted.
+    // Project trust (pi 1.6.0 `resolveProjectTrusted`): project-local templates, skills,
+    // SYSTEM.md and APPEND_SYSTEM.md are read only in a trusted project. pi's rule:
+    // `--approve` ⇒ trusted, `--no-approve` ⇒ not; a project without trust-requiring
+    // resources (`.pith/{settings.json,mcp.json,extensions,skills,prompts,themes,SYSTEM.md,
+    // APPEND_SYSTEM.md}`, or `.agents/skills` in the cwd or an ancestor other than
+    // `~/.agents/skills`) ⇒ trust.json's decision or trusted; else trust.json's decision,
+    // else `defaultProjectTrust` (always/never), else ask in the interactive mode, else not.
+    // Until that decision (the project extensions' trust) is wired here, none is trusted.
     let project_trusted = false;
     let loaded = crate::prompt_resources::load(
         &args.resources,
