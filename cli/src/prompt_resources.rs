@@ -60,6 +60,9 @@ pub struct Loaded {
     pub resources: Arc<Resources>,
     /// The system prompt builder.
     pub system_prompt: SystemPromptFn,
+    /// The files the system prompt's custom text and addendum came from (pi lists them first
+    /// under `[Context]`).
+    pub prompt_files: Vec<PathBuf>,
 }
 
 /// pi's `resolvePromptInput`: an existing file's text (BOM dropped), else the text itself.
@@ -130,14 +133,13 @@ pub fn load(args: &ResourceArgs, cwd: &Path, agent_dir: &Path, project_trusted: 
             ),
         }
     }
-    let custom = args
-        .system_prompt
-        .clone()
-        .or_else(|| {
-            discover(cwd, agent_dir, "SYSTEM.md", project_trusted)
-                .map(|p| p.to_string_lossy().into_owned())
-        })
-        .map(|s| resolve_input(&s, "system prompt"));
+    let custom_source = args.system_prompt.clone().or_else(|| {
+        discover(cwd, agent_dir, "SYSTEM.md", project_trusted)
+            .map(|p| p.to_string_lossy().into_owned())
+    });
+    let custom = custom_source
+        .as_deref()
+        .map(|s| resolve_input(s, "system prompt"));
     let append_sources: Vec<String> = if args.append_system_prompt.is_empty() {
         discover(cwd, agent_dir, "APPEND_SYSTEM.md", project_trusted)
             .map(|p| p.to_string_lossy().into_owned())
@@ -146,6 +148,12 @@ pub fn load(args: &ResourceArgs, cwd: &Path, agent_dir: &Path, project_trusted: 
     } else {
         args.append_system_prompt.clone()
     };
+    let prompt_files: Vec<PathBuf> = custom_source
+        .iter()
+        .chain(&append_sources)
+        .map(|s| cwd.join(s))
+        .filter(|p| p.exists())
+        .collect();
     let append: Vec<String> = append_sources
         .iter()
         .map(|s| resolve_input(s, "append system prompt"))
@@ -170,5 +178,6 @@ pub fn load(args: &ResourceArgs, cwd: &Path, agent_dir: &Path, project_trusted: 
     Loaded {
         resources,
         system_prompt,
+        prompt_files,
     }
 }

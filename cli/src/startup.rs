@@ -112,6 +112,8 @@ pub struct Started {
     pub provider: Arc<dyn Provider>,
     /// The prompt templates and skills of this run (the interactive mode lists them).
     pub resources: Arc<pith_actors::resources::Resources>,
+    /// SYSTEM.md / APPEND_SYSTEM.md / `--system-prompt FILE` files in use.
+    pub prompt_files: Vec<PathBuf>,
 }
 
 /// Checks flag combinations every mode shares.
@@ -193,6 +195,7 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         choice,
         provider: config_provider,
         resources: loaded.resources,
+        prompt_files: loaded.prompt_files,
     })
 }
 

@@ -111,6 +111,7 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         rt,
         choice,
         resources,
+        prompt_files,
         ..
     } = start(&args).await?;
     let env = SessionEnv::system();
@@ -128,17 +129,23 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         ),
     ]);
     let cwd = rt.current_session().await?.cwd;
-    let context_files = if args.resources.no_context_files {
-        Vec::new()
-    } else {
-        pith_actors::system_prompt::load_context_files(std::path::Path::new(&cwd), &env.agent_dir)
-    };
+    let mut context_files = prompt_files;
+    if !args.resources.no_context_files {
+        context_files.extend(
+            pith_actors::system_prompt::load_context_files(
+                std::path::Path::new(&cwd),
+                &env.agent_dir,
+            )
+            .into_iter()
+            .map(|f| f.path),
+        );
+    }
     if !context_files.is_empty() {
         // pi's startup listing: which AGENTS.md/CLAUDE.md files the model is given.
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
         let shown: Vec<String> = context_files
             .iter()
-            .map(|f| display_path(&f.path, std::path::Path::new(&cwd), home.as_deref()))
+            .map(|f| display_path(f, std::path::Path::new(&cwd), home.as_deref()))
             .collect();
         screen.print_lines(&[
             String::new(),

@@ -1240,8 +1240,11 @@ fn prompt_templates_and_skills_are_commands_that_expand() {
     .unwrap();
     fs::create_dir_all(s.agent.join("skills/Bad")).unwrap();
     fs::write(s.agent.join("skills/Bad/SKILL.md"), "---\nname: x\n---\n").unwrap();
+    fs::write(s.agent.join("APPEND_SYSTEM.md"), "Also this.").unwrap();
     let mut pith = s.start(&[]);
-    // pi's startup listing: what was loaded, then what was wrong.
+    // pi's startup listing: the prompt's files, what was loaded, then what was wrong.
+    pith.expect("[Context]");
+    pith.expect("~/agent/APPEND_SYSTEM.md");
     pith.expect("[Skills]");
     pith.expect("  pdf-tools");
     pith.expect("[Prompts]");
