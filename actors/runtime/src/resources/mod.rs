@@ -13,11 +13,13 @@ pub mod frontmatter;
 mod ignore_rules;
 pub mod prompt_templates;
 pub mod skills;
+pub mod source_info;
 
 use std::path::{Path, PathBuf};
 
 pub use prompt_templates::PromptTemplate;
 pub use skills::{Skill, SkillReader};
+pub use source_info::{Scope, Source, SourceInfo};
 
 /// pith's project config directory (pi's `.pi`).
 pub const PROJECT_DIR_NAME: &str = ".pith";
@@ -80,6 +82,45 @@ impl Diagnostic {
     }
 }
 
+/// What kind of resource a command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandKind {
+    /// A prompt template (pi's `"prompt"`).
+    Prompt,
+    /// A skill (pi's `"skill"`).
+    Skill,
+}
+
+/// A template or skill as a `/` command (pi's rpc `get_commands` entry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceCommand {
+    /// `name` or `skill:name`.
+    pub name: String,
+    /// The description.
+    pub description: String,
+    /// Template or skill.
+    pub kind: CommandKind,
+    /// The file.
+    pub path: PathBuf,
+    /// Where it came from.
+    pub source_info: Option<SourceInfo>,
+}
+
+impl ResourceCommand {
+    /// pi's JSON: `{name, description, source: "prompt"|"skill", sourceInfo}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "name": self.name,
+            "description": self.description,
+            "source": match self.kind { CommandKind::Prompt => "prompt", CommandKind::Skill => "skill" },
+        });
+        if let Some(info) = &self.source_info {
+            v["sourceInfo"] = info.to_json(&self.path);
+        }
+        v
+    }
+}
+
 /// The loaded templates and skills.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resources {
@@ -106,6 +147,26 @@ impl Resources {
         out
     }
 
+    /// The templates, then the skills (as `skill:name`), as `/` commands: pi's rpc
+    /// `get_commands` lists them after the extension commands.
+    pub fn commands(&self) -> Vec<ResourceCommand> {
+        let templates = self.templates.iter().map(|t| ResourceCommand {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            kind: CommandKind::Prompt,
+            path: t.file_path.clone(),
+            source_info: t.source_info.clone(),
+        });
+        let skills = self.skills.iter().map(|s| ResourceCommand {
+            name: format!("skill:{}", s.name),
+            description: s.description.clone(),
+            kind: CommandKind::Skill,
+            path: s.file_path.clone(),
+            source_info: s.source_info.clone(),
+        });
+        templates.chain(skills).collect()
+    }
+
     /// pi's prompt expansion (`_expandSkillCommand`, then `expandPromptTemplate`): what a
     /// prompt, steering message or follow-up `text` becomes before it is sent.
     pub fn expand(&self, text: &str) -> String {
@@ -122,23 +183,30 @@ impl Resources {
 
 /// The template files to read, in order: the trusted project's, the user's (unless
 /// `--no-prompt-templates`), then the explicit paths (always, as in pi).
-fn template_files(options: &ResourceOptions, diagnostics: &mut Vec<Diagnostic>) -> Vec<PathBuf> {
+fn template_files(options: &ResourceOptions, diagnostics: &mut Vec<Diagnostic>) -> Vec<Found> {
     let mut files = Vec::new();
     if !options.no_prompt_templates {
         if options.project_trusted {
-            let project = options.cwd.join(PROJECT_DIR_NAME).join("prompts");
-            files.extend(prompt_templates::collect_entries(&project));
+            let project = options.cwd.join(PROJECT_DIR_NAME);
+            let info = SourceInfo::auto(Scope::Project, &project);
+            files.extend(tag(
+                prompt_templates::collect_entries(&project.join("prompts")),
+                &info,
+            ));
         }
-        files.extend(prompt_templates::collect_entries(
-            &options.agent_dir.join("prompts"),
+        let info = SourceInfo::auto(Scope::User, &options.agent_dir);
+        files.extend(tag(
+            prompt_templates::collect_entries(&options.agent_dir.join("prompts")),
+            &info,
         ));
     }
     for path in &options.template_paths {
+        let info = SourceInfo::local(path);
         if path.is_dir() {
-            files.extend(prompt_templates::collect_entries(path));
+            files.extend(tag(prompt_templates::collect_entries(path), &info));
         } else if path.is_file() {
             if path.to_string_lossy().ends_with(".md") {
-                files.push(path.clone());
+                files.push((path.clone(), info));
             }
         } else {
             diagnostics.push(Diagnostic::warning(
@@ -152,13 +220,14 @@ fn template_files(options: &ResourceOptions, diagnostics: &mut Vec<Diagnostic>) 
 
 /// pi's `loadPromptTemplates` + `dedupePrompts`: the first template of a name wins, later
 /// ones are `name "/x" collision` diagnostics (after the others).
-fn load_templates(files: &[PathBuf], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptTemplate> {
+fn load_templates(files: &[Found], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptTemplate> {
     let mut templates: Vec<PromptTemplate> = Vec::new();
     let mut collisions = Vec::new();
-    for f in files {
-        let Some(t) = prompt_templates::load_file(f, diagnostics) else {
+    for (f, info) in files {
+        let Some(mut t) = prompt_templates::load_file(f, diagnostics) else {
             continue;
         };
+        t.source_info = Some(info.clone());
         if let Some(winner) = templates.iter().find(|w| w.name == t.name) {
             collisions.push(Diagnostic {
                 kind: DiagnosticKind::Collision {
@@ -179,8 +248,9 @@ fn load_templates(files: &[PathBuf], diagnostics: &mut Vec<Diagnostic>) -> Vec<P
 /// The skill files to read, in pi's order (see [`Resources::load`]), then the explicit
 /// `--skill` paths (always, as in pi): a directory is searched as `~/.pith/agent/skills` is,
 /// a `.md` file is read as it is.
-fn skill_files(options: &ResourceOptions, diagnostics: &mut Vec<Diagnostic>) -> Vec<PathBuf> {
+fn skill_files(options: &ResourceOptions, diagnostics: &mut Vec<Diagnostic>) -> Vec<Found> {
     use skills::Mode;
+    let parent = |d: &Path| d.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut files = Vec::new();
     if !options.no_skills {
         let project = options.cwd.join(PROJECT_DIR_NAME);
@@ -189,26 +259,34 @@ fn skill_files(options: &ResourceOptions, diagnostics: &mut Vec<Diagnostic>) -> 
             .as_ref()
             .map(|h| h.join(".agents").join("skills"));
         if options.project_trusted {
-            files.extend(skills::collect_entries(&project.join("skills"), Mode::Pith));
+            let info = SourceInfo::auto(Scope::Project, &project);
+            files.extend(tag(
+                skills::collect_entries(&project.join("skills"), Mode::Pith),
+                &info,
+            ));
             for dir in ancestor_agents_skill_dirs(&options.cwd) {
                 if Some(&dir) != user_agents.as_ref() {
-                    files.extend(skills::collect_entries(&dir, Mode::Agents));
+                    let info = SourceInfo::auto(Scope::Project, &parent(&dir));
+                    files.extend(tag(skills::collect_entries(&dir, Mode::Agents), &info));
                 }
             }
         }
-        files.extend(skills::collect_entries(
-            &options.agent_dir.join("skills"),
-            Mode::Pith,
+        let info = SourceInfo::auto(Scope::User, &options.agent_dir);
+        files.extend(tag(
+            skills::collect_entries(&options.agent_dir.join("skills"), Mode::Pith),
+            &info,
         ));
         if let Some(dir) = &user_agents {
-            files.extend(skills::collect_entries(dir, Mode::Agents));
+            let info = SourceInfo::auto(Scope::User, &parent(dir));
+            files.extend(tag(skills::collect_entries(dir, Mode::Agents), &info));
         }
     }
     for path in &options.skill_paths {
+        let info = SourceInfo::local(path);
         if path.is_dir() {
-            files.extend(skills::collect_entries(path, Mode::Pith));
+            files.extend(tag(skills::collect_entries(path, Mode::Pith), &info));
         } else if path.is_file() && path.to_string_lossy().ends_with(".md") {
-            files.push(path.clone());
+            files.push((path.clone(), info));
         } else if path.exists() {
             diagnostics.push(Diagnostic::warning(
                 "skill path is not a markdown file",
@@ -221,12 +299,19 @@ fn skill_files(options: &ResourceOptions, diagnostics: &mut Vec<Diagnostic>) -> 
     dedup(files)
 }
 
+/// A file to read and where it came from.
+type Found = (PathBuf, SourceInfo);
+
+fn tag(paths: Vec<PathBuf>, info: &SourceInfo) -> impl Iterator<Item = Found> + '_ {
+    paths.into_iter().map(move |p| (p, info.clone()))
+}
+
 /// Each path once, first place kept (pi's `mergePaths`).
-fn dedup(files: Vec<PathBuf>) -> Vec<PathBuf> {
+fn dedup(files: Vec<Found>) -> Vec<Found> {
     let mut seen = std::collections::HashSet::new();
     files
         .into_iter()
-        .filter(|f| seen.insert(f.clone()))
+        .filter(|(f, _)| seen.insert(f.clone()))
         .collect()
 }
 

@@ -21,6 +21,8 @@ pub struct PromptTemplate {
     pub content: String,
     /// Where it was read.
     pub file_path: PathBuf,
+    /// Where it was found (`None` for templates built by hand).
+    pub source_info: Option<super::SourceInfo>,
 }
 
 /// pi's `parseCommandArgs`: whitespace separates arguments; `"` or `'` opens a quote only at
@@ -245,6 +247,7 @@ pub(crate) fn load_file(path: &Path, diagnostics: &mut Vec<Diagnostic>) -> Optio
             .map(str::to_owned),
         content: parsed.body,
         file_path: path.to_path_buf(),
+        source_info: None,
     })
 }
 
@@ -337,6 +340,7 @@ mod tests {
             argument_hint: None,
             content: "Review $1 for ${2:-bugs}".into(),
             file_path: PathBuf::from("/x/review.md"),
+            source_info: None,
         };
         let ts = [t];
         assert_eq!(expand("/review a.rs", &ts), "Review a.rs for bugs");

@@ -26,6 +26,8 @@ pub struct Skill {
     pub base_dir: PathBuf,
     /// `disable-model-invocation: true`: left out of the system prompt, `/skill:name` only.
     pub disable_model_invocation: bool,
+    /// Where it was found (`None` for skills built by hand).
+    pub source_info: Option<super::SourceInfo>,
 }
 
 /// How a skills directory is scanned (pi's `collectSkillEntries` modes).
@@ -168,20 +170,25 @@ pub(crate) fn load_file(path: &Path, diagnostics: &mut Vec<Diagnostic>) -> Optio
         base_dir,
         disable_model_invocation: parsed.frontmatter.get("disable-model-invocation")
             == Some(&Value::Bool(true)),
+        source_info: None,
     })
 }
 
 /// pi's `loadSkills` over explicit files: symlinked duplicates of one file are dropped
 /// silently; a second skill of a taken name loses, with a `collision` diagnostic (listed
 /// after all others).
-pub(crate) fn load_files(paths: &[PathBuf], diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
+pub(crate) fn load_files(
+    paths: &[(PathBuf, super::SourceInfo)],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Skill> {
     let mut skills: Vec<Skill> = Vec::new();
     let mut real_paths: Vec<PathBuf> = Vec::new();
     let mut collisions = Vec::new();
-    for path in paths {
-        let Some(skill) = load_file(path, diagnostics) else {
+    for (path, info) in paths {
+        let Some(mut skill) = load_file(path, diagnostics) else {
             continue;
         };
+        skill.source_info = Some(info.clone());
         let real =
             std::fs::canonicalize(&skill.file_path).unwrap_or_else(|_| skill.file_path.clone());
         if real_paths.contains(&real) {
@@ -323,6 +330,7 @@ mod tests {
             file_path: PathBuf::from(format!("/s/{name}/SKILL.md")),
             base_dir: PathBuf::from(format!("/s/{name}")),
             disable_model_invocation: hidden,
+            source_info: None,
         };
         let text = format_for_prompt(&[s("a", false), s("b", true)], SkillReader::Read);
         assert_eq!(

@@ -185,3 +185,53 @@ fn an_untrusted_project_gives_only_the_user_s() {
     assert_eq!(r.skill_diagnostics[0].message, "skill path does not exist");
     assert_eq!(r.expand("/ptpl z"), "Project ptpl z\n");
 }
+
+/// rpc `get_commands` entries as pi 1.6.0 printed them for the same kinds of files.
+#[test]
+fn commands_carry_pi_s_source_info() {
+    let t = tree();
+    let mut o = options(&t, false);
+    o.skill_paths = vec![t.root.join("proj/.agents/skills/agent-one")];
+    write(&t.root.join("extra.md"), "Extra from a file.");
+    o.template_paths = vec![t.root.join("extra.md")];
+    let r = Resources::load(&o);
+    let p = |s: &str| t.root.join(s).display().to_string();
+    let json: Vec<serde_json::Value> = r.commands().iter().map(|c| c.to_json()).collect();
+    let find = |name: &str| json.iter().find(|c| c["name"] == name).unwrap().clone();
+    assert_eq!(
+        find("ptpl"),
+        serde_json::json!({"name": "ptpl", "description": "Global ptpl $1", "source": "prompt",
+            "sourceInfo": {"path": p("home/.pith/agent/prompts/ptpl.md"), "source": "auto",
+                "scope": "user", "origin": "top-level", "baseDir": p("home/.pith/agent")}})
+    );
+    assert_eq!(
+        find("skill:web")["sourceInfo"],
+        serde_json::json!({"path": p("home/.agents/skills/web/SKILL.md"), "source": "auto",
+            "scope": "user", "origin": "top-level", "baseDir": p("home/.agents")})
+    );
+    assert_eq!(
+        find("extra"),
+        serde_json::json!({"name": "extra", "description": "Extra from a file.", "source": "prompt",
+            "sourceInfo": {"path": p("extra.md"), "source": "local", "scope": "temporary",
+                "origin": "top-level", "baseDir": t.root.display().to_string()}})
+    );
+    assert_eq!(
+        find("skill:agent-one")["sourceInfo"],
+        serde_json::json!({"path": p("proj/.agents/skills/agent-one/SKILL.md"), "source": "local",
+            "scope": "temporary", "origin": "top-level", "baseDir": p("proj/.agents/skills/agent-one")})
+    );
+    // Templates first, then skills.
+    let names: Vec<&str> = json.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "ptpl",
+            "extra",
+            "skill:Bad_Name",
+            "skill:pdf-tools",
+            "skill:skills",
+            "skill:web",
+            "skill:agent-one"
+        ]
+    );
+}

@@ -107,6 +107,7 @@ fn skill(name: &str, hidden: bool) -> Skill {
         file_path: format!("/s/{name}/SKILL.md").into(),
         base_dir: format!("/s/{name}").into(),
         disable_model_invocation: hidden,
+        source_info: None,
     }
 }
 
