@@ -13,6 +13,8 @@ use pith_tools::tool::ToolSpec;
 
 use crate::resources::SkillReader;
 
+mod worktree;
+
 /// File names pi looks for in each directory, first match wins.
 const CONTEXT_FILE_NAMES: [&str; 5] = [
     "AGENTS.override.md",
@@ -46,18 +48,27 @@ pub struct PromptOptions {
 }
 
 /// pi's `loadProjectContextFiles`: the context file of `agent_dir` first, then those of every
-/// directory from the filesystem root down to `cwd` (outermost first), each path once. A
-/// file that cannot be read is skipped with a warning, as pi does.
+/// directory from the filesystem root down to `cwd` (outermost first), each path once, the
+/// main checkout's left out in a nested linked git worktree that has its own. A file that
+/// cannot be read is skipped with a warning, as pi does.
 pub fn load_context_files(cwd: &Path, agent_dir: &Path) -> Vec<ContextFile> {
     let mut files = Vec::new();
     if let Some(global) = context_file_in(agent_dir) {
         files.push(global);
     }
+    let shadowed = worktree::shadowed_context_file(cwd);
     let mut ancestors: Vec<ContextFile> = Vec::new();
     for dir in cwd.ancestors() {
-        if let Some(file) = context_file_in(dir)
-            && !files.iter().chain(&ancestors).any(|f| f.path == file.path)
-        {
+        let Some(file) = context_file_in(dir) else {
+            continue;
+        };
+        let is_shadowed = shadowed.as_ref().is_some_and(|s| {
+            let real_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+            file.path
+                .file_name()
+                .is_some_and(|n| real_dir.join(n) == *s)
+        });
+        if !is_shadowed && !files.iter().chain(&ancestors).any(|f| f.path == file.path) {
             ancestors.push(file);
         }
     }

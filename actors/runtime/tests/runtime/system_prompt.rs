@@ -155,3 +155,44 @@ Resolve relative paths against the skill's directory (parent of SKILL.md). Use a
     let none = system_prompt::build_with(std::path::Path::new("/w"), &[], &options);
     assert!(!none.contains("<skills>"), "{none}");
 }
+
+/// pi 1.6.0: in a linked worktree nested inside its main checkout, the main checkout's
+/// AGENTS.md is shadowed by the worktree's own (pi sent only `wt/feature/AGENTS.md` for this
+/// layout). Real git makes the worktree.
+#[test]
+fn a_nested_worktree_s_context_file_shadows_the_main_checkout_s() {
+    let root = dir();
+    let repo = root.path().canonicalize().unwrap().join("repo");
+    write(&repo.join("AGENTS.md"), "main rules\n");
+    let git = |args: &[&str], cwd: &std::path::Path| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q", "."], &repo);
+    git(&["add", "."], &repo);
+    git(&["commit", "-qm", "init"], &repo);
+    git(&["worktree", "add", "-q", "wt/feature"], &repo);
+    let feature = repo.join("wt/feature");
+    write(&feature.join("AGENTS.md"), "feature rules\n");
+    let agent = root.path().join("agent");
+    let paths: Vec<_> = system_prompt::load_context_files(&feature, &agent)
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    assert_eq!(paths, [feature.join("AGENTS.md")]);
+    // In the main checkout itself nothing is shadowed.
+    let paths: Vec<_> = system_prompt::load_context_files(&repo, &agent)
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    assert_eq!(paths, [repo.join("AGENTS.md")]);
+}
