@@ -87,6 +87,8 @@ pub struct App {
     pub(super) ext_commands: Vec<SlashCommand>,
     /// Prompt templates and skills (`/name`, `/skill:name`), for `/help` and completion.
     pub(super) resources: std::sync::Arc<pith_actors::resources::Resources>,
+    /// The `enableSkillCommands` setting: `/skill:name` completes.
+    pub(super) skill_commands: bool,
     /// A compaction runs (between `compaction_start` and `compaction_end`): prompts wait
     /// for it, as pi's compaction queue makes them.
     compacting: bool,
@@ -127,6 +129,8 @@ pub struct Parts {
     pub messages: Vec<String>,
     /// Prompt templates and skills of this run.
     pub resources: std::sync::Arc<pith_actors::resources::Resources>,
+    /// The `enableSkillCommands` setting.
+    pub skill_commands: bool,
 }
 
 impl App {
@@ -155,6 +159,7 @@ impl App {
             queued: parts.messages.into(),
             ext_commands,
             resources: parts.resources,
+            skill_commands: parts.skill_commands,
             compacting: false,
             last_interrupt: None,
             resume_command: None,

@@ -50,11 +50,13 @@ pub const BUILTIN: [(&str, &str); 18] = [
 ];
 
 /// Everything Tab completes after `/`, with its description: the built-in commands, the
-/// extension commands, then the prompt templates (with their `argument-hint`) and
-/// `skill:name` for each skill, as pi's autocomplete lists them.
+/// extension commands, then the prompt templates (with their `argument-hint`) and, unless
+/// the `enableSkillCommands` setting is `false`, `skill:name` for each skill, as pi's
+/// autocomplete lists them (a typed `/skill:name` works either way).
 pub fn completions(
     ext_commands: &[pith_actors::extension::SlashCommand],
     resources: &Resources,
+    skill_commands: bool,
 ) -> Vec<(String, String)> {
     let mut names: Vec<(String, String)> = BUILTIN
         .iter()
@@ -65,7 +67,11 @@ pub fn completions(
             .iter()
             .map(|c| (c.name.clone(), c.description.clone())),
     );
-    names.extend(resource_commands(resources));
+    names.extend(
+        resource_commands(resources)
+            .into_iter()
+            .filter(|(n, _)| skill_commands || !n.starts_with("skill:")),
+    );
     names
 }
 
@@ -280,8 +286,11 @@ impl App {
                 }
                 self.drain_events();
                 self.ext_commands = self.rt.commands().await?;
-                self.editor
-                    .set_commands(completions(&self.ext_commands, &self.resources));
+                self.editor.set_commands(completions(
+                    &self.ext_commands,
+                    &self.resources,
+                    self.skill_commands,
+                ));
                 self.show_history().await?;
                 if let Some(text) = outcome.selected_text {
                     self.next_initial = text;
@@ -752,6 +761,45 @@ mod tests {
         assert!(!looks_like_command("usr/bin/env"));
         assert!(!looks_like_command(""));
         assert!(!looks_like_command("2"));
+    }
+
+    #[test]
+    fn templates_and_skills_complete_after_the_commands() {
+        use pith_actors::resources::{PromptTemplate, Skill};
+        let resources = Resources {
+            templates: vec![PromptTemplate {
+                name: "review".into(),
+                description: "Review a file".into(),
+                argument_hint: Some("<file>".into()),
+                content: String::new(),
+                file_path: "/p/review.md".into(),
+                source_info: None,
+            }],
+            skills: vec![Skill {
+                name: "pdf".into(),
+                description: "PDFs".into(),
+                file_path: "/s/pdf/SKILL.md".into(),
+                base_dir: "/s/pdf".into(),
+                disable_model_invocation: true,
+                source_info: None,
+            }],
+            ..Resources::default()
+        };
+        let all = completions(&[], &resources, true);
+        assert_eq!(all.len(), BUILTIN.len() + 2);
+        assert_eq!(
+            all[BUILTIN.len()..],
+            [
+                ("review".to_owned(), "<file> — Review a file".to_owned()),
+                ("skill:pdf".to_owned(), "PDFs".to_owned())
+            ]
+        );
+        // enableSkillCommands: false hides skills from completion only.
+        assert_eq!(completions(&[], &resources, false).len(), BUILTIN.len() + 1);
+        assert!(is_resource_command(&resources, "skill:pdf"));
+        assert!(is_resource_command(&resources, "review"));
+        assert!(!is_resource_command(&resources, "skill:nope"));
+        assert!(!is_resource_command(&resources, "revie"));
     }
 
     #[test]

@@ -115,7 +115,14 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         ..
     } = start(&args).await?;
     let env = SessionEnv::system();
-    let names = commands::completions(&rt.commands().await?, &resources);
+    let skill_commands = {
+        let cwd = rt.current_session().await?.cwd;
+        pith_actors::settings::Settings::load(&env.agent_dir, std::path::Path::new(&cwd))
+            .get("enableSkillCommands")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(true)
+    };
+    let names = commands::completions(&rt.commands().await?, &resources, skill_commands);
     let (editor, inputs, printer) = editor::Editor::start(env.agent_dir.join("history"), names)?;
     let mut screen = screen::Screen::new(printer);
     screen.print_lines(&[
@@ -177,6 +184,7 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         screen,
         messages: args.messages.clone(),
         resources,
+        skill_commands,
     })
     .await?;
     if !app.rt.context().await?.messages.is_empty() {
