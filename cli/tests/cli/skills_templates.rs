@@ -194,3 +194,65 @@ fn system_prompt_flags_and_files_as_pi() {
         "{system}"
     );
 }
+
+/// rpc `prompt`s expand as `-p` does (pi expands in `_preparePrompt`; steering and
+/// follow-ups go through the same runtime step).
+#[test]
+fn rpc_prompts_expand_templates_and_skills() {
+    use std::io::{BufRead, BufReader, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let server = serve((0..2).map(|_| answer()).collect());
+    let (agent, cwd) = setup(tmp.path(), &server.url);
+    write(&agent.join("prompts/fix.md"), "Fix $1 now\n");
+    write(
+        &agent.join("skills/lint/SKILL.md"),
+        "---\ndescription: Lint things\n---\nRun the linter\n",
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pith"))
+        .args(["--mode", "rpc", "--model", "local/qwen", "--no-session"])
+        .env("PITH_AGENT_DIR", &agent)
+        .env("HOME", tmp.path())
+        .current_dir(&cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut wait_for_end = || {
+        for line in lines.by_ref() {
+            if line.unwrap().contains(r#""type":"agent_end""#) {
+                return;
+            }
+        }
+        panic!("no agent_end");
+    };
+    writeln!(
+        stdin,
+        r#"{{"type":"prompt","message":"/fix \"the parser\""}}"#
+    )
+    .unwrap();
+    wait_for_end();
+    writeln!(stdin, r#"{{"type":"prompt","message":"/skill:lint src"}}"#).unwrap();
+    wait_for_end();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let requests = server.requests.lock().unwrap();
+    let last_user = |r: &Value| {
+        r["messages"].as_array().unwrap().last().unwrap()["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // No frontmatter: the file as it is, its final newline too.
+    assert_eq!(last_user(&requests[0]), "Fix the parser now\n");
+    let lint = agent.join("skills/lint");
+    assert_eq!(
+        last_user(&requests[1]),
+        format!(
+            "<skill name=\"lint\" location=\"{}/SKILL.md\">\nReferences are relative to {}.\n\nRun the linter\n</skill>\n\nsrc",
+            lint.display(),
+            lint.display()
+        )
+    );
+}
