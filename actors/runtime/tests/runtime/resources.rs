@@ -235,3 +235,57 @@ fn commands_carry_pi_s_source_info() {
         ]
     );
 }
+
+/// The runtime expands prompts, steering messages and follow-ups with its resources (pi's
+/// `_preparePrompt` and `_queueUserInput` expand each), so every frontend gets it.
+#[tokio::test(start_paused = true)]
+async fn the_runtime_expands_prompts_steering_and_follow_ups() {
+    use super::support::*;
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    write(
+        &agent.join("prompts/t.md"),
+        "---\ndescription: t\n---\nT($1)\n",
+    );
+    let env = env(tmp.path());
+    let resources = Resources::load(&ResourceOptions {
+        cwd: "/project".into(),
+        agent_dir: agent,
+        home: None,
+        project_trusted: false,
+        no_skills: false,
+        no_prompt_templates: false,
+        skill_paths: Vec::new(),
+        template_paths: Vec::new(),
+    });
+    let config = RuntimeConfig {
+        resources: Arc::new(resources),
+        ..project_config(
+            &env,
+            Arc::new(Faux::new(
+                script(
+                    r#"[{"content":[{"type":"text","text":"one"}],"delayMs":1000},
+                        {"content":[{"type":"text","text":"two"}]},
+                        {"content":[{"type":"text","text":"three"}]}]"#,
+                ),
+                env.clock.clone(),
+            )),
+            Vec::new(),
+        )
+    };
+    let rt = Runtime::start(config, FirstSession::New)
+        .await
+        .unwrap()
+        .handle;
+    rt.prompt("/t a").await.unwrap();
+    rt.steer("/t b");
+    rt.follow_up("/t c");
+    rt.wait_idle().await.unwrap();
+    let file = rt.current_session().await.unwrap().session_file.unwrap();
+    rt.shutdown().await.unwrap();
+    let users: Vec<String> = transcript(&file)
+        .into_iter()
+        .filter(|l| l.starts_with("user:"))
+        .collect();
+    assert_eq!(users, ["user:T(a)", "user:T(b)", "user:T(c)"]);
+}
