@@ -151,11 +151,14 @@ pub fn load(args: &ResourceArgs, cwd: &Path, agent_dir: &Path, project_trusted: 
     let prompt_files: Vec<PathBuf> = custom_source
         .iter()
         .chain(&append_sources)
+        .filter(|s| !s.is_empty())
         .map(|s| cwd.join(s))
-        .filter(|p| p.exists())
+        .filter(|p| p.is_file())
         .collect();
+    // pi's `resolvePromptInput` gives nothing for an empty value, and nothing is appended.
     let append: Vec<String> = append_sources
         .iter()
+        .filter(|s| !s.is_empty())
         .map(|s| resolve_input(s, "append system prompt"))
         .collect();
     let resources = Arc::new(resources);

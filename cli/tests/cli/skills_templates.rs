@@ -145,7 +145,7 @@ Resolve relative paths against the skill's directory (parent of SKILL.md). Use a
 #[test]
 fn system_prompt_flags_and_files_as_pi() {
     let tmp = tempfile::tempdir().unwrap();
-    let server = serve((0..3).map(|_| answer()).collect());
+    let server = serve((0..4).map(|_| answer()).collect());
     let (agent, cwd) = setup(tmp.path(), &server.url);
     let home = tmp.path().join("home");
     write(&agent.join("SYSTEM.md"), "\u{feff}From SYSTEM.md.\n");
@@ -185,6 +185,31 @@ fn system_prompt_flags_and_files_as_pi() {
         format!(
             "Be brief.\n\n<addendum>\nOne.\n\nExtra from a file.\n</addendum>\n\n<cwd>\n{c}\n</cwd>"
         )
+    );
+
+    // Empty values are nothing: `--system-prompt ""` gives pith's own text (not SYSTEM.md),
+    // an empty addendum adds nothing.
+    let (system, _) = request(
+        &agent,
+        &cwd,
+        &home,
+        &server,
+        &[
+            "--system-prompt",
+            "",
+            "--append-system-prompt",
+            "",
+            "--append-system-prompt",
+            "Two.",
+            "--no-context-files",
+            "--no-tools",
+            "hi",
+        ],
+    );
+    assert!(
+        system.starts_with("You are a coding assistant running inside pith")
+            && system.contains("\n\n<addendum>\nTwo.\n</addendum>\n\n<cwd>"),
+        "{system}"
     );
 
     fs::remove_file(agent.join("SYSTEM.md")).unwrap();
