@@ -272,11 +272,37 @@ fn quoted(text: &str) -> Result<String, String> {
             let Some(&e) = rest.get(i + 1) else {
                 return Err("unterminated escape".to_owned());
             };
+            let hex_len = match e {
+                'x' => 2,
+                'u' => 4,
+                'U' => 8,
+                _ => 0,
+            };
+            if hex_len > 0 {
+                let digits: String = rest.iter().skip(i + 2).take(hex_len).collect();
+                let code = (digits.len() == hex_len)
+                    .then(|| u32::from_str_radix(&digits, 16).ok())
+                    .flatten()
+                    .and_then(char::from_u32)
+                    .ok_or_else(|| format!("Invalid escape sequence \\{e}{digits}"))?;
+                out.push(code);
+                i += 2 + hex_len;
+                continue;
+            }
             out.push(match e {
                 'n' => '\n',
-                't' => '\t',
+                't' | '\t' => '\t',
                 'r' => '\r',
                 '0' => '\0',
+                'a' => '\u{7}',
+                'b' => '\u{8}',
+                'e' => '\u{1b}',
+                'f' => '\u{c}',
+                'v' => '\u{b}',
+                'N' => '\u{85}',
+                '_' => '\u{a0}',
+                'L' => '\u{2028}',
+                'P' => '\u{2029}',
                 '"' => '"',
                 '\\' => '\\',
                 '/' => '/',
@@ -425,6 +451,10 @@ mod tests {
         );
         assert_eq!(desc("description: 'a\n  b'"), Ok(Some("a b".into())));
         assert_eq!(desc("description: #x"), Ok(None));
+        assert_eq!(
+            desc("description: \"caf\\u00e9 \\x41\""),
+            Ok(Some("café A".into()))
+        );
         assert_eq!(
             desc("metadata:\n  author: me\ndescription: y"),
             Ok(Some("y".into()))
