@@ -42,15 +42,30 @@ pub(crate) enum Mode {
 /// pi's `collectSkillEntries`: a directory holding `SKILL.md` is a skill and is not descended
 /// further; otherwise its subdirectories are searched (dot entries and `node_modules`
 /// skipped, ignore files honoured), and loose `.md` files count as the mode says.
+///
+/// A directory reached twice (a symlink loop) is searched once: pi would recurse until the
+/// OS refuses the path.
 pub(crate) fn collect_entries(dir: &Path, mode: Mode) -> Vec<PathBuf> {
     let mut rules = IgnoreRules::new(dir);
     let mut out = Vec::new();
-    collect(dir, dir, mode, &mut rules, &mut out);
+    let mut seen = std::collections::HashSet::new();
+    collect(dir, dir, mode, &mut rules, &mut seen, &mut out);
     out
 }
 
-fn collect(dir: &Path, root: &Path, mode: Mode, rules: &mut IgnoreRules, out: &mut Vec<PathBuf>) {
+fn collect(
+    dir: &Path,
+    root: &Path,
+    mode: Mode,
+    rules: &mut IgnoreRules,
+    seen: &mut std::collections::HashSet<PathBuf>,
+    out: &mut Vec<PathBuf>,
+) {
     if !dir.exists() {
+        return;
+    }
+    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if !seen.insert(real) {
         return;
     }
     rules.add_dir(dir);
@@ -83,7 +98,7 @@ fn collect(dir: &Path, root: &Path, mode: Mode, rules: &mut IgnoreRules, out: &m
         if !meta.is_dir() || rules.ignores(&path, true) {
             continue;
         }
-        collect(&path, root, mode, rules, out);
+        collect(&path, root, mode, rules, seen, out);
     }
 }
 

@@ -289,3 +289,25 @@ async fn the_runtime_expands_prompts_steering_and_follow_ups() {
         .collect();
     assert_eq!(users, ["user:T(a)", "user:T(b)", "user:T(c)"]);
 }
+
+/// A symlink loop under a skills directory ends the search instead of the process.
+#[test]
+fn a_symlink_loop_in_a_skills_directory_is_searched_once() {
+    let tmp = dir();
+    let agent = tmp.path().join("agent");
+    skill(&agent.join("skills/a/inner/SKILL.md"), "description: inner");
+    std::fs::create_dir_all(agent.join("skills/loop")).unwrap();
+    std::os::unix::fs::symlink(agent.join("skills"), agent.join("skills/loop/back")).unwrap();
+    let r = Resources::load(&ResourceOptions {
+        cwd: tmp.path().join("work"),
+        agent_dir: agent,
+        home: None,
+        project_trusted: false,
+        no_skills: false,
+        no_prompt_templates: false,
+        skill_paths: Vec::new(),
+        template_paths: Vec::new(),
+    });
+    let listed: Vec<String> = names(&r).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(listed, ["inner"]);
+}
