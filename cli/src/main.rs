@@ -16,6 +16,7 @@ mod logging;
 mod model_choice;
 mod model_source;
 mod print;
+mod prompt_resources;
 mod rpc;
 mod session_cmd;
 mod session_search;

@@ -16,7 +16,6 @@ use pith_events::ThinkingLevel;
 use pith_llm::provider::Provider;
 use pith_store::list::{Resolved, resolve_session_arg};
 use pith_store::{SessionEnv, dirs};
-use pith_tools::tool::ToolSpec;
 
 /// `--mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -122,6 +121,9 @@ pub struct RunArgs {
     /// Do not trust this project for this run: none of its extensions run.
     #[arg(long)]
     pub no_approve: bool,
+    /// System-prompt flags, context files, skills and prompt templates.
+    #[command(flatten)]
+    pub resources: crate::prompt_resources::ResourceArgs,
     /// The prompt(s). Text piped on stdin is put before the first one.
     pub messages: Vec<String>,
 }
@@ -151,6 +153,10 @@ pub struct Started {
     pub provider: Arc<dyn Provider>,
     /// Extension dialogs waiting for the frontend (rpc's `extension_ui_response`).
     pub dialogs: Dialogs,
+    /// The prompt templates and skills of this run (the interactive mode lists them).
+    pub resources: Arc<pith_actors::resources::Resources>,
+    /// SYSTEM.md / APPEND_SYSTEM.md / `--system-prompt FILE` files in use.
+    pub prompt_files: Vec<PathBuf>,
 }
 
 /// Checks flag combinations every mode shares.
@@ -220,9 +226,23 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         args.api_key.clone(),
         args.faux_script.clone(),
     ));
-    let agent_dir = env.agent_dir.clone();
     let hosted = hosted_extensions(args, &env.agent_dir, Path::new(&cwd))?;
     let dialogs = hosted.dialogs.clone();
+    // Project trust (pi 1.6.0 `resolveProjectTrusted`), decided after the extensions' question
+    // so an answer given there counts: project-local templates, skills, SYSTEM.md and
+    // APPEND_SYSTEM.md are read only in a trusted project.
+    let project_trusted = crate::ext_trust::project_trusted(&crate::ext_trust::Ask {
+        agent_dir: &env.agent_dir,
+        cwd: Path::new(&cwd),
+        approve: approve_flag(args),
+        interactive: args.mode_name() == "tui",
+    });
+    let loaded = crate::prompt_resources::load(
+        &args.resources,
+        Path::new(&cwd),
+        &env.agent_dir,
+        project_trusted,
+    );
     let config = RuntimeConfig {
         env: env.clone(),
         cwd: cwd.clone(),
@@ -234,13 +254,12 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         selection: selection(args, &choice, models.clone()),
         session_name: args.name.as_ref().map(|n| n.trim().to_owned()),
         tools,
-        system_prompt: Some(Arc::new(move |cwd: &Path, specs: &[ToolSpec]| {
-            pith_actors::system_prompt::build(cwd, &agent_dir, specs, &today())
-        })),
+        system_prompt: Some(loaded.system_prompt),
         // The example extensions (PromptCounter, NoForkWhileRunning) are for tests and the
         // README; a user's sessions get no entries pi would not write.
         extensions: Vec::new(),
         hosted,
+        resources: loaded.resources.clone(),
     };
     let started = Runtime::start(config, first).await.map_err(locked_hint)?;
     if let Some(file) = &started.opened.session_file {
@@ -257,6 +276,8 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         choice,
         provider,
         dialogs,
+        resources: loaded.resources,
+        prompt_files: loaded.prompt_files,
     })
 }
 
@@ -272,11 +293,7 @@ pub fn hosted_extensions(args: &RunArgs, agent_dir: &Path, cwd: &Path) -> Result
         crate::ext_trust::decide(&crate::ext_trust::Ask {
             agent_dir,
             cwd,
-            approve: match (args.approve, args.no_approve) {
-                (true, _) => Some(true),
-                (_, true) => Some(false),
-                _ => None,
-            },
+            approve: approve_flag(args),
             interactive: mode == "tui",
         })
     };
@@ -469,12 +486,6 @@ pub fn tool_pattern_matches(pattern: &str, name: &str) -> bool {
         }
     }
     rest.len() >= last.len() && rest.ends_with(last)
-}
-
-/// Today's date for the system prompt, `YYYY-MM-DD` in UTC.
-pub fn today() -> String {
-    let iso = SessionEnv::system().now_iso();
-    iso.get(..10).unwrap_or(&iso).to_owned()
 }
 
 /// A locked session gets the way out in its message.
@@ -687,5 +698,14 @@ mod tool_flag_tests {
             args,
             ["pith", "--exclude-tools", "bash", "--no-tools", "--", "-xt"]
         );
+    }
+}
+
+/// `--approve` (`Some(true)`), `--no-approve` (`Some(false)`) or neither.
+fn approve_flag(args: &RunArgs) -> Option<bool> {
+    match (args.approve, args.no_approve) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
     }
 }

@@ -16,6 +16,7 @@
 //! - [`system_prompt`]: pi's default system prompt and the context files it holds.
 //! - [`selection`]: the model and thinking level a starting session runs with (a resumed one
 //!   goes on with its own).
+//! - [`resources`]: prompt templates and skills (discovery, `/name` and `/skill:name`).
 //! - [`settings`]: `settings.json` of the agent dir and the project, read per session cwd.
 //! - [`summarize`]: summaries through the current model (conversation serialization, prompts).
 //! - [`trace`]: who sent a message, in which flow, caused by what; the span every actor
@@ -32,6 +33,7 @@ pub mod extension;
 pub mod extension_host;
 pub mod extensions;
 pub mod projection;
+pub mod resources;
 pub mod runtime;
 pub mod selection;
 pub mod settings;

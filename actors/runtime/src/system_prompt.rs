@@ -1,16 +1,28 @@
-//! pi's default system prompt (pi-coding-agent 0.73.1 `core/system-prompt.js`) and its
-//! loading of context files (`AGENTS.md` / `CLAUDE.md`, `core/resource-loader.js`).
+//! pi's default system prompt (pi-coding-agent 1.6.0 `core/system-prompt.js`) and its
+//! loading of context files (`AGENTS.override.md` / `AGENTS.md` / `CLAUDE.md`,
+//! `core/resource-loader.js`).
 //!
-//! pi's prompt also points the model at pi's own README, docs and examples; pith has no such
-//! files to point at, so those lines are left out. Everything else is pi's text.
+//! pi's prompt also has a `<docs>` section pointing the model at pi's own README, docs and
+//! examples; pith has no such files to point at, so it is left out. pi's bash guideline about
+//! `PI_*` environment variables is left out too (pith's bash sets none). Everything else is
+//! pi's text, with "pi" as "pith".
 
 use std::path::{Path, PathBuf};
 
-use pith_tools;
 use pith_tools::tool::ToolSpec;
 
+use crate::resources::SkillReader;
+
+mod worktree;
+
 /// File names pi looks for in each directory, first match wins.
-const CONTEXT_FILE_NAMES: [&str; 4] = ["AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD"];
+const CONTEXT_FILE_NAMES: [&str; 5] = [
+    "AGENTS.override.md",
+    "AGENTS.md",
+    "AGENTS.MD",
+    "CLAUDE.md",
+    "CLAUDE.MD",
+];
 
 /// One loaded context file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,28 +36,39 @@ pub struct ContextFile {
 /// What goes into a prompt beyond the defaults.
 #[derive(Debug, Clone, Default)]
 pub struct PromptOptions {
-    /// Replaces pi's default text (pi's `SYSTEM.md` / `--system-prompt`); context files, date
-    /// and cwd are still appended.
+    /// Replaces pi's default text, tools and rules (pi's `SYSTEM.md` / `--system-prompt`);
+    /// the other sections are still added.
     pub custom_prompt: Option<String>,
     /// Appended after the main text (pi's `APPEND_SYSTEM.md` / `--append-system-prompt`).
     pub append: Option<String>,
     /// Context files, in order (see [`load_context_files`]).
     pub context_files: Vec<ContextFile>,
+    /// Skills the model may load (listed when a reader tool is active).
+    pub skills: Vec<crate::resources::Skill>,
 }
 
 /// pi's `loadProjectContextFiles`: the context file of `agent_dir` first, then those of every
-/// directory from the filesystem root down to `cwd` (outermost first), each path once. A
-/// file that cannot be read is skipped with a warning, as pi does.
+/// directory from the filesystem root down to `cwd` (outermost first), each path once, the
+/// main checkout's left out in a nested linked git worktree that has its own. A file that
+/// cannot be read is skipped with a warning, as pi does.
 pub fn load_context_files(cwd: &Path, agent_dir: &Path) -> Vec<ContextFile> {
     let mut files = Vec::new();
     if let Some(global) = context_file_in(agent_dir) {
         files.push(global);
     }
+    let shadowed = worktree::shadowed_context_file(cwd);
     let mut ancestors: Vec<ContextFile> = Vec::new();
     for dir in cwd.ancestors() {
-        if let Some(file) = context_file_in(dir)
-            && !files.iter().chain(&ancestors).any(|f| f.path == file.path)
-        {
+        let Some(file) = context_file_in(dir) else {
+            continue;
+        };
+        let is_shadowed = shadowed.as_ref().is_some_and(|s| {
+            let real_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+            file.path
+                .file_name()
+                .is_some_and(|n| real_dir.join(n) == *s)
+        });
+        if !is_shadowed && !files.iter().chain(&ancestors).any(|f| f.path == file.path) {
             ancestors.push(file);
         }
     }
@@ -62,7 +85,13 @@ fn context_file_in(dir: &Path) -> Option<ContextFile> {
             &path,
             pith_llm::config_file::CONTEXT_MAX_BYTES,
         ) {
-            Ok(Some(content)) => return Some(ContextFile { content, path }),
+            Ok(Some(content)) => {
+                let content = content
+                    .strip_prefix('\u{feff}')
+                    .map(str::to_owned)
+                    .unwrap_or(content);
+                return Some(ContextFile { content, path });
+            }
             Ok(None) => {}
             Err(e) => tracing::warn!("context file not used: {e}"),
         }
@@ -71,93 +100,105 @@ fn context_file_in(dir: &Path) -> Option<ContextFile> {
 }
 
 /// pi's default system prompt for a session in `cwd` with `tools` active, with the context
-/// files of `agent_dir` (pith's is `~/.pith/agent`) and of `cwd` and its ancestors. `today` is
-/// the local date as pi prints it, `YYYY-MM-DD`.
-pub fn build(cwd: &Path, agent_dir: &Path, tools: &[ToolSpec], today: &str) -> String {
+/// files of `agent_dir` (pith's is `~/.pith/agent`) and of `cwd` and its ancestors.
+pub fn build(cwd: &Path, agent_dir: &Path, tools: &[ToolSpec]) -> String {
     let options = PromptOptions {
         context_files: load_context_files(cwd, agent_dir),
         ..PromptOptions::default()
     };
-    build_with(cwd, tools, today, &options)
+    build_with(cwd, tools, &options)
 }
 
-/// pi's `buildSystemPrompt` with explicit options: the tool list (tools with a prompt
-/// snippet, in the given order, else `(none)`), guidelines (bash advice, each tool's
-/// guidelines, then pi's two fixed ones, without repeats), the appended text, a
-/// `# Project Context` section with each context file, and finally the date and the cwd
-/// (backslashes turned into slashes).
-pub fn build_with(cwd: &Path, tools: &[ToolSpec], today: &str, options: &PromptOptions) -> String {
-    let prompt_cwd = cwd.display().to_string().replace('\\', "/");
-    let mut prompt = match &options.custom_prompt {
-        Some(custom) if !custom.is_empty() => custom.clone(),
-        _ => default_text(tools),
+/// pi 1.6.0's `buildSystemPrompt`: the preamble (the custom prompt, or pi's text followed by
+/// `<tools>` and `<rules>`), then `<addendum>` (the appended text), `<project_context>` (the
+/// context files), `<skills>` (when `read` or `bash` is active) and `<cwd>` (backslashes
+/// turned into slashes), each section tagged and separated by a blank line.
+pub fn build_with(cwd: &Path, tools: &[ToolSpec], options: &PromptOptions) -> String {
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let mut sections: Vec<(&str, String)> = Vec::new();
+    let preamble = match options.custom_prompt.as_deref().filter(|c| !c.is_empty()) {
+        Some(custom) => custom.to_owned(),
+        None => {
+            sections.push(("tools", tools_section(&names)));
+            sections.push(("rules", rules_section(&names)));
+            "You are a coding assistant running inside pith, a coding agent harness. Help users inspect files, run commands, and modify code.".to_owned()
+        }
     };
     if let Some(append) = options.append.as_deref().filter(|a| !a.is_empty()) {
-        prompt.push_str("\n\n");
-        prompt.push_str(append);
+        sections.push(("addendum", append.to_owned()));
     }
     if !options.context_files.is_empty() {
-        prompt.push_str("\n\n# Project Context\n\n");
-        prompt.push_str("Project-specific instructions and guidelines:\n\n");
-        for file in &options.context_files {
-            prompt.push_str(&format!(
-                "## {}\n\n{}\n\n",
-                file.path.display(),
-                file.content
+        let mut parts = vec!["Project-specific instructions and guidelines:".to_owned()];
+        for f in &options.context_files {
+            parts.push(format!(
+                "<project_instructions path=\"{}\">\n{}\n</project_instructions>",
+                f.path.display(),
+                f.content
             ));
         }
+        sections.push(("project_context", parts.join("\n\n")));
     }
-    prompt.push_str(&format!("\nCurrent date: {today}"));
-    prompt.push_str(&format!("\nCurrent working directory: {prompt_cwd}"));
-    prompt
+    let reader = if names.contains(&"read") {
+        Some(SkillReader::Read)
+    } else if names.contains(&"bash") {
+        Some(SkillReader::Bash)
+    } else {
+        None
+    };
+    if let Some(reader) = reader {
+        let skills = crate::resources::skills::format_for_prompt(&options.skills, reader);
+        let skills = skills.trim();
+        if !skills.is_empty() {
+            sections.push(("skills", skills.to_owned()));
+        }
+    }
+    sections.push(("cwd", cwd.display().to_string().replace('\\', "/")));
+    let mut parts = vec![preamble];
+    for (name, content) in sections {
+        parts.push(format!("<{name}>\n{content}\n</{name}>"));
+    }
+    parts.retain(|p| !p.is_empty());
+    parts.join("\n\n")
 }
 
-fn default_text(tools: &[ToolSpec]) -> String {
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+/// The tools with a prompt snippet, in the given order, else `(none)`.
+fn tools_section(names: &[&str]) -> String {
     let listed: Vec<String> = names
         .iter()
         .filter_map(|name| pith_tools::prompt_snippet(name).map(|s| format!("- {name}: {s}")))
         .collect();
-    let tools_list = if listed.is_empty() {
+    let tools = if listed.is_empty() {
         "(none)".to_owned()
     } else {
         listed.join("\n")
     };
+    format!("{tools}\n\nAdditional tools may be available.")
+}
 
-    let mut guidelines: Vec<&str> = Vec::new();
+/// pi's `buildRules`: the bash advice when no explorer tool is active, each tool's
+/// guidelines, then pi's two fixed ones, trimmed and without repeats.
+fn rules_section(names: &[&str]) -> String {
+    let mut rules: Vec<&str> = Vec::new();
     let mut add = |g: &'static str| {
-        if !guidelines.contains(&g) {
-            guidelines.push(g);
+        let g = g.trim();
+        if !g.is_empty() && !rules.contains(&g) {
+            rules.push(g);
         }
     };
     let has = |n: &str| names.contains(&n);
-    let explorers = has("grep") || has("find") || has("ls");
-    if has("bash") && !explorers {
+    if has("bash") && !has("grep") && !has("find") && !has("ls") {
         add("Use bash for file operations like ls, rg, find");
-    } else if has("bash") && explorers {
-        add(
-            "Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)",
-        );
     }
-    for name in &names {
+    for name in names {
         for g in pith_tools::prompt_guidelines(name) {
             add(g);
         }
     }
     add("Be concise in your responses");
     add("Show file paths clearly when working with files");
-    let guidelines: Vec<String> = guidelines.iter().map(|g| format!("- {g}")).collect();
-
-    format!(
-        "You are an expert coding assistant operating inside pith, a coding agent harness. You help users by reading files, executing commands, editing code, and writing new files.
-
-Available tools:
-{tools_list}
-
-In addition to the tools above, you may have access to other custom tools depending on the project.
-
-Guidelines:
-{}",
-        guidelines.join("\n")
-    )
+    rules
+        .iter()
+        .map(|g| format!("- {g}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -119,15 +119,14 @@ pub fn prompt_snippet(name: &str) -> Option<&'static str> {
     }
 }
 
-/// The `promptGuidelines` a tool adds to the system prompt's guidelines, in pi's order.
+/// The `promptGuidelines` a tool adds to the system prompt's rules, in pi 1.6.0's order
+/// (bash's `PI_*` hint is left out: pith's bash sets no such variables).
 pub fn prompt_guidelines(name: &str) -> &'static [&'static str] {
     match name {
         "read" => &["Use read to examine files instead of cat or sed."],
         "edit" => &[
-            "Use edit for precise changes (edits[].oldText must match exactly)",
-            "When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] instead of multiple edit calls",
-            "Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit overlapping or nested edits. Merge nearby changes into one edit.",
-            "Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large unchanged regions.",
+            "Use edit for targeted changes. Batch changes to one file in a single call.",
+            "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.",
         ],
         "write" => &["Use write only for new files or complete rewrites."],
         _ => &[],

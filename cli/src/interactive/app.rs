@@ -99,6 +99,10 @@ pub struct App {
     pub(super) ext_commands: Vec<SlashCommand>,
     /// Extension dialogs waiting for an answer.
     pub(super) dialogs: pith_actors::extensions::dialogs::Dialogs,
+    /// Prompt templates and skills (`/name`, `/skill:name`), for `/help` and completion.
+    pub(super) resources: std::sync::Arc<pith_actors::resources::Resources>,
+    /// The `enableSkillCommands` setting: `/skill:name` completes.
+    pub(super) skill_commands: bool,
     /// A compaction runs (between `compaction_start` and `compaction_end`): prompts wait
     /// for it, as pi's compaction queue makes them.
     compacting: bool,
@@ -139,6 +143,10 @@ pub struct Parts {
     pub messages: Vec<String>,
     /// Extension dialogs waiting for an answer.
     pub dialogs: pith_actors::extensions::dialogs::Dialogs,
+    /// Prompt templates and skills of this run.
+    pub resources: std::sync::Arc<pith_actors::resources::Resources>,
+    /// The `enableSkillCommands` setting.
+    pub skill_commands: bool,
 }
 
 impl App {
@@ -168,6 +176,8 @@ impl App {
             queued: parts.messages.into(),
             ext_commands,
             dialogs: parts.dialogs,
+            resources: parts.resources,
+            skill_commands: parts.skill_commands,
             compacting: false,
             last_interrupt: None,
             resume_command: None,

@@ -11,6 +11,8 @@ use pith_events::{EntryType, SessionStart};
 use pith_events::{ModelRef, ThinkingLevel};
 use pith_llm::model_registry::{clamp_thinking_level, supported_thinking_levels};
 
+use pith_actors::resources::Resources;
+
 use super::app::{App, Flow, Question};
 use super::footer::{session_info, session_stats};
 use super::style;
@@ -50,6 +52,63 @@ pub const BUILTIN: [(&str, &str); 19] = [
     ("quit", "Quit pith"),
     ("exit", "Quit pith"),
 ];
+
+/// Everything Tab completes after `/`, with its description: the built-in commands, the
+/// extension commands, then the prompt templates (with their `argument-hint`) and, unless
+/// the `enableSkillCommands` setting is `false`, `skill:name` for each skill, as pi's
+/// autocomplete lists them (a typed `/skill:name` works either way).
+pub fn completions(
+    ext_commands: &[pith_actors::extension::SlashCommand],
+    resources: &Resources,
+    skill_commands: bool,
+) -> Vec<(String, String)> {
+    let mut names: Vec<(String, String)> = BUILTIN
+        .iter()
+        .map(|(n, d)| (n.to_string(), d.to_string()))
+        .collect();
+    names.extend(
+        ext_commands
+            .iter()
+            .map(|c| (c.name.clone(), c.description.clone())),
+    );
+    names.extend(
+        resource_commands(resources)
+            .into_iter()
+            .filter(|(n, _)| skill_commands || !n.starts_with("skill:")),
+    );
+    names
+}
+
+/// The prompt templates and skills as `/` commands: `(name, description)`, a template's
+/// description followed by its `argument-hint` when it has one.
+pub fn resource_commands(resources: &Resources) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = resources
+        .templates
+        .iter()
+        .map(|t| {
+            let description = match &t.argument_hint {
+                Some(hint) => format!("{hint} — {}", t.description),
+                None => t.description.clone(),
+            };
+            (t.name.clone(), description)
+        })
+        .collect();
+    out.extend(
+        resources
+            .skills
+            .iter()
+            .map(|s| (format!("skill:{}", s.name), s.description.clone())),
+    );
+    out
+}
+
+/// Whether `/name` is a prompt template or a `/skill:name` of a loaded skill.
+fn is_resource_command(resources: &Resources, name: &str) -> bool {
+    match name.strip_prefix("skill:") {
+        Some(skill) => resources.skills.iter().any(|s| s.name == skill),
+        None => resources.templates.iter().any(|t| t.name == name),
+    }
+}
 
 /// Commands that replace or rewrite the session: they wait until nothing runs.
 const NEED_IDLE: [&str; 7] = [
@@ -102,6 +161,10 @@ impl App {
                     super::app::TaskDone::Command(rt.command(&name, &args).await)
                 }));
                 return Ok(Some(Flow::Go));
+            }
+            if is_resource_command(&self.resources, name) {
+                // A prompt template or `/skill:name`: a prompt, expanded by the runtime.
+                return Ok(None);
             }
             if looks_like_command(name) {
                 self.error(&format!(
@@ -226,6 +289,13 @@ impl App {
                 c.description
             ));
         }
+        for (name, description) in resource_commands(&self.resources) {
+            lines.push(format!(
+                "{} {}",
+                style::accent(&format!("/{name:<9}")),
+                description
+            ));
+        }
         lines.push(format!(
             "{} {}",
             style::accent(&format!("{:<10}", "!cmd")),
@@ -258,16 +328,11 @@ impl App {
                     &self.env.agent_dir,
                 );
                 self.ext_commands = self.rt.commands().await?;
-                let mut names: Vec<(String, String)> = BUILTIN
-                    .iter()
-                    .map(|(n, d)| (n.to_string(), d.to_string()))
-                    .collect();
-                names.extend(
-                    self.ext_commands
-                        .iter()
-                        .map(|c| (c.name.clone(), c.description.clone())),
-                );
-                self.editor.set_commands(names);
+                self.editor.set_commands(completions(
+                    &self.ext_commands,
+                    &self.resources,
+                    self.skill_commands,
+                ));
                 self.show_history().await?;
                 if let Some(text) = outcome.selected_text {
                     self.next_initial = text;
@@ -738,6 +803,45 @@ mod tests {
         assert!(!looks_like_command("usr/bin/env"));
         assert!(!looks_like_command(""));
         assert!(!looks_like_command("2"));
+    }
+
+    #[test]
+    fn templates_and_skills_complete_after_the_commands() {
+        use pith_actors::resources::{PromptTemplate, Skill};
+        let resources = Resources {
+            templates: vec![PromptTemplate {
+                name: "review".into(),
+                description: "Review a file".into(),
+                argument_hint: Some("<file>".into()),
+                content: String::new(),
+                file_path: "/p/review.md".into(),
+                source_info: None,
+            }],
+            skills: vec![Skill {
+                name: "pdf".into(),
+                description: "PDFs".into(),
+                file_path: "/s/pdf/SKILL.md".into(),
+                base_dir: "/s/pdf".into(),
+                disable_model_invocation: true,
+                source_info: None,
+            }],
+            ..Resources::default()
+        };
+        let all = completions(&[], &resources, true);
+        assert_eq!(all.len(), BUILTIN.len() + 2);
+        assert_eq!(
+            all[BUILTIN.len()..],
+            [
+                ("review".to_owned(), "<file> — Review a file".to_owned()),
+                ("skill:pdf".to_owned(), "PDFs".to_owned())
+            ]
+        );
+        // enableSkillCommands: false hides skills from completion only.
+        assert_eq!(completions(&[], &resources, false).len(), BUILTIN.len() + 1);
+        assert!(is_resource_command(&resources, "skill:pdf"));
+        assert!(is_resource_command(&resources, "review"));
+        assert!(!is_resource_command(&resources, "skill:nope"));
+        assert!(!is_resource_command(&resources, "revie"));
     }
 
     #[test]

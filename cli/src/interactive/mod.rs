@@ -23,6 +23,7 @@ mod footer;
 mod markdown;
 mod messages;
 mod quiet_wait;
+mod resources_view;
 mod screen;
 mod style;
 mod tools;
@@ -111,19 +112,19 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         rt,
         choice,
         dialogs,
+        resources,
+        prompt_files,
         ..
     } = start(&args).await?;
     let env = SessionEnv::system();
-    let mut names: Vec<(String, String)> = commands::BUILTIN
-        .iter()
-        .map(|(n, d)| (n.to_string(), d.to_string()))
-        .collect();
-    names.extend(
-        rt.commands()
-            .await?
-            .into_iter()
-            .map(|c| (c.name, c.description)),
-    );
+    let skill_commands = {
+        let cwd = rt.current_session().await?.cwd;
+        pith_actors::settings::Settings::load(&env.agent_dir, std::path::Path::new(&cwd))
+            .get("enableSkillCommands")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(true)
+    };
+    let names = commands::completions(&rt.commands().await?, &resources, skill_commands);
     let (editor, inputs, printer) = editor::Editor::start(env.agent_dir.join("history"), names)?;
     let mut screen = screen::Screen::new(printer);
     screen.print_lines(&[
@@ -137,20 +138,35 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         ),
     ]);
     let cwd = rt.current_session().await?.cwd;
-    let context_files =
-        pith_actors::system_prompt::load_context_files(std::path::Path::new(&cwd), &env.agent_dir);
+    let mut context_files = prompt_files;
+    if !args.resources.no_context_files {
+        context_files.extend(
+            pith_actors::system_prompt::load_context_files(
+                std::path::Path::new(&cwd),
+                &env.agent_dir,
+            )
+            .into_iter()
+            .map(|f| f.path),
+        );
+    }
     if !context_files.is_empty() {
         // pi's startup listing: which AGENTS.md/CLAUDE.md files the model is given.
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
         let shown: Vec<String> = context_files
             .iter()
-            .map(|f| display_path(&f.path, std::path::Path::new(&cwd), home.as_deref()))
+            .map(|f| display_path(f, std::path::Path::new(&cwd), home.as_deref()))
             .collect();
         screen.print_lines(&[
             String::new(),
             style::accent("[Context]"),
             style::dim(&format!("  {}", shown.join(", "))),
         ]);
+    }
+    {
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let cwd = std::path::Path::new(&cwd);
+        let show = |p: &std::path::Path| display_path(p, cwd, home.as_deref());
+        screen.print_lines(&resources_view::startup_lines(&resources, &show));
     }
     let registry = ModelRegistry::load(&env.agent_dir);
     let creds = Credentials::load(&env.agent_dir);
@@ -170,6 +186,8 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         screen,
         messages: args.messages.clone(),
         dialogs,
+        resources,
+        skill_commands,
     })
     .await?;
     if !app.rt.context().await?.messages.is_empty() {

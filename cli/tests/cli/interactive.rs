@@ -1258,3 +1258,66 @@ fn a_switch_guard_asks_in_the_transcript_while_new_waits_for_it() {
     pith.expect("Cancelled: kept the session");
     assert_eq!(pith.quit(), 0);
 }
+
+#[test]
+fn prompt_templates_and_skills_are_commands_that_expand() {
+    // Issue 18: templates and skills complete with Tab, are listed by /help, are not
+    // "Unknown command"s, and reach the session expanded as pi expands them.
+    let s = setup(&format!(
+        "[{},{}]",
+        text_reply("reviewed"),
+        text_reply("used")
+    ));
+    fs::create_dir_all(s.agent.join("prompts")).unwrap();
+    fs::write(
+        s.agent.join("prompts/review.md"),
+        "---\ndescription: Review a file\nargument-hint: <file>\n---\nReview $1 for ${2:-bugs}\n",
+    )
+    .unwrap();
+    fs::create_dir_all(s.agent.join("skills/pdf-tools")).unwrap();
+    fs::write(
+        s.agent.join("skills/pdf-tools/SKILL.md"),
+        "---\ndescription: Work with PDFs\n---\nPDF steps\n",
+    )
+    .unwrap();
+    fs::create_dir_all(s.agent.join("skills/Bad")).unwrap();
+    fs::write(s.agent.join("skills/Bad/SKILL.md"), "---\nname: x\n---\n").unwrap();
+    fs::write(s.agent.join("APPEND_SYSTEM.md"), "Also this.").unwrap();
+    let mut pith = s.start(&[]);
+    // pi's startup listing: the prompt's files, what was loaded, then what was wrong.
+    pith.expect("[Context]");
+    pith.expect("~/agent/APPEND_SYSTEM.md");
+    pith.expect("[Skills]");
+    pith.expect("  pdf-tools");
+    pith.expect("[Prompts]");
+    pith.expect("  /review");
+    pith.expect("[Skill warnings]");
+    pith.expect("~/agent/skills/Bad/SKILL.md");
+    pith.expect("    description is required");
+    pith.prompt();
+    pith.line("/help");
+    pith.expect("<file> — Review a file");
+    pith.expect("Work with PDFs");
+    pith.prompt();
+    pith.send("/rev\t");
+    pith.expect("/review ");
+    pith.send("\"a b.rs\"\r");
+    pith.expect("reviewed");
+    pith.idle();
+    pith.line("/skill:pdf-tools now");
+    pith.expect("used");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    let skill = s.agent.join("skills/pdf-tools");
+    assert_eq!(
+        user_texts(&s.sessions()[0]),
+        [
+            "Review a b.rs for bugs".to_owned(),
+            format!(
+                "<skill name=\"pdf-tools\" location=\"{}/SKILL.md\">\nReferences are relative to {}.\n\nPDF steps\n</skill>\n\nnow",
+                skill.display(),
+                skill.display()
+            )
+        ]
+    );
+}

@@ -12,14 +12,14 @@ use assert_cmd::Command;
 use serde_json::{Value, json};
 
 /// A server that answers each request with the next SSE body, recording the request bodies.
-struct Server {
-    url: String,
-    requests: Arc<Mutex<Vec<Value>>>,
+pub(crate) struct Server {
+    pub(crate) url: String,
+    pub(crate) requests: Arc<Mutex<Vec<Value>>>,
     /// The `Authorization` header of each request.
     authorizations: Arc<Mutex<Vec<Option<String>>>>,
 }
 
-fn serve(bodies: Vec<String>) -> Server {
+pub(crate) fn serve(bodies: Vec<String>) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let requests = Arc::new(Mutex::new(Vec::new()));
@@ -77,7 +77,7 @@ fn serve(bodies: Vec<String>) -> Server {
     }
 }
 
-fn chunk(delta: Value, finish: Option<&str>) -> String {
+pub(crate) fn chunk(delta: Value, finish: Option<&str>) -> String {
     format!(
         "data: {}\n\n",
         json!({"id":"chatcmpl-7","object":"chat.completion.chunk","created":1,"model":"qwen",
@@ -85,7 +85,7 @@ fn chunk(delta: Value, finish: Option<&str>) -> String {
     )
 }
 
-fn usage(prompt: u64, completion: u64) -> String {
+pub(crate) fn usage(prompt: u64, completion: u64) -> String {
     format!(
         "data: {}\n\ndata: [DONE]\n\n",
         json!({"id":"chatcmpl-7","object":"chat.completion.chunk","created":1,"model":"qwen",
@@ -93,7 +93,7 @@ fn usage(prompt: u64, completion: u64) -> String {
     )
 }
 
-fn setup(root: &Path, url: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+pub(crate) fn setup(root: &Path, url: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let (agent, cwd) = (root.join("agent"), root.join("work"));
     fs::create_dir_all(&agent).unwrap();
     fs::create_dir_all(&cwd).unwrap();
@@ -109,7 +109,7 @@ fn setup(root: &Path, url: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     (agent, cwd)
 }
 
-fn pith(agent: &Path, cwd: &Path) -> Command {
+pub(crate) fn pith(agent: &Path, cwd: &Path) -> Command {
     let mut cmd = Command::cargo_bin("pith").unwrap();
     for var in pith_llm::auth::KEY_VARS {
         cmd.env_remove(var);

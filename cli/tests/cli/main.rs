@@ -16,3 +16,4 @@ mod pi_opens_pith_files;
 mod print;
 mod rpc;
 mod session_cmd;
+mod skills_templates;

@@ -64,6 +64,9 @@ pub struct RuntimeConfig {
     pub extensions: Vec<ExtensionFactory>,
     /// Extension processes, loaded after `extensions` (spec: extensions.md).
     pub hosted: HostedExtensions,
+    /// Prompt templates and skills: prompts, steering messages and follow-ups are expanded
+    /// with them (pi's `/skill:name` and `/template` expansion) before they reach the agent.
+    pub resources: Arc<crate::resources::Resources>,
 }
 
 /// Which tools a session offers the model. Built-in tools are built for each session after
@@ -262,6 +265,7 @@ impl Runtime {
                 let _ = reply.send(state.ui.pacer().clone());
             }
             RuntimeMsg::Prompt { text, reply } => {
+                let text = state.config.resources.expand(&text);
                 let r = match &state.subtree {
                     Some(sub) => from
                         .call(&sub.agent, "agent", |reply| AgentMsg::Prompt {
@@ -275,11 +279,13 @@ impl Runtime {
                 let _ = reply.send(r);
             }
             RuntimeMsg::Steer { text } => {
+                let text = state.config.resources.expand(&text);
                 if let Some(sub) = &state.subtree {
                     from.cast(&sub.agent, AgentMsg::Steer { text });
                 }
             }
             RuntimeMsg::FollowUp { text } => {
+                let text = state.config.resources.expand(&text);
                 if let Some(sub) = &state.subtree {
                     from.cast(&sub.agent, AgentMsg::FollowUp { text });
                 }

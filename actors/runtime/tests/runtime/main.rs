@@ -14,6 +14,7 @@ mod no_prompt_lost;
 mod processes;
 mod prompts;
 mod replay;
+mod resources;
 mod retries;
 mod selection;
 mod sessions;

@@ -80,6 +80,7 @@ impl Replay {
             system_prompt: None,
             extensions,
             hosted: Default::default(),
+            resources: Default::default(),
         };
         let rt = Runtime::start(config, FirstSession::New)
             .await

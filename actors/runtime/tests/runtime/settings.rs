@@ -34,6 +34,7 @@ async fn settings_are_read_for_each_sessions_cwd() {
         system_prompt: None,
         extensions: Vec::new(),
         hosted: Default::default(),
+        resources: Default::default(),
     };
     let rt = Runtime::start(config, FirstSession::New)
         .await

@@ -45,6 +45,7 @@ pub(crate) fn project_config(
         system_prompt: None,
         extensions,
         hosted: Default::default(),
+        resources: Default::default(),
     }
 }
 

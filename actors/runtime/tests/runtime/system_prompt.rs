@@ -1,9 +1,18 @@
-//! pi's system prompt, checked against what pi 0.73.1 produces for the same tools and
-//! context files.
+//! pi's system prompt, checked against what pi 1.6.0 sends for the same tools, context files
+//! and skills (its `<docs>` section, which points at pi's own files, left out).
 
-use pith_actors::system_prompt;
+use pith_actors::resources::Skill;
+use pith_actors::system_prompt::{self, PromptOptions};
 use pith_tests::files::{dir, write};
 use pith_tools::tool::Tool;
+
+const RULES_DEFAULT: &str = "- Use bash for file operations like ls, rg, find
+- Use read to examine files instead of cat or sed.
+- Use edit for targeted changes. Batch changes to one file in a single call.
+- Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.
+- Use write only for new files or complete rewrites.
+- Be concise in your responses
+- Show file paths clearly when working with files";
 
 #[test]
 fn system_prompt_is_pis() {
@@ -12,57 +21,52 @@ fn system_prompt_is_pis() {
     let cwd = root.path().join("proj/sub");
     write(&agent.join("AGENTS.md"), "global rules\n");
     write(&root.path().join("proj/AGENTS.md"), "project rules\n");
-    write(&cwd.join("CLAUDE.md"), "claude sub\n");
+    write(&root.path().join("proj/AGENTS.override.md"), "override\n");
+    write(&cwd.join("CLAUDE.md"), "\u{feff}claude sub\n");
     let specs: Vec<_> = pith_tools::builtin_tools()
         .iter()
         .map(|t| t.spec())
         .collect();
-    let prompt = system_prompt::build(&cwd, &agent, &specs, "2026-11-30");
+    let prompt = system_prompt::build(&cwd, &agent, &specs);
     let r = root.path().display();
     let expected = format!(
-        "You are an expert coding assistant operating inside pith, a coding agent harness. You help users by reading files, executing commands, editing code, and writing new files.
+        "You are a coding assistant running inside pith, a coding agent harness. Help users inspect files, run commands, and modify code.
 
-Available tools:
+<tools>
 - read: Read file contents
 - bash: Execute bash commands (ls, grep, find, etc.)
 - edit: Make precise file edits with exact text replacement, including multiple disjoint edits in one call
 - write: Create or overwrite files
 
-In addition to the tools above, you may have access to other custom tools depending on the project.
+Additional tools may be available.
+</tools>
 
-Guidelines:
-- Use bash for file operations like ls, rg, find
-- Use read to examine files instead of cat or sed.
-- Use edit for precise changes (edits[].oldText must match exactly)
-- When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] instead of multiple edit calls
-- Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit overlapping or nested edits. Merge nearby changes into one edit.
-- Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large unchanged regions.
-- Use write only for new files or complete rewrites.
-- Be concise in your responses
-- Show file paths clearly when working with files
+<rules>
+{RULES_DEFAULT}
+</rules>
 
-# Project Context
-
+<project_context>
 Project-specific instructions and guidelines:
 
-## {r}/agent/AGENTS.md
-
+<project_instructions path=\"{r}/agent/AGENTS.md\">
 global rules
 
+</project_instructions>
 
-## {r}/proj/AGENTS.md
+<project_instructions path=\"{r}/proj/AGENTS.override.md\">
+override
 
-project rules
+</project_instructions>
 
-
-## {r}/proj/sub/CLAUDE.md
-
+<project_instructions path=\"{r}/proj/sub/CLAUDE.md\">
 claude sub
 
+</project_instructions>
+</project_context>
 
-
-Current date: 2026-11-30
-Current working directory: {r}/proj/sub"
+<cwd>
+{r}/proj/sub
+</cwd>"
     );
     assert_eq!(prompt, expected);
 
@@ -71,24 +75,124 @@ Current working directory: {r}/proj/sub"
         &root.path().join("none"),
         &root.path().join("none"),
         &read_only,
-        "2026-01-02",
     );
     assert_eq!(
         prompt,
         format!(
-            "You are an expert coding assistant operating inside pith, a coding agent harness. You help users by reading files, executing commands, editing code, and writing new files.
+            "You are a coding assistant running inside pith, a coding agent harness. Help users inspect files, run commands, and modify code.
 
-Available tools:
+<tools>
 - read: Read file contents
 
-In addition to the tools above, you may have access to other custom tools depending on the project.
+Additional tools may be available.
+</tools>
 
-Guidelines:
+<rules>
 - Use read to examine files instead of cat or sed.
 - Be concise in your responses
 - Show file paths clearly when working with files
-Current date: 2026-01-02
-Current working directory: {r}/none"
+</rules>
+
+<cwd>
+{r}/none
+</cwd>"
         )
     );
+}
+
+fn skill(name: &str, hidden: bool) -> Skill {
+    Skill {
+        name: name.into(),
+        description: format!("Does <{name}> & more"),
+        file_path: format!("/s/{name}/SKILL.md").into(),
+        base_dir: format!("/s/{name}").into(),
+        disable_model_invocation: hidden,
+        source_info: None,
+    }
+}
+
+/// A custom prompt (`--system-prompt`, SYSTEM.md) replaces the preamble, tools and rules;
+/// the addendum, skills and cwd follow; skills need `read` (or else `bash`).
+#[test]
+fn custom_prompt_addendum_and_skills_as_pi() {
+    let options = PromptOptions {
+        custom_prompt: Some("Custom.".into()),
+        append: Some("Extra one\n\nExtra two".into()),
+        context_files: Vec::new(),
+        skills: vec![skill("pdf", false), skill("web", true)],
+    };
+    let bash = [pith_tools::tool_by_name("bash").unwrap().spec()];
+    let prompt = system_prompt::build_with(std::path::Path::new("/w"), &bash, &options);
+    assert_eq!(
+        prompt,
+        "Custom.
+
+<addendum>
+Extra one
+
+Extra two
+</addendum>
+
+<skills>
+The following skills provide specialized instructions for specific tasks.
+Use bash to load a skill's file when the task matches its description.
+Resolve relative paths against the skill's directory (parent of SKILL.md). Use absolute paths in tool calls.
+
+<available_skills>
+  <skill>
+    <name>pdf</name>
+    <description>Does &lt;pdf&gt; &amp; more</description>
+    <location>/s/pdf/SKILL.md</location>
+  </skill>
+</available_skills>
+</skills>
+
+<cwd>
+/w
+</cwd>"
+    );
+    // No reader tool: no skills section.
+    let none = system_prompt::build_with(std::path::Path::new("/w"), &[], &options);
+    assert!(!none.contains("<skills>"), "{none}");
+}
+
+/// pi 1.6.0: in a linked worktree nested inside its main checkout, the main checkout's
+/// AGENTS.md is shadowed by the worktree's own (pi sent only `wt/feature/AGENTS.md` for this
+/// layout). Real git makes the worktree.
+#[test]
+fn a_nested_worktree_s_context_file_shadows_the_main_checkout_s() {
+    let root = dir();
+    let repo = root.path().canonicalize().unwrap().join("repo");
+    write(&repo.join("AGENTS.md"), "main rules\n");
+    let git = |args: &[&str], cwd: &std::path::Path| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q", "."], &repo);
+    git(&["add", "."], &repo);
+    git(&["commit", "-qm", "init"], &repo);
+    git(&["worktree", "add", "-q", "wt/feature"], &repo);
+    let feature = repo.join("wt/feature");
+    write(&feature.join("AGENTS.md"), "feature rules\n");
+    let agent = root.path().join("agent");
+    let paths: Vec<_> = system_prompt::load_context_files(&feature, &agent)
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    assert_eq!(paths, [feature.join("AGENTS.md")]);
+    // In the main checkout itself nothing is shadowed.
+    let paths: Vec<_> = system_prompt::load_context_files(&repo, &agent)
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    assert_eq!(paths, [repo.join("AGENTS.md")]);
 }
