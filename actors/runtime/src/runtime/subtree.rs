@@ -112,7 +112,7 @@ impl Runtime {
                 .config
                 .system_prompt
                 .as_ref()
-                .map(|build| build(Path::new(&cwd), &tools.specs())),
+                .map(|build| build(Path::new(&cwd), &tools.fixed_specs())),
             tools,
             cwd: PathBuf::from(&cwd),
             events: events.clone(),

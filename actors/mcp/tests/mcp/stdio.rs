@@ -1,0 +1,241 @@
+//! The test server over stdio: naming, results, timeouts, abort, reconnect, list changes,
+//! teardown.
+
+use std::time::Duration;
+
+use pith_mcp::{ServerState, Transport};
+use pith_tools::{ToolError, ToolSource};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn tools_are_named_described_and_annotated() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(vec![stdio("test-srv")], dir.path()).await;
+    assert_eq!(
+        names(&hub),
+        [
+            "mcp__test_srv__echo",
+            "mcp__test_srv__delete_thing",
+            "mcp__test_srv__big",
+            "mcp__test_srv__structured",
+            "mcp__test_srv__fail",
+            "mcp__test_srv__sleep",
+            "mcp__test_srv__wait_cancel",
+            "mcp__test_srv__exit",
+            "mcp__test_srv__add_tool",
+            "mcp__test_srv__spawn_child",
+            "mcp__test_srv__pid",
+        ]
+    );
+    let echo = tool(&hub, "mcp__test_srv__echo");
+    assert_eq!(echo.spec().description, "Echoes text back.");
+    assert_eq!(
+        echo.spec().parameters,
+        json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]})
+    );
+    assert_eq!(echo.source().as_deref(), Some("mcp:test-srv"));
+    assert_eq!(
+        echo.annotations(),
+        Some(json!({"readOnlyHint":true,"openWorldHint":false}))
+    );
+    assert_eq!(
+        tool(&hub, "mcp__test_srv__delete_thing").annotations(),
+        Some(json!({"destructiveHint":true}))
+    );
+    assert_eq!(tool(&hub, "mcp__test_srv__pid").annotations(), None);
+    let statuses = hub.statuses();
+    assert_eq!(statuses[0].state, ServerState::Connected);
+    assert_eq!(statuses[0].tools.len(), 11);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn results_become_content_details_and_error_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(vec![stdio("t")], dir.path()).await;
+    let echo = call(&hub, "mcp__t__echo", json!({"text":"hi"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&echo), "echo: hi");
+    assert_eq!(echo.details, json!({"server":"t","tool":"echo"}));
+    let structured = call(&hub, "mcp__t__structured", json!({})).await.unwrap();
+    assert_eq!(
+        structured.details,
+        json!({"server":"t","tool":"structured","structuredContent":{"temperature":21}})
+    );
+    let Err(ToolError::Result(failed)) = call(&hub, "mcp__t__fail", json!({})).await else {
+        panic!("an error result expected");
+    };
+    assert_eq!(text(&failed), "it broke");
+    let output_dir = pith_tools::OutputDir::in_dir(dir.path());
+    let big = call_in(&hub, "mcp__t__big", json!({"bytes": 30000}), &output_dir)
+        .await
+        .unwrap();
+    let path = big.details["fullOutputPath"].as_str().unwrap().to_owned();
+    assert_eq!(std::fs::read_to_string(&path).unwrap().len(), 30000);
+    let shown = text(&big);
+    assert!(shown.starts_with(
+        "Warning: truncated output (original token count: 7500)\nTotal output lines: 469\n\n0123"
+    ));
+    assert!(shown.contains("…9520 chars truncated…"), "{shown}");
+    assert!(shown.len() < 21 * 1024);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_times_out_unless_the_server_reports_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = stdio("t");
+    server.timeout = Duration::from_millis(500);
+    let hub = hub(vec![server], dir.path()).await;
+    let started = std::time::Instant::now();
+    let late = call(&hub, "mcp__t__sleep", json!({"ms": 3000})).await;
+    assert_eq!(
+        late,
+        Err(ToolError::Failed(
+            "MCP tool t/sleep timed out after 0.5 s".into()
+        ))
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // Progress every 100 ms keeps a 500 ms limit from firing for 1.5 s.
+    let kept = call(&hub, "mcp__t__sleep", json!({"ms": 1500, "progress": true})).await;
+    assert_eq!(text(&kept.unwrap()), "slept 1500 ms");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn abort_cancels_the_call_on_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(vec![stdio("t")], dir.path()).await;
+    let log = dir.path().join("cancel.log");
+    let abort = CancellationToken::new();
+    let trigger = abort.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        trigger.cancel();
+    });
+    let result = call_with(&hub, "mcp__t__wait_cancel", json!({"log": log}), abort).await;
+    assert_eq!(result, Err(ToolError::Aborted));
+    assert!(
+        eventually(Duration::from_secs(3), || log.exists()).await,
+        "the server saw no notifications/cancelled"
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "cancelled");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_dying_server_reconnects_on_the_next_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(vec![stdio("t")], dir.path()).await;
+    let first: u32 = text(&call(&hub, "mcp__t__pid", json!({})).await.unwrap())
+        .parse()
+        .unwrap();
+    let died = call(&hub, "mcp__t__exit", json!({})).await;
+    assert!(matches!(died, Err(ToolError::Failed(_))), "{died:?}");
+    assert!(eventually(Duration::from_secs(3), || gone(first)).await);
+    let second: u32 = text(&call(&hub, "mcp__t__pid", json!({})).await.unwrap())
+        .parse()
+        .unwrap();
+    assert_ne!(first, second);
+    assert_eq!(hub.statuses()[0].state, ServerState::Connected);
+    hub.shutdown().await;
+    assert!(eventually(Duration::from_secs(3), || gone(second)).await);
+}
+
+#[tokio::test]
+async fn list_changed_refreshes_the_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(vec![stdio("t")], dir.path()).await;
+    assert!(!names(&hub).contains(&"mcp__t__extra".to_owned()));
+    call(&hub, "mcp__t__add_tool", json!({})).await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(3), || names(&hub)
+            .contains(&"mcp__t__extra".to_owned()))
+        .await
+    );
+    assert_eq!(
+        text(&call(&hub, "mcp__t__extra", json!({})).await.unwrap()),
+        "extra!"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_ends_the_server_and_its_grandchildren() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(vec![stdio("t")], dir.path()).await;
+    let server: u32 = text(&call(&hub, "mcp__t__pid", json!({})).await.unwrap())
+        .parse()
+        .unwrap();
+    let grandchild: u32 = text(&call(&hub, "mcp__t__spawn_child", json!({})).await.unwrap())
+        .parse()
+        .unwrap();
+    assert!(!gone(server) && !gone(grandchild));
+    let started = std::time::Instant::now();
+    hub.shutdown().await;
+    assert!(gone(server), "the server is still running");
+    assert!(
+        eventually(Duration::from_secs(2), || gone(grandchild)).await,
+        "the grandchild outlived the server"
+    );
+    // The server leaves on stdin's end; no 3 s SIGTERM wait.
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(hub.tools().is_empty());
+}
+
+#[tokio::test]
+async fn broken_servers_fail_with_why_and_disabled_ones_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut missing = stdio("missing");
+    missing.transport = Transport::Stdio {
+        command: "/nonexistent/mcp-server".into(),
+        args: vec![],
+        env: Default::default(),
+        cwd: None,
+    };
+    let mut crashing = stdio("crashing");
+    crashing.transport = Transport::Stdio {
+        command: "sh".into(),
+        args: vec!["-c".into(), "echo 'oops: no config' >&2; exit 1".into()],
+        env: Default::default(),
+        cwd: None,
+    };
+    let mut unset = stdio("unset");
+    unset.transport = Transport::Stdio {
+        command: server_bin().into(),
+        args: vec![],
+        env: [(
+            "TOKEN".to_owned(),
+            "${PITH_MCP_TEST_SURELY_UNSET}".to_owned(),
+        )]
+        .into(),
+        cwd: None,
+    };
+    let mut off = stdio("off");
+    off.enabled = false;
+    let hub = hub(vec![missing, crashing, unset, off, stdio("ok")], dir.path()).await;
+    let states: Vec<String> = hub.statuses().iter().map(|s| s.state.to_string()).collect();
+    assert!(
+        states[0].starts_with("failed: could not start /nonexistent/mcp-server: No such file"),
+        "{states:?}"
+    );
+    assert!(
+        states[1].starts_with("failed: ") && states[1].ends_with("oops: no config"),
+        "{states:?}"
+    );
+    assert_eq!(
+        states[2],
+        r#"failed: Failed to resolve MCP server "unset" env "TOKEN" from environment variable: PITH_MCP_TEST_SURELY_UNSET"#
+    );
+    assert_eq!(states[3..], ["disabled", "connected"]);
+    assert!(names(&hub).iter().all(|n| n.starts_with("mcp__ok__")));
+    hub.shutdown().await;
+}
