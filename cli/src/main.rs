@@ -10,6 +10,7 @@
 mod export;
 mod interactive;
 mod logging;
+mod mcp_cmd;
 mod model_choice;
 mod print;
 mod rpc;
@@ -43,6 +44,9 @@ enum Command {
     /// Work with `--trace` files.
     #[command(subcommand)]
     Trace(trace_cmd::TraceCommand),
+    /// Configure and check MCP servers (~/.pith/agent/mcp.json, a project's .pith/mcp.json).
+    #[command(subcommand)]
+    Mcp(mcp_cmd::McpCommand),
 }
 
 /// A run without a subcommand: the mode the flags ask for.
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Session(cmd)) => session_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
         Some(Command::Trace(cmd)) => trace_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
+        Some(Command::Mcp(cmd)) => mcp_cmd::run(cmd),
         None => run(cli.run),
     };
     match result {

@@ -71,6 +71,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         rt,
         choice,
         provider,
+        mcp,
         ..
     } = start(&args).await?;
     if !args.messages.is_empty() {
@@ -120,6 +121,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
     if let Err(e) = rt.shutdown().await {
         eprintln!("pith: shutting down: {e}");
     }
+    crate::mcp_cmd::stop(mcp).await;
     rpc.out.finish();
     Ok(ExitCode::from(status))
 }

@@ -84,6 +84,15 @@ pub struct RunArgs {
     /// No tools at all.
     #[arg(long, conflicts_with = "tools")]
     pub no_tools: bool,
+    /// Start no MCP servers (mcp.json is not read).
+    #[arg(long)]
+    pub no_mcp: bool,
+    /// Trust project-local files for this run (the project's .pith/mcp.json).
+    #[arg(short = 'a', long)]
+    pub approve: bool,
+    /// Ignore project-local files for this run.
+    #[arg(long, conflicts_with = "approve")]
+    pub no_approve: bool,
     /// Thinking level: off, minimal, low, medium, high, xhigh.
     #[arg(long, value_name = "LEVEL")]
     pub thinking: Option<String>,
@@ -108,6 +117,9 @@ pub struct Started {
     /// The provider serving `choice` (the runtime holds it too): a mode that switches models
     /// and back reuses it, so the offline model's script goes on where it was.
     pub provider: Arc<dyn Provider>,
+    /// The MCP servers, when any are configured: stopped with
+    /// [`crate::mcp_cmd::stop`] after the runtime.
+    pub mcp: Option<pith_mcp::McpHub>,
 }
 
 /// Checks flag combinations every mode shares.
@@ -146,6 +158,7 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
     )?;
     let tools = toolset(args)?;
     let first = choose_session(args, &cwd, &env)?;
+    let (tools, mcp) = crate::mcp_cmd::start_hub(args, &env.agent_dir, Path::new(&cwd), tools);
     let config_provider = provider_for(&choice, args.faux_script.as_deref(), &env)?;
     let agent_dir = env.agent_dir.clone();
     let config = RuntimeConfig {
@@ -175,6 +188,7 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         header_line: started.opened.header_line,
         choice,
         provider: config_provider,
+        mcp,
     })
 }
 

@@ -96,7 +96,9 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
 
 /// Runs the mode; `true` when it ended with the editor's prompt on screen.
 async fn interactive(args: RunArgs) -> Result<bool> {
-    let Started { rt, choice, .. } = start(&args).await?;
+    let Started {
+        rt, choice, mcp, ..
+    } = start(&args).await?;
     let env = SessionEnv::system();
     let mut names: Vec<(String, String)> = commands::BUILTIN
         .iter()
@@ -143,5 +145,7 @@ async fn interactive(args: RunArgs) -> Result<bool> {
         app.show_history().await?;
     }
     app.footer().await?;
-    app.run().await
+    let ended = app.run().await;
+    crate::mcp_cmd::stop(mcp).await;
+    ended
 }

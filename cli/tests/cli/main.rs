@@ -9,6 +9,7 @@ mod hostile;
 mod interactive;
 mod kill;
 mod local_model;
+mod mcp;
 mod pi16_apis;
 mod print;
 mod rpc;
