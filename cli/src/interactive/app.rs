@@ -99,6 +99,8 @@ pub struct App {
     /// for it, as pi's compaction queue makes them.
     compacting: bool,
     last_interrupt: Option<Instant>,
+    /// The MCP servers, for `/mcp`.
+    pub(super) mcp: Option<pith_mcp::McpHub>,
 }
 
 /// One thing that happened.
@@ -131,6 +133,8 @@ pub struct Parts {
     pub screen: Screen,
     /// Prompts from the command line.
     pub messages: Vec<String>,
+    /// The MCP servers, for `/mcp`.
+    pub mcp: Option<pith_mcp::McpHub>,
 }
 
 impl App {
@@ -161,6 +165,7 @@ impl App {
             ext_commands,
             compacting: false,
             last_interrupt: None,
+            mcp: parts.mcp,
         })
     }
 

@@ -15,7 +15,7 @@ use super::footer::session_info;
 use super::style;
 
 /// Built-in commands and their `/help` line, in pi's order where pi has them.
-pub const BUILTIN: [(&str, &str); 16] = [
+pub const BUILTIN: [(&str, &str); 17] = [
     (
         "model",
         "Switch model (/model provider/id), or list the models",
@@ -44,6 +44,10 @@ pub const BUILTIN: [(&str, &str); 16] = [
     ("new", "Start a new session"),
     ("compact", "Manually compact the session context"),
     ("resume", "Resume a different session"),
+    (
+        "mcp",
+        "Show MCP servers and their tools (/mcp reconnect <server>)",
+    ),
     ("help", "Show commands and keys"),
     ("quit", "Quit pith"),
     ("exit", "Quit pith"),
@@ -122,6 +126,7 @@ impl App {
             "label" => self.label(args).await?,
             "export" => self.export(args).await?,
             "import" => self.import(args),
+            "mcp" => self.mcp(args),
             _ => return Ok(None),
         }
         Ok(Some(Flow::Go))
@@ -373,6 +378,44 @@ impl App {
         );
         self.screen.print_lines(&lines);
         Ok(())
+    }
+
+    /// `/mcp`: each server's state and tools; `/mcp reconnect <server>` reopens one.
+    fn mcp(&mut self, args: &str) {
+        let Some(hub) = self.mcp.clone() else {
+            self.status("No MCP servers (add one with: pith mcp add)");
+            return;
+        };
+        if let Some(name) = args.strip_prefix("reconnect") {
+            let name = name.trim();
+            if hub.reconnect(name) {
+                self.status(&format!("Reconnecting MCP server {name}"));
+            } else {
+                self.warn(&format!("No MCP server named {name:?}"));
+            }
+            return;
+        }
+        let mut lines = vec![String::new()];
+        for status in hub.statuses() {
+            lines.push(format!(
+                "{}: {} ({})",
+                status.name,
+                match &status.state {
+                    pith_mcp::ServerState::Connected =>
+                        format!("connected, {} tools", status.tools.len()),
+                    other => other.to_string(),
+                },
+                status.target
+            ));
+            if !status.tools.is_empty() {
+                lines.push(format!("  {}", status.tools.join(", ")));
+            }
+        }
+        let lines: Vec<String> = lines
+            .iter()
+            .map(|l| pith_tools::sanitize::for_terminal(l))
+            .collect();
+        self.screen.print_lines(&lines);
     }
 
     /// `/model [pattern]`: resolved as `--model` is (a `:level` suffix sets the thinking

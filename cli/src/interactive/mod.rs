@@ -139,6 +139,7 @@ async fn interactive(args: RunArgs) -> Result<bool> {
         editor: (editor, inputs),
         screen,
         messages: args.messages.clone(),
+        mcp: mcp.clone(),
     })
     .await?;
     if !app.rt.context().await?.messages.is_empty() {

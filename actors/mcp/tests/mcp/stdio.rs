@@ -239,3 +239,46 @@ async fn broken_servers_fail_with_why_and_disabled_ones_wait() {
     assert!(names(&hub).iter().all(|n| n.starts_with("mcp__ok__")));
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn reconfiguring_keeps_unchanged_servers_and_restarts_changed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(vec![stdio("kept"), stdio("changed")], dir.path()).await;
+    let pid = |name: &'static str| {
+        let hub = hub.clone();
+        async move {
+            let out = call(&hub, &format!("mcp__{name}__pid"), json!({}))
+                .await
+                .unwrap();
+            text(&out).parse::<u32>().unwrap()
+        }
+    };
+    let (kept, changed) = (pid("kept").await, pid("changed").await);
+    let mut new_changed = stdio("changed");
+    new_changed.timeout = Duration::from_secs(5);
+    let mut hidden = stdio("hidden");
+    hidden.tool_exposure = vec![("*".into(), pith_mcp::config::Exposure::Hidden)];
+    hidden
+        .tool_exposure
+        .insert(0, ("echo".into(), pith_mcp::config::Exposure::Direct));
+    hub.reconfigure(
+        &pith_mcp::McpConfig {
+            servers: vec![stdio("kept"), new_changed, hidden],
+            problems: vec![],
+        },
+        dir.path().to_path_buf(),
+    )
+    .await;
+    hub.wait_settled(Duration::from_secs(10)).await;
+    assert_eq!(pid("kept").await, kept);
+    assert!(gone(changed));
+    assert_ne!(pid("changed").await, changed);
+    // toolExposure: only `echo` of the third server is offered.
+    let hidden_tools: Vec<String> = names(&hub)
+        .into_iter()
+        .filter(|n| n.starts_with("mcp__hidden__"))
+        .collect();
+    assert_eq!(hidden_tools, ["mcp__hidden__echo"]);
+    hub.shutdown().await;
+    assert!(gone(kept));
+}
