@@ -50,6 +50,8 @@ struct Inner {
     servers: Mutex<Vec<Arc<ServerHandle>>>,
     /// The first wait for servers is over; later requests do not wait.
     waited: AtomicBool,
+    /// The many-tools warning was logged (once per hub).
+    warned: AtomicBool,
 }
 
 impl McpHub {
@@ -65,6 +67,7 @@ impl McpHub {
             inner: Arc::new(Inner {
                 servers: Mutex::new(servers),
                 waited: AtomicBool::new(false),
+                warned: AtomicBool::new(false),
             }),
         }
     }
@@ -187,7 +190,7 @@ impl Drop for Inner {
 impl ToolSource for McpHub {
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let tools = self.named_tools();
-        if tools.len() > MANY_TOOLS {
+        if tools.len() > MANY_TOOLS && !self.inner.warned.swap(true, Ordering::Relaxed) {
             tracing::warn!(
                 count = tools.len(),
                 "more than {MANY_TOOLS} MCP tools are offered"

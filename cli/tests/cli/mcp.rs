@@ -170,3 +170,132 @@ fn mcp_list_connects_reports_a_broken_entry_and_exits_1() {
     let left = processes_naming(&cwd.display().to_string());
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+#[test]
+fn json_mode_waits_for_a_slow_server_before_the_first_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("repo"));
+    fs::create_dir_all(&agent).unwrap();
+    fs::create_dir_all(&cwd).unwrap();
+    fs::write(cwd.join("a.txt"), "alpha").unwrap();
+    // The server takes 2 s to start: the first request waits for it (at most 10 s).
+    fs::write(
+        agent.join("mcp.json"),
+        serde_json::to_string(&json!({"mcpServers":{"slow-fs":{
+            "command":"sh",
+            "args":["-c", format!("sleep 2; exec '{}' '{}'", filesystem_server().display(), cwd.display())]}}}))
+        .unwrap(),
+    )
+    .unwrap();
+    let script = tmp.path().join("script.json");
+    fs::write(
+        &script,
+        serde_json::to_string(&json!([
+            {"content":[{"type":"toolCall","id":"tc1","name":"mcp__slow_fs__list_directory",
+                         "arguments":{"path": cwd}}]},
+            {"content":[{"type":"text","text":"listed"}]}
+        ]))
+        .unwrap(),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = pith(&agent, &cwd)
+        .args(["--mode", "json", "--no-session", "--faux-script"])
+        .arg(&script)
+        .arg("list")
+        .assert()
+        .success();
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    let events: Vec<Value> = String::from_utf8(out.get_output().stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let end = events
+        .iter()
+        .find(|e| e["type"] == "tool_execution_end")
+        .expect("a tool_execution_end event");
+    assert_eq!(end["toolName"], "mcp__slow_fs__list_directory");
+    assert_eq!(end["isError"], false);
+    assert_eq!(
+        end["result"]["content"],
+        json!([{"type":"text","text":"[FILE] a.txt"}])
+    );
+    assert_eq!(end["result"]["details"]["server"], "slow-fs");
+    let left = processes_naming(&cwd.display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn rpc_mode_runs_an_mcp_tool_and_the_result_lands_in_the_session() {
+    use std::io::{BufRead, BufReader, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("repo"));
+    fs::create_dir_all(&agent).unwrap();
+    fs::create_dir_all(&cwd).unwrap();
+    fs::write(cwd.join("b.txt"), "bravo").unwrap();
+    fs::write(
+        agent.join("mcp.json"),
+        serde_json::to_string(
+            &json!({"mcpServers":{"fs":{"command": filesystem_server(), "args":[&cwd]}}}),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let script = tmp.path().join("script.json");
+    fs::write(
+        &script,
+        serde_json::to_string(&json!([
+            {"content":[{"type":"toolCall","id":"tc1","name":"mcp__fs__read_text_file",
+                         "arguments":{"path": cwd.join("b.txt")}}]},
+            {"content":[{"type":"text","text":"ok"}]}
+        ]))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pith"));
+    for var in pith_llm::auth::KEY_VARS {
+        cmd.env_remove(var);
+    }
+    let mut child = cmd
+        .env("PITH_AGENT_DIR", &agent)
+        .current_dir(&cwd)
+        .args(["--mode", "rpc", "--session", "r.jsonl", "--faux-script"])
+        .arg(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"type":"prompt","message":"read b"}}"#).unwrap();
+    let mut ends = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["type"] == "tool_execution_end" {
+            ends.push(event.clone());
+        }
+        if event["type"] == "agent_end" {
+            break;
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(ends.len(), 1);
+    assert_eq!(
+        ends[0]["result"]["content"],
+        json!([{"type":"text","text":"bravo"}])
+    );
+    let file = fs::read_to_string(cwd.join("r.jsonl")).unwrap();
+    let result: Value = file
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["message"]["role"] == "toolResult")
+        .unwrap();
+    assert_eq!(
+        result["message"]["content"],
+        json!([{"type":"text","text":"bravo"}])
+    );
+    let left = processes_naming(&cwd.display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
