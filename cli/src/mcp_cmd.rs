@@ -320,10 +320,11 @@ pub fn start_hub(
     for problem in &loaded.problems {
         eprintln!("pith: MCP config error: {problem}");
     }
-    if loaded.servers.is_empty() {
-        return (tools, None);
-    }
-    let hub = McpHub::start(&loaded, cwd.to_path_buf());
+    // A switch to a session of another directory reloads its project's file.
+    let agent = agent_dir.to_path_buf();
+    let loader: pith_mcp::hub::Loader =
+        Arc::new(move |dir: &Path| config::load(&agent, dir, trusted));
+    let hub = McpHub::start_with_loader(loader, cwd.to_path_buf());
     (
         ToolChoice::WithSource(Box::new(tools), Arc::new(hub.clone())),
         Some(hub),

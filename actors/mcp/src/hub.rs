@@ -39,6 +39,10 @@ pub struct ServerStatus {
     pub target: String,
 }
 
+/// Reads the configuration for a working directory (the user's file and, when trusted, that
+/// project's): the hub calls it when a session of another directory starts.
+pub type Loader = Arc<dyn Fn(&std::path::Path) -> McpConfig + Send + Sync>;
+
 /// The hub; clones share it.
 #[derive(Clone, Default)]
 pub struct McpHub {
@@ -48,6 +52,10 @@ pub struct McpHub {
 #[derive(Default)]
 struct Inner {
     servers: Mutex<Vec<Arc<ServerHandle>>>,
+    /// Reloads the configuration for a new directory; `None`: the servers never change.
+    loader: Option<Loader>,
+    /// The directory the servers were configured for.
+    cwd: Mutex<PathBuf>,
     /// The first wait for servers is over; later requests do not wait.
     waited: AtomicBool,
     /// The many-tools warning was logged (once per hub).
@@ -58,6 +66,16 @@ impl McpHub {
     /// Starts a task for each enabled server of `config` (disabled ones are listed, not
     /// started). `cwd` is the session's working directory. Needs a tokio runtime.
     pub fn start(config: &McpConfig, cwd: PathBuf) -> McpHub {
+        McpHub::spawn(config, cwd, None)
+    }
+
+    /// Starts the servers `loader` gives for `cwd`, and reloads them through it when a
+    /// session of another directory starts (servers whose entry is unchanged keep running).
+    pub fn start_with_loader(loader: Loader, cwd: PathBuf) -> McpHub {
+        McpHub::spawn(&loader(&cwd), cwd, Some(loader))
+    }
+
+    fn spawn(config: &McpConfig, cwd: PathBuf, loader: Option<Loader>) -> McpHub {
         let servers = config
             .servers
             .iter()
@@ -65,11 +83,17 @@ impl McpHub {
             .collect();
         McpHub {
             inner: Arc::new(Inner {
+                loader,
+                cwd: Mutex::new(cwd),
                 servers: Mutex::new(servers),
                 waited: AtomicBool::new(false),
                 warned: AtomicBool::new(false),
             }),
         }
+    }
+
+    fn current_cwd(&self) -> PathBuf {
+        self.inner.cwd.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
     fn servers(&self) -> Vec<Arc<ServerHandle>> {
@@ -200,6 +224,28 @@ impl ToolSource for McpHub {
             .into_iter()
             .map(|t| Arc::new(t) as Arc<dyn Tool>)
             .collect()
+    }
+
+    fn cwd_changed<'a>(
+        &'a self,
+        cwd: &'a std::path::Path,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            let Some(loader) = &self.inner.loader else {
+                return;
+            };
+            if self.current_cwd() == cwd {
+                return;
+            }
+            let config = loader(cwd);
+            for problem in &config.problems {
+                tracing::warn!("MCP config error: {problem}");
+            }
+            self.reconfigure(&config, cwd.to_path_buf()).await;
+            if let Ok(mut current) = self.inner.cwd.lock() {
+                *current = cwd.to_path_buf();
+            }
+        })
     }
 
     fn ready(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {

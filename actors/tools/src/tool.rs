@@ -150,6 +150,17 @@ pub trait ToolSource: Send + Sync + 'static {
     /// at most 10 s (spec: extensions.md §1.3). The agent awaits it before each model request;
     /// after the first wait it resolves at once.
     fn ready(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+
+    /// A session starts in `cwd` (the first one, or a switch to a session of another
+    /// directory): a source whose tools depend on the directory (a project's MCP servers)
+    /// updates them before the session's first lookup. Nothing by default.
+    fn cwd_changed<'a>(
+        &'a self,
+        cwd: &'a std::path::Path,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        let _ = cwd;
+        Box::pin(async {})
+    }
 }
 
 /// The tools a session may call, in the order they are offered to the model, and the
@@ -187,6 +198,13 @@ impl Toolset {
     pub async fn ready(&self) {
         for source in &self.sources {
             source.ready().await;
+        }
+    }
+
+    /// Tells every source that a session starts in `cwd` (see [`ToolSource::cwd_changed`]).
+    pub async fn cwd_changed(&self, cwd: &std::path::Path) {
+        for source in &self.sources {
+            source.cwd_changed(cwd).await;
         }
     }
 

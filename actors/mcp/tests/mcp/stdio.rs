@@ -282,3 +282,52 @@ async fn reconfiguring_keeps_unchanged_servers_and_restarts_changed_ones() {
     hub.shutdown().await;
     assert!(gone(kept));
 }
+
+#[tokio::test]
+async fn a_session_in_another_project_gets_that_projects_servers() {
+    let root = tempfile::tempdir().unwrap();
+    let (agent, a, b) = (
+        root.path().join("agent"),
+        root.path().join("a"),
+        root.path().join("b"),
+    );
+    for dir in [&agent, &a, &b.join(".pith")] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let entry = json!({"command": server_bin()});
+    std::fs::write(
+        agent.join("mcp.json"),
+        json!({"mcpServers":{"kept": entry}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        b.join(".pith/mcp.json"),
+        json!({"mcpServers":{"proj": entry}}).to_string(),
+    )
+    .unwrap();
+    let agent_dir = agent.clone();
+    let loader: pith_mcp::hub::Loader = std::sync::Arc::new(move |dir: &std::path::Path| {
+        pith_mcp::config::load(&agent_dir, dir, true)
+    });
+    let hub = pith_mcp::McpHub::start_with_loader(loader, a.clone());
+    hub.ready().await;
+    let pid = |name: &'static str| {
+        let hub = hub.clone();
+        async move {
+            let out = call(&hub, &format!("mcp__{name}__pid"), json!({}))
+                .await
+                .unwrap();
+            text(&out).parse::<u32>().unwrap()
+        }
+    };
+    let kept = pid("kept").await;
+    hub.cwd_changed(&b).await;
+    hub.wait_settled(Duration::from_secs(10)).await;
+    let proj = pid("proj").await;
+    assert_eq!(pid("kept").await, kept);
+    hub.cwd_changed(&a).await;
+    assert!(gone(proj));
+    assert!(names(&hub).iter().all(|n| !n.starts_with("mcp__proj__")));
+    assert_eq!(pid("kept").await, kept);
+    hub.shutdown().await;
+}

@@ -74,6 +74,8 @@ impl Runtime {
             state.notify(RuntimeEvent::Notice(format!("settings ignored: {problem}")));
         }
         let tools = state.config.tools.build(&settings);
+        // A session of another directory may come with other MCP servers (its project's).
+        tools.cwd_changed(Path::new(&cwd)).await;
         // Agent events reach extensions from the agent itself, frontends through the sink.
         let events = EventSink::to_ui(state.ui.clone());
         let leaf_guard = LeafGuard::default();
