@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use process_wrap::tokio::{CommandWrap, ProcessGroup};
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+};
 use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::TokioChildProcess;
@@ -84,10 +86,19 @@ pub(crate) enum ServerMsg {
     Stop(oneshot::Sender<()>),
 }
 
+/// Where a running call's progress notifications go, by progress token.
+pub(crate) type ProgressRoutes = Arc<
+    Mutex<
+        std::collections::HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>,
+    >,
+>;
+
 /// The hub's handle to one server.
 pub(crate) struct ServerHandle {
     pub(crate) config: ServerConfig,
     pub(crate) shared: Arc<Mutex<Shared>>,
+    /// Progress of running calls, filled by the tools, read by the rmcp handler.
+    pub(crate) progress: ProgressRoutes,
     tx: mpsc::UnboundedSender<ServerMsg>,
     /// `true` once the first connection attempt ended (either way).
     settled: watch::Receiver<bool>,
@@ -108,11 +119,13 @@ impl ServerHandle {
             tools: Vec::new(),
             group: None,
         }));
+        let progress = ProgressRoutes::default();
         if config.enabled {
             let server = McpServer {
                 config: config.clone(),
                 cwd,
                 shared: shared.clone(),
+                progress: progress.clone(),
                 me: tx.downgrade(),
                 conn: None,
             };
@@ -121,6 +134,7 @@ impl ServerHandle {
         ServerHandle {
             config,
             shared,
+            progress,
             tx,
             settled,
         }
@@ -179,9 +193,25 @@ impl ServerHandle {
 #[derive(Clone)]
 struct Handler {
     me: mpsc::WeakUnboundedSender<ServerMsg>,
+    progress: ProgressRoutes,
 }
 
 impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let route = self
+            .progress
+            .lock()
+            .ok()
+            .and_then(|routes| routes.get(&params.progress_token).cloned());
+        if let Some(route) = route {
+            let _ = route.send(params);
+        }
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(me) = self.me.upgrade() {
             let _ = me.send(ServerMsg::Refresh);
@@ -209,6 +239,7 @@ struct McpServer {
     /// The session's working directory: a stdio server's `cwd` is relative to it.
     cwd: PathBuf,
     shared: Arc<Mutex<Shared>>,
+    progress: ProgressRoutes,
     /// Handed to the rmcp handler; weak so the task ends when the hub lets go.
     me: mpsc::WeakUnboundedSender<ServerMsg>,
     conn: Option<Connection>,
@@ -281,6 +312,7 @@ impl McpServer {
         self.set(ServerState::Connecting, None);
         let handler = Handler {
             me: self.me.clone(),
+            progress: self.progress.clone(),
         };
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         let stderr_reader = Arc::new(Mutex::new(None));

@@ -88,7 +88,7 @@ impl Tool for McpTool {
                     peer = server.peer() => peer.map_err(ToolError::Failed)?,
                     () = ctx.abort.cancelled() => return Err(ToolError::Aborted),
                 };
-                match call(&peer, &tool, arguments.clone(), server.config.timeout, &ctx).await {
+                match call(&peer, &server, &tool, arguments.clone(), &ctx).await {
                     Err(CallFailure::Service(
                         rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_),
                     )) if attempt == 1 => server.reconnect(),
@@ -150,21 +150,43 @@ enum CallFailure {
 /// `notifications/cancelled`.
 async fn call(
     peer: &rmcp::service::Peer<rmcp::RoleClient>,
+    server: &ServerHandle,
     tool: &str,
     arguments: Map<String, Value>,
-    timeout: std::time::Duration,
     ctx: &ToolContext,
 ) -> Result<ServerResult, CallFailure> {
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(
         CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments),
     ));
-    let options = PeerRequestOptions::with_timeout(timeout).reset_timeout_on_progress();
+    let options =
+        PeerRequestOptions::with_timeout(server.config.timeout).reset_timeout_on_progress();
     let handle = peer
         .send_request_with_option(request, options)
         .await
         .map_err(CallFailure::Service)?;
     let id = handle.id.clone();
-    tokio::select! {
+    // Progress notifications become partial results (pi: `Progress N/T` or the message).
+    let token = handle.progress_token.clone();
+    let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel();
+    if let Ok(mut routes) = server.progress.lock() {
+        routes.insert(token.clone(), progress_tx);
+    }
+    let forward = ctx.progress.clone().map(|updates| {
+        let details = serde_json::json!({ "server": server.config.name, "tool": tool });
+        tokio::spawn(async move {
+            while let Some(p) = progress_rx.recv().await {
+                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+                let text = p
+                    .message
+                    .unwrap_or_else(|| format!("Progress {}{total}", p.progress));
+                let _ = updates.send(ToolOutput {
+                    content: vec![pith_events::ContentBlock::text(text)],
+                    details: details.clone(),
+                });
+            }
+        })
+    });
+    let outcome = tokio::select! {
         response = handle.await_response() => response.map_err(CallFailure::Service),
         () = ctx.abort.cancelled() => {
             let cancel = ClientNotification::CancelledNotification(CancelledNotification::new(
@@ -173,7 +195,15 @@ async fn call(
             let _ = peer.send_notification(cancel).await;
             Err(CallFailure::Aborted)
         }
+    };
+    if let Ok(mut routes) = server.progress.lock() {
+        routes.remove(&token);
     }
+    // The route held the only sender: the forwarder ends once it passed on what came.
+    if let Some(forward) = forward {
+        let _ = forward.await;
+    }
+    outcome
 }
 
 fn call_error(server: &str, tool: &str, e: &rmcp::ServiceError) -> String {

@@ -100,9 +100,23 @@ async fn a_call_times_out_unless_the_server_reports_progress() {
         ))
     );
     assert!(started.elapsed() < Duration::from_secs(2));
-    // Progress every 100 ms keeps a 500 ms limit from firing for 1.5 s.
-    let kept = call(&hub, "mcp__t__sleep", json!({"ms": 1500, "progress": true})).await;
+    // Progress every 100 ms keeps a 500 ms limit from firing for 1.5 s, and each
+    // notification is a partial result.
+    let (updates_tx, mut updates) = tokio::sync::mpsc::unbounded_channel();
+    let mut ctx = pith_tools::ToolContext::new(dir.path(), CancellationToken::new(), "c");
+    ctx.progress = Some(updates_tx);
+    let kept = tool(&hub, "mcp__t__sleep")
+        .run(json!({"ms": 1500, "progress": true}), ctx)
+        .await;
     assert_eq!(text(&kept.unwrap()), "slept 1500 ms");
+    let first = updates.recv().await.unwrap();
+    assert_eq!(text(&first), "Progress 1");
+    assert_eq!(first.details, json!({"server":"t","tool":"sleep"}));
+    let mut count = 1;
+    while updates.try_recv().is_ok() {
+        count += 1;
+    }
+    assert!((10..=16).contains(&count), "{count} progress updates");
     hub.shutdown().await;
 }
 
