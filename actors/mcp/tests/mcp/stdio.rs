@@ -345,3 +345,38 @@ async fn a_session_in_another_project_gets_that_projects_servers() {
     assert_eq!(pid("kept").await, kept);
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_server_that_never_answers_fails_after_10_s_and_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("pith-mcp-hang-{}", std::process::id());
+    let mut hanging = stdio("hang");
+    hanging.transport = Transport::Stdio {
+        command: "sh".into(),
+        args: vec!["-c".into(), format!("sleep 300 # {marker}")],
+        env: Default::default(),
+        cwd: None,
+    };
+    let started = std::time::Instant::now();
+    let hub = hub(vec![hanging, stdio("ok")], dir.path()).await;
+    // The first prompt's wait (10 s) may end just before the connect limit (10 s) does.
+    hub.wait_settled(Duration::from_secs(5)).await;
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(10) && waited < Duration::from_secs(13),
+        "{waited:?}"
+    );
+    let states: Vec<String> = hub.statuses().iter().map(|s| s.state.to_string()).collect();
+    assert_eq!(states, ["failed: no answer within 10 s", "connected"]);
+    let running = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker))
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(3), || !running()).await,
+        "the hanging server was left running"
+    );
+    hub.shutdown().await;
+}
