@@ -395,8 +395,13 @@ impl App {
             }
             return;
         }
+        let statuses = hub.statuses();
+        if statuses.is_empty() {
+            self.status("No MCP servers configured (add one with: pith mcp add)");
+            return;
+        }
         let mut lines = vec![String::new()];
-        for status in hub.statuses() {
+        for status in statuses {
             lines.push(format!(
                 "{}: {} ({})",
                 status.name,

@@ -1,6 +1,6 @@
-//! `@modelcontextprotocol/server-filesystem` from npm, started as users start it (a stdio
-//! command in `mcp.json`). `scripts/install-mcp-servers` puts it under
-//! `target/mcp-servers/` (scripts/test runs it).
+//! Published servers started as users start them (a stdio command in `mcp.json`):
+//! `@modelcontextprotocol/server-filesystem` from npm and `mcp-server-time` from PyPI.
+//! `scripts/install-mcp-servers` puts them under `target/mcp-servers/` (scripts/test runs it).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -67,5 +67,45 @@ async fn the_npm_filesystem_server_lists_and_reads_files() {
     assert_eq!(text(&read), "hello from a file\n");
     let server_pids = hub.statuses();
     assert_eq!(server_pids[0].state, pith_mcp::ServerState::Connected);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_pypi_time_server_tells_the_time_with_structured_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/mcp-servers/venv/bin/mcp-server-time");
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/install-mcp-servers",
+        bin.display()
+    );
+    let config = entry(
+        "time",
+        Transport::Stdio {
+            command: bin.display().to_string(),
+            args: vec!["--local-timezone".into(), "UTC".into()],
+            env: Default::default(),
+            cwd: None,
+        },
+        Duration::from_secs(60),
+    );
+    let hub = hub(vec![config], dir.path()).await;
+    assert_eq!(
+        names(&hub),
+        ["mcp__time__get_current_time", "mcp__time__convert_time"]
+    );
+    let now = call(
+        &hub,
+        "mcp__time__get_current_time",
+        json!({"timezone": "UTC"}),
+    )
+    .await
+    .unwrap();
+    let structured = &now.details["structuredContent"];
+    assert_eq!(structured["timezone"], "UTC");
+    assert_eq!(structured["is_dst"], false);
+    let shown: serde_json::Value = serde_json::from_str(&text(&now)).unwrap();
+    assert_eq!(&shown, structured);
     hub.shutdown().await;
 }
