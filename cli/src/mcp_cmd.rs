@@ -6,6 +6,7 @@
 //! `"defaultProjectTrust": "always"` and `--no-approve` is not given (pi's flag and setting;
 //! pi also asks interactively and remembers the answer, which pith does not do yet).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -223,6 +224,7 @@ async fn list(agent_dir: &Path, cwd: &Path, trusted: bool, json: bool) -> Result
             project.display()
         )
     });
+    let mut stdout = std::io::stdout().lock();
     if json {
         let servers: Vec<Value> = statuses
             .iter()
@@ -236,7 +238,7 @@ async fn list(agent_dir: &Path, cwd: &Path, trusted: bool, json: bool) -> Result
                 };
                 let mut v = json!({
                     "name": s.name, "source": c.file, "enabled": c.enabled,
-                    "transport": s.target, "state": state, "tools": s.tools,
+                    "transport": s.target, "state": state, "tools": s.listed,
                 });
                 if let Some(error) = error {
                     v["error"] = json!(error);
@@ -249,13 +251,14 @@ async fn list(agent_dir: &Path, cwd: &Path, trusted: bool, json: bool) -> Result
         if let Some(note) = &untrusted_note {
             out["note"] = json!(note);
         }
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&out)?)?;
     } else {
         if statuses.is_empty() && loaded.problems.is_empty() {
-            println!(
+            writeln!(
+                stdout,
                 "No MCP servers configured. Add them to {} or .pith/mcp.json.",
                 config::user_file(agent_dir).display()
-            );
+            )?;
         }
         for s in &statuses {
             let state = match &s.state {
@@ -267,20 +270,20 @@ async fn list(agent_dir: &Path, cwd: &Path, trusted: bool, json: bool) -> Result
                 ServerState::Failed(_) => "failed".to_owned(),
                 other => other.to_string(),
             };
-            println!("{}: {state}", s.name);
-            println!("  {}", s.target);
-            if !s.tools.is_empty() {
-                println!("  tools: {}", s.tools.join(", "));
+            writeln!(stdout, "{}: {state}", s.name)?;
+            writeln!(stdout, "  {}", s.target)?;
+            if !s.listed.is_empty() {
+                writeln!(stdout, "  tools: {}", s.listed.join(", "))?;
             }
             if let ServerState::Failed(why) = &s.state {
-                println!("  {}", why.replace('\n', "\n  "));
+                writeln!(stdout, "  {}", why.replace('\n', "\n  "))?;
             }
         }
         for problem in &loaded.problems {
-            println!("config error: {problem}");
+            writeln!(stdout, "config error: {problem}")?;
         }
         if let Some(note) = untrusted_note {
-            println!("{note}");
+            writeln!(stdout, "{note}")?;
         }
     }
     Ok(if failed {

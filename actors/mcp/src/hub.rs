@@ -33,8 +33,10 @@ pub struct ServerStatus {
     pub name: String,
     /// Where it is.
     pub state: ServerState,
-    /// The names of the tools it offers the model.
+    /// The names of the tools it offers the model (`mcp__<server>__<tool>`).
     pub tools: Vec<String>,
+    /// Every tool the server lists, by its own name (hidden ones too).
+    pub listed: Vec<String>,
     /// `command args…` or the URL.
     pub target: String,
 }
@@ -117,6 +119,11 @@ impl McpHub {
                     .filter(|t| Arc::ptr_eq(&t.server, s))
                     .map(|t| t.name.clone())
                     .collect(),
+                listed: s
+                    .shared
+                    .lock()
+                    .map(|shared| shared.tools.iter().map(|t| t.name.to_string()).collect())
+                    .unwrap_or_default(),
                 target: target(&s.config),
             })
             .collect()
