@@ -307,18 +307,29 @@ pub fn project_trusted(approve: bool, no_approve: bool, agent_dir: &Path) -> boo
         .is_some_and(|v| v.get("defaultProjectTrust").and_then(Value::as_str) == Some("always"))
 }
 
+/// The run flags that decide which servers start.
+#[derive(Debug, Clone, Copy)]
+pub struct RunFlags {
+    /// `--no-mcp` or `--no-tools`: none.
+    pub off: bool,
+    /// `--approve`.
+    pub approve: bool,
+    /// `--no-approve`.
+    pub no_approve: bool,
+}
+
 /// Starts the MCP servers of a session run (none with `--no-mcp` or `--no-tools`), reporting
 /// skipped entries on stderr, and wraps `tools` so every session offers their tools.
 pub fn start_hub(
-    args: &crate::startup::RunArgs,
+    flags: RunFlags,
     agent_dir: &Path,
     cwd: &Path,
     tools: ToolChoice,
 ) -> (ToolChoice, Option<McpHub>) {
-    if args.no_mcp || args.no_tools {
+    if flags.off {
         return (tools, None);
     }
-    let trusted = project_trusted(args.approve, args.no_approve, agent_dir);
+    let trusted = project_trusted(flags.approve, flags.no_approve, agent_dir);
     let loaded = config::load(agent_dir, cwd, trusted);
     for problem in &loaded.problems {
         eprintln!("pith: MCP config error: {problem}");

@@ -158,7 +158,12 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
     )?;
     let tools = toolset(args)?;
     let first = choose_session(args, &cwd, &env)?;
-    let (tools, mcp) = crate::mcp_cmd::start_hub(args, &env.agent_dir, Path::new(&cwd), tools);
+    let flags = crate::mcp_cmd::RunFlags {
+        off: args.no_mcp || args.no_tools,
+        approve: args.approve,
+        no_approve: args.no_approve,
+    };
+    let (tools, mcp) = crate::mcp_cmd::start_hub(flags, &env.agent_dir, Path::new(&cwd), tools);
     let config_provider = provider_for(&choice, args.faux_script.as_deref(), &env)?;
     let agent_dir = env.agent_dir.clone();
     let config = RuntimeConfig {
