@@ -4,6 +4,7 @@
 //! order. Nothing project-local is read into a command, let alone spawned, before the trust
 //! decision (`trust.rs`).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -152,7 +153,7 @@ pub struct Sources<'a> {
     pub no_discovery: bool,
     /// The project extensions the trust decision allows (file names in `.pith/extensions/`),
     /// and whether the project's `settings.json` `extensions` count.
-    pub project: &'a crate::ext_trust::Allowed,
+    pub project: &'a Allowed,
 }
 
 /// Every extension to run, in load order (spec: extensions.md §1.2 "Composition and
@@ -205,4 +206,27 @@ fn read_config(path: impl AsRef<Path>) -> Option<String> {
     pith_llm::config_file::read_text_limited(path.as_ref(), pith_llm::config_file::CONFIG_MAX_BYTES)
         .ok()
         .flatten()
+}
+
+/// The project extensions the trust decision ([`crate::ext_trust::decide`]) lets run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Allowed {
+    /// Directories (canonical) of the project extensions that may run.
+    pub dirs: HashSet<PathBuf>,
+    /// Files (canonical) of bare project extensions that may run.
+    pub files: HashSet<PathBuf>,
+    /// The project's `settings.json` `extensions` count.
+    pub settings: bool,
+}
+
+impl Allowed {
+    /// Whether `spec` (a project extension) may run.
+    pub fn allows(&self, spec: &ExtensionSpec) -> bool {
+        self.dirs.contains(&spec.dir)
+            || spec
+                .manifest
+                .command
+                .iter()
+                .any(|a| self.files.contains(Path::new(a)))
+    }
 }

@@ -6,40 +6,17 @@
 //! warning elsewhere. `--approve`/`--no-approve` and `defaultProjectTrust: ask|always|never`
 //! decide without asking; print, json and rpc never ask.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use pith_events::ext::ExtensionSpec;
-
 /// Bytes of an extension hashed at most.
 const FINGERPRINT_BYTES: u64 = 1024 * 1024;
 
-/// What the trust decision allows.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Allowed {
-    /// Directories (canonical) of the project extensions that may run.
-    pub dirs: HashSet<PathBuf>,
-    /// Files (canonical) of bare project extensions that may run.
-    pub files: HashSet<PathBuf>,
-    /// The project's `settings.json` `extensions` count.
-    pub settings: bool,
-}
-
-impl Allowed {
-    /// Whether `spec` (a project extension) may run.
-    pub fn allows(&self, spec: &ExtensionSpec) -> bool {
-        self.dirs.contains(&spec.dir)
-            || spec
-                .manifest
-                .command
-                .iter()
-                .any(|a| self.files.contains(Path::new(a)))
-    }
-}
+pub use crate::ext_discovery::Allowed;
 
 /// How to decide.
 pub struct Ask<'a> {

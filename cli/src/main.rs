@@ -13,6 +13,7 @@ mod ext_discovery;
 mod ext_trust;
 mod interactive;
 mod logging;
+mod mcp_cmd;
 mod model_choice;
 mod model_source;
 mod print;
@@ -51,6 +52,9 @@ enum Command {
     /// List extensions, or check one against the protocol.
     #[command(subcommand)]
     Extension(ext_cmd::ExtensionCommand),
+    /// Configure and check MCP servers (~/.pith/agent/mcp.json, a project's .pith/mcp.json).
+    #[command(subcommand)]
+    Mcp(mcp_cmd::McpCommand),
 }
 
 /// A run without a subcommand: the mode the flags ask for.
@@ -102,6 +106,7 @@ fn main() -> ExitCode {
         Some(Command::Session(cmd)) => session_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
         Some(Command::Trace(cmd)) => trace_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
         Some(Command::Extension(cmd)) => ext_cmd::run(cmd),
+        Some(Command::Mcp(cmd)) => mcp_cmd::run(cmd),
         None => run(cli.run),
     };
     match result {

@@ -108,7 +108,10 @@ fn user_command(text: &str) -> Option<(&str, bool)> {
 
 async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
     let Started {
-        rt, header_line, ..
+        rt,
+        header_line,
+        mcp,
+        ..
     } = start(&args).await?;
     let json = args.mode == Some(Mode::Json);
     if json {
@@ -244,6 +247,7 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
         }
     }
     rt.shutdown().await?;
+    crate::mcp_cmd::stop(mcp).await;
     while let Ok(event) = events.try_recv() {
         if let RuntimeEvent::WriteFailed(n) = event {
             seen.write_failed = true;

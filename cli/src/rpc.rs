@@ -81,6 +81,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         choice,
         provider,
         dialogs,
+        mcp,
         ..
     } = start(&args).await?;
     if !args.messages.is_empty() {
@@ -147,6 +148,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
     if let Err(e) = rt.shutdown().await {
         eprintln!("pith: shutting down: {e}");
     }
+    crate::mcp_cmd::stop(mcp).await;
     rpc.out.finish();
     Ok(ExitCode::from(status))
 }

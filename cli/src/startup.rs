@@ -99,6 +99,9 @@ pub struct RunArgs {
     /// Use the current directory's existing session with this id, creating it otherwise.
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
+    /// Start no MCP servers (mcp.json is not read).
+    #[arg(long)]
+    pub no_mcp: bool,
     /// Thinking level: off, minimal, low, medium, high, xhigh, max.
     #[arg(long, value_name = "LEVEL")]
     pub thinking: Option<String>,
@@ -115,8 +118,9 @@ pub struct RunArgs {
     /// Discover no extensions (`-e` ones still load). `-ne` works too.
     #[arg(long = "no-extensions")]
     pub no_extensions: bool,
-    /// Trust this project: its `.pith/extensions/` run (the decision is stored).
-    #[arg(long, conflicts_with = "no_approve")]
+    /// Trust this project: its `.pith/` extensions, MCP servers, skills, templates and
+    /// system-prompt files are used (the decision is stored).
+    #[arg(short = 'a', long, conflicts_with = "no_approve")]
     pub approve: bool,
     /// Do not trust this project for this run: none of its extensions run.
     #[arg(long)]
@@ -157,6 +161,9 @@ pub struct Started {
     pub resources: Arc<pith_actors::resources::Resources>,
     /// SYSTEM.md / APPEND_SYSTEM.md / `--system-prompt FILE` files in use.
     pub prompt_files: Vec<PathBuf>,
+    /// The MCP servers, when any are configured: stopped with
+    /// [`crate::mcp_cmd::stop`] after the runtime.
+    pub mcp: Option<pith_mcp::McpHub>,
 }
 
 /// Checks flag combinations every mode shares.
@@ -218,6 +225,12 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
     )?;
     let tools = toolset(args)?;
     let first = choose_session(args, &cwd, &env)?;
+    let flags = crate::mcp_cmd::RunFlags {
+        off: args.no_mcp || args.no_tools,
+        approve: args.approve,
+        no_approve: args.no_approve,
+    };
+    let (tools, mcp) = crate::mcp_cmd::start_hub(flags, &env.agent_dir, Path::new(&cwd), tools);
     let config_provider = provider_for(&choice, args.faux_script.as_deref(), &env)?;
     let models = Arc::new(crate::model_source::RegistryModels::new(
         env.clone(),
@@ -278,6 +291,7 @@ pub async fn start(args: &RunArgs) -> Result<Started> {
         dialogs,
         resources: loaded.resources,
         prompt_files: loaded.prompt_files,
+        mcp,
     })
 }
 
@@ -639,6 +653,7 @@ mod tool_flag_tests {
         match toolset(&cli.run).map_err(|e| e.to_string())? {
             ToolChoice::Builtin(names) => Ok(names),
             ToolChoice::Fixed(_) => Err("fixed".into()),
+            ToolChoice::WithSource(..) => Err("with a source".into()),
         }
     }
 

@@ -263,7 +263,7 @@ pub enum ExtensionMsg {
         reply: RpcReplyPort<()>,
     },
     /// What a process-hosted extension's child and timers report (internal to that host).
-    Process(crate::extensions::process::ProcessInput),
+    Process(crate::extensions::process_input::ProcessInput),
 }
 
 /// A tool call as the extension host gets it.

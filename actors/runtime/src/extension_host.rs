@@ -263,7 +263,7 @@ impl Extensions {
     }
 
     /// Hands the session's Agent to the extension processes (`session/sendMessage`).
-    pub fn set_agent(&self, agent: ActorRef<Envelope<crate::agent::AgentMsg>>) {
+    pub fn set_agent(&self, agent: ActorRef<Envelope<crate::agent::messages::AgentMsg>>) {
         if let Some(r) = &self.recipe {
             let _ = r.host.agent.set(agent);
         }

@@ -2,7 +2,7 @@
 //! lifecycle.md §6, pi's `createAgentSession`): a session that already has messages goes on
 //! with the model and level recorded on its branch (`-c`, `--session`, `/resume`, `/fork`,
 //! `/clone`, a restart after a crash); a fresh one takes the runtime's. The writes pi makes at
-//! session start follow from the choice ([`Chosen::writes`]).
+//! session start follow from the choice (`Chosen::writes`).
 
 use std::sync::Arc;
 

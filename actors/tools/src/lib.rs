@@ -26,7 +26,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 pub use spill::OutputDir;
-pub use tool::{Tool, ToolContext, ToolError, ToolFuture, ToolModel, ToolOutput, Toolset};
+pub use tool::{
+    Tool, ToolContext, ToolError, ToolFuture, ToolModel, ToolOutput, ToolSource, Toolset,
+};
 
 mod args;
 pub mod bash;

@@ -73,7 +73,7 @@ pub struct ToolModel {
 }
 
 /// A failed call. Its text is what the model gets (`isError: true`), in pi's words.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ToolError {
     /// The user aborted the call (pi's `Operation aborted`).
     #[error("Operation aborted")]
@@ -82,6 +82,23 @@ pub enum ToolError {
     /// with code 1`, a Node-style file error, …).
     #[error("{0}")]
     Failed(String),
+    /// The tool answered with an error result of its own (an MCP server's `isError`): its
+    /// content and details reach the model and the session as they are.
+    #[error("{}", error_text(.0))]
+    Result(ToolOutput),
+}
+
+/// The text blocks of an error result, one per line.
+fn error_text(output: &ToolOutput) -> String {
+    output
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Tools build pi's texts as strings.
@@ -108,6 +125,42 @@ pub trait Tool: Send + Sync + 'static {
     /// Runs one call with the model's arguments (not validated beyond JSON: a tool reports
     /// bad arguments as an `Err`).
     fn run(&self, args: Value, ctx: ToolContext) -> ToolFuture;
+
+    /// Where the tool comes from, for gates and events: `None` for pith's own tools,
+    /// `Some("mcp:<server>")` for an MCP server's (spec: extensions.md §1.3).
+    fn source(&self) -> Option<String> {
+        None
+    }
+
+    /// The tool's behaviour hints (`readOnlyHint`, `destructiveHint`, `idempotentHint`,
+    /// `openWorldHint`, MCP's `ToolAnnotations`) as a JSON object, for gates; `None` when it
+    /// declares none.
+    fn annotations(&self) -> Option<Value> {
+        None
+    }
+}
+
+/// Tools that come and go while a session runs (MCP servers connecting, a server's
+/// `tools/list_changed`): a [`Toolset`] asks for them at every lookup.
+pub trait ToolSource: Send + Sync + 'static {
+    /// The tools offered now, after the toolset's own; their names must not clash with them.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+
+    /// Resolves once the source is worth asking: MCP waits for its servers' first connection,
+    /// at most 10 s (spec: extensions.md §1.3). The agent awaits it before each model request;
+    /// after the first wait it resolves at once.
+    fn ready(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+
+    /// A session starts in `cwd` (the first one, or a switch to a session of another
+    /// directory): a source whose tools depend on the directory (a project's MCP servers)
+    /// updates them before the session's first lookup. Nothing by default.
+    fn cwd_changed<'a>(
+        &'a self,
+        cwd: &'a std::path::Path,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        let _ = cwd;
+        Box::pin(async {})
+    }
 }
 
 /// The tools a session may call, in the order they are offered to the model, and the
@@ -115,6 +168,8 @@ pub trait Tool: Send + Sync + 'static {
 #[derive(Clone, Default)]
 pub struct Toolset {
     tools: Vec<Arc<dyn Tool>>,
+    /// Tools that change while the session runs (MCP), offered after `tools`.
+    sources: Vec<Arc<dyn ToolSource>>,
     output_dir: OutputDir,
 }
 
@@ -128,8 +183,50 @@ impl Toolset {
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
         Self {
             tools,
+            sources: Vec::new(),
             output_dir: OutputDir::new(),
         }
+    }
+
+    /// This toolset plus the tools `source` offers at each lookup.
+    pub fn with_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.sources.push(source);
+        self
+    }
+
+    /// Waits until every source is ready (see [`ToolSource::ready`]).
+    pub async fn ready(&self) {
+        for source in &self.sources {
+            source.ready().await;
+        }
+    }
+
+    /// Tells every source that a session starts in `cwd` (see [`ToolSource::cwd_changed`]).
+    pub async fn cwd_changed(&self, cwd: &std::path::Path) {
+        for source in &self.sources {
+            source.cwd_changed(cwd).await;
+        }
+    }
+
+    /// Every tool now: the fixed ones, then the sources' (a source tool whose name a fixed
+    /// tool has is left out).
+    fn all(&self) -> Vec<Arc<dyn Tool>> {
+        let mut all = self.tools.clone();
+        for source in &self.sources {
+            for tool in source.tools() {
+                let name = tool.spec().name;
+                if !all.iter().any(|t| t.spec().name == name) {
+                    all.push(tool);
+                }
+            }
+        }
+        all
+    }
+
+    /// The specs of the fixed tools only (the system prompt lists these, so it does not
+    /// change as servers connect).
+    pub fn fixed_specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| t.spec()).collect()
     }
 
     /// The folder for full outputs of this toolset's calls and of user bash: made on first
@@ -140,22 +237,22 @@ impl Toolset {
 
     /// The specs sent to the model.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|t| t.spec()).collect()
+        self.all().iter().map(|t| t.spec()).collect()
     }
 
     /// The tool called `name`; `None` gives pi's `Tool <name> not found` result.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.spec().name == name).cloned()
+        self.all().into_iter().find(|t| t.spec().name == name)
     }
 
     /// Tool names, in order.
     pub fn names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.spec().name).collect()
+        self.all().iter().map(|t| t.spec().name).collect()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.all().is_empty()
     }
 }
 

@@ -109,6 +109,8 @@ pub struct App {
     last_interrupt: Option<Instant>,
     /// Set on the way out: the command that resumes the session (pi's `formatResumeCommand`).
     pub(super) resume_command: Option<String>,
+    /// The MCP servers, for `/mcp`.
+    pub(super) mcp: Option<pith_mcp::McpHub>,
 }
 
 /// One thing that happened.
@@ -147,6 +149,8 @@ pub struct Parts {
     pub resources: std::sync::Arc<pith_actors::resources::Resources>,
     /// The `enableSkillCommands` setting.
     pub skill_commands: bool,
+    /// The MCP servers, for `/mcp`.
+    pub mcp: Option<pith_mcp::McpHub>,
 }
 
 impl App {
@@ -181,6 +185,7 @@ impl App {
             compacting: false,
             last_interrupt: None,
             resume_command: None,
+            mcp: parts.mcp,
         })
     }
 

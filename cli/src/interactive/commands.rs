@@ -19,7 +19,7 @@ use super::style;
 use crate::tui::select::{Item, select};
 
 /// Built-in commands and their `/help` line, in pi's order where pi has them.
-pub const BUILTIN: [(&str, &str); 19] = [
+pub const BUILTIN: [(&str, &str); 20] = [
     ("model", "Select model (opens selector UI)"),
     ("thinking", "Set thinking level"),
     (
@@ -48,6 +48,10 @@ pub const BUILTIN: [(&str, &str); 19] = [
     ("resume", "Resume a different session"),
     ("copy", "Copy last agent message to clipboard"),
     ("hotkeys", "Show all keyboard shortcuts"),
+    (
+        "mcp",
+        "Show MCP servers and their tools (/mcp reconnect <server>)",
+    ),
     ("help", "Show commands and keys"),
     ("quit", "Quit pith"),
     ("exit", "Quit pith"),
@@ -220,6 +224,7 @@ impl App {
                     self.status(&format!("Reloaded: {}", reloaded.join(", ")));
                 }
             }
+            "mcp" => self.mcp(args),
             _ => return Ok(None),
         }
         Ok(Some(Flow::Go))
@@ -515,6 +520,49 @@ impl App {
         );
         self.screen.print_lines(&lines);
         Ok(())
+    }
+
+    /// `/mcp`: each server's state and tools; `/mcp reconnect <server>` reopens one.
+    fn mcp(&mut self, args: &str) {
+        let Some(hub) = self.mcp.clone() else {
+            self.status("No MCP servers (add one with: pith mcp add)");
+            return;
+        };
+        if let Some(name) = args.strip_prefix("reconnect") {
+            let name = name.trim();
+            if hub.reconnect(name) {
+                self.status(&format!("Reconnecting MCP server {name}"));
+            } else {
+                self.warn(&format!("No MCP server named {name:?}"));
+            }
+            return;
+        }
+        let statuses = hub.statuses();
+        if statuses.is_empty() {
+            self.status("No MCP servers configured (add one with: pith mcp add)");
+            return;
+        }
+        let mut lines = vec![String::new()];
+        for status in statuses {
+            lines.push(format!(
+                "{}: {} ({})",
+                status.name,
+                match &status.state {
+                    pith_mcp::ServerState::Connected =>
+                        format!("connected, {} tools", status.tools.len()),
+                    other => other.to_string(),
+                },
+                status.target
+            ));
+            if !status.tools.is_empty() {
+                lines.push(format!("  {}", status.tools.join(", ")));
+            }
+        }
+        let lines: Vec<String> = lines
+            .iter()
+            .map(|l| pith_tools::sanitize::for_terminal(l))
+            .collect();
+        self.screen.print_lines(&lines);
     }
 
     /// `/model [pattern]`: resolved as `--model` is (a `:level` suffix sets the thinking

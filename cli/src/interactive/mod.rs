@@ -114,6 +114,7 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         dialogs,
         resources,
         prompt_files,
+        mcp,
         ..
     } = start(&args).await?;
     let env = SessionEnv::system();
@@ -188,14 +189,16 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         dialogs,
         resources,
         skill_commands,
+        mcp: mcp.clone(),
     })
     .await?;
     if !app.rt.context().await?.messages.is_empty() {
         app.show_history().await?;
     }
     app.footer().await?;
-    let on_prompt = app.run().await?;
-    Ok((on_prompt, app.resume_command.take()))
+    let ended = app.run().await;
+    crate::mcp_cmd::stop(mcp).await;
+    Ok((ended?, app.resume_command.take()))
 }
 
 /// pi's `formatContextPath`: relative to `cwd` when inside it, else with the home folder as

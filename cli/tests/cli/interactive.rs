@@ -1321,3 +1321,31 @@ fn prompt_templates_and_skills_are_commands_that_expand() {
         ]
     );
 }
+
+#[test]
+fn mcp_shows_the_servers_and_their_tools() {
+    let s = setup("[]");
+    let server = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/mcp-servers/node_modules/.bin/mcp-server-filesystem");
+    assert!(server.exists(), "run scripts/install-mcp-servers");
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(
+        s.agent.join("mcp.json"),
+        serde_json::json!({"mcpServers":{
+            "filesystem":{"command": server, "args":[&s.work]},
+            "off":{"command":"nothing","enabled":false}}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    // The servers connect in the background; the second look finds them connected.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    pith.line("/mcp");
+    pith.expect("filesystem: connected, ");
+    pith.expect("mcp__filesystem__read_text_file");
+    pith.expect("off: disabled (nothing)");
+    pith.prompt();
+    pith.send("\x04");
+    assert_eq!(pith.exit_code(), 0);
+}

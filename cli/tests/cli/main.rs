@@ -11,6 +11,7 @@ mod hostile;
 mod interactive;
 mod kill;
 mod local_model;
+mod mcp;
 mod pi16_apis;
 mod pi_opens_pith_files;
 mod print;

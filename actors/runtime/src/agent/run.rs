@@ -222,6 +222,8 @@ impl Run {
     }
 
     async fn stream_reply(&self) -> AssistantMessage {
+        // MCP servers still connecting get their 10 s before the first request.
+        self.args.tools.ready().await;
         let request = ProviderRequest {
             provider: self.args.model.provider.clone(),
             model: self.args.model.id.clone(),

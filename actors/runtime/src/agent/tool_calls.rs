@@ -106,6 +106,7 @@ impl Run {
                     running -= 1;
                     let outcome = match result {
                         Ok(out) => (out.content, out.details, false),
+                        Err(ToolError::Result(out)) => (out.content, out.details, true),
                         Err(e) => (vec![ContentBlock::text(e.to_string())], json!({}), true),
                     };
                     let (id, name, _) = &calls[index];

@@ -17,7 +17,7 @@ use pith_events::ext::{ExtensionSpec, MAX_LINE_BYTES};
 use crate::envelope::Envelope;
 use crate::extension::ExtensionMsg;
 use crate::extensions::outbox::Outbox;
-use crate::extensions::process::ProcessInput;
+use crate::extensions::process_input::ProcessInput;
 use crate::trace::{ActorName, MessageIds, Trace};
 
 /// The log is rotated (to `<name>.log.1`) when it passes this size.

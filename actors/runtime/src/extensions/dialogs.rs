@@ -1,6 +1,6 @@
 //! Dialogs an extension opens (`ui/confirm|select|input`), routed to the frontend and back
 //! (spec: extensions.md §1.2 "Dialogs"): the extension host registers each open dialog here
-//! and tells frontends through [`ExtensionNotice::UiRequest`]; the frontend answers with
+//! and tells frontends through [`crate::event::ExtensionNotice::UiRequest`]; the frontend answers with
 //! [`Dialogs::answer`] (pi's rpc `extension_ui_response`). One registry per runtime.
 
 use std::collections::HashMap;

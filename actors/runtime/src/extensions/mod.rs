@@ -16,6 +16,7 @@ pub mod child;
 pub mod dialogs;
 pub mod outbox;
 pub mod process;
+pub mod process_input;
 pub mod registry;
 pub mod schema;
 pub mod session_api;

@@ -64,6 +64,21 @@ impl ToolRegistry {
         self.tools.read().map(|t| t.clone()).unwrap_or_default()
     }
 
+    /// The specs the system prompt lists: [`ToolRegistry::specs`] without the tools of sources
+    /// (MCP servers), whose descriptions reach the model with the request's tools only.
+    pub fn prompt_specs(&self, builtins: &Toolset) -> Vec<ToolSpec> {
+        let fixed: Vec<String> = builtins.fixed_specs().into_iter().map(|s| s.name).collect();
+        let from_sources: Vec<String> = builtins
+            .names()
+            .into_iter()
+            .filter(|n| !fixed.contains(n))
+            .collect();
+        self.specs(builtins)
+            .into_iter()
+            .filter(|s| !from_sources.contains(&s.name))
+            .collect()
+    }
+
     /// The specs offered to the model: the built-ins (an overridden one replaced in place),
     /// then the extension tools that collide with nothing, in load order.
     pub fn specs(&self, builtins: &Toolset) -> Vec<ToolSpec> {

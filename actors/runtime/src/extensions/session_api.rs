@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use pith_events::{CustomMessage, UserContent};
 use ractor::ActorRef;
 
-use crate::agent::AgentMsg;
+use crate::agent::messages::AgentMsg;
 use crate::envelope::Envelope;
 
 use pith_store::{Entry, Leaf};

@@ -79,6 +79,9 @@ pub enum ToolChoice {
     Builtin(Vec<String>),
     /// Exactly these, whatever the settings say (tests, embedders).
     Fixed(Toolset),
+    /// These tools plus those a source offers while the session runs (MCP servers, which
+    /// live as long as the runtime: every session's toolset shares the source).
+    WithSource(Box<ToolChoice>, Arc<dyn pith_tools::ToolSource>),
 }
 
 impl ToolChoice {
@@ -101,6 +104,9 @@ impl ToolChoice {
     pub fn build(&self, settings: &crate::settings::Settings) -> Toolset {
         match self {
             ToolChoice::Fixed(tools) => tools.clone(),
+            ToolChoice::WithSource(base, source) => {
+                base.build(settings).with_source(source.clone())
+            }
             ToolChoice::Builtin(names) => {
                 let shell = pith_tools::ShellConfig {
                     shell_path: None,

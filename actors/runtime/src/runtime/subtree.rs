@@ -106,6 +106,8 @@ impl Runtime {
             state.notify(RuntimeEvent::Notice(format!("settings ignored: {problem}")));
         }
         let tools = state.config.tools.build(&settings);
+        // A session of another directory may come with other MCP servers (its project's).
+        tools.cwd_changed(Path::new(&cwd)).await;
         // Agent events reach extensions from the agent itself, frontends through the sink.
         let events = EventSink::to_ui(state.ui.clone());
         let leaf_guard = LeafGuard::default();
@@ -134,26 +136,25 @@ impl Runtime {
         };
         let (navigator, _) =
             Actor::spawn_linked(None, TreeNavigator, navigator_args, cell.clone()).await?;
-        let agent_args = AgentArgs {
-            writer: writer.clone(),
-            projection: projection.clone(),
-            provider: chosen.provider.clone(),
-            model: chosen.model.clone(),
-            thinking_level: chosen.thinking_level,
-            system_prompt: state
-                .config
-                .system_prompt
-                .as_ref()
-                .map(|build| build(Path::new(&cwd), &extensions.registry().specs(&tools))),
-            tools,
-            cwd: PathBuf::from(&cwd),
-            events: events.clone(),
-            clock: state.config.env.clock.clone(),
-            session_id: session_id.clone(),
-            settings: settings.clone(),
-            extensions: extensions.clone(),
-            compactor: compactor.clone(),
-        };
+        let agent_args =
+            AgentArgs {
+                writer: writer.clone(),
+                projection: projection.clone(),
+                provider: chosen.provider.clone(),
+                model: chosen.model.clone(),
+                thinking_level: chosen.thinking_level,
+                system_prompt: state.config.system_prompt.as_ref().map(|build| {
+                    build(Path::new(&cwd), &extensions.registry().prompt_specs(&tools))
+                }),
+                tools,
+                cwd: PathBuf::from(&cwd),
+                events: events.clone(),
+                clock: state.config.env.clock.clone(),
+                session_id: session_id.clone(),
+                settings: settings.clone(),
+                extensions: extensions.clone(),
+                compactor: compactor.clone(),
+            };
         let (agent, _) = Actor::spawn_linked(None, Agent, agent_args, cell.clone()).await?;
         extensions.set_agent(agent.clone());
         // session_start, with the log so extensions can restore their state from it.

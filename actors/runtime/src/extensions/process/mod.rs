@@ -33,6 +33,7 @@ use crate::event::UiSink;
 use crate::extension::{ExtensionMsg, SlashCommand, ToolCallRequest, Verdict};
 use crate::extensions::child::{Child, Tail};
 use crate::extensions::dialogs::Dialogs;
+pub use crate::extensions::process_input::ProcessInput;
 use crate::extensions::registry::ToolRegistry;
 use crate::extensions::session_api;
 use crate::trace::{ActorName, MessageIds};
@@ -51,57 +52,6 @@ const CRASH_WINDOW: Duration = Duration::from_secs(60);
 const MAX_CRASHES: usize = 3;
 /// The same method timing out this many times in a row counts as a crash.
 const MAX_TIMEOUTS_IN_A_ROW: u32 = 3;
-
-/// What a process host's child and timers report.
-#[derive(Debug)]
-pub enum ProcessInput {
-    /// A line from stdout.
-    Line {
-        /// The incarnation that wrote it.
-        generation: u64,
-        /// The line, without its newline.
-        line: String,
-    },
-    /// The process exited or broke the framing.
-    Closed {
-        /// The incarnation.
-        generation: u64,
-        /// What happened (`exited (status 1)`, `wrote a line over 16 MiB`).
-        why: String,
-    },
-    /// A request's deadline passed.
-    Deadline {
-        /// The incarnation the request went to.
-        generation: u64,
-        /// The request's JSON-RPC id.
-        id: u64,
-    },
-    /// Time to start the process again after a crash.
-    Respawn {
-        /// The incarnation that crashed.
-        generation: u64,
-    },
-    /// A frontend answered (or the dialog timed out): the response line to send.
-    DialogAnswered {
-        /// The incarnation that asked.
-        generation: u64,
-        /// The line.
-        line: String,
-    },
-}
-
-impl ProcessInput {
-    /// Its name in traces.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            ProcessInput::Line { .. } => "from_child",
-            ProcessInput::Closed { .. } => "child_closed",
-            ProcessInput::Deadline { .. } => "deadline",
-            ProcessInput::Respawn { .. } => "respawn",
-            ProcessInput::DialogAnswered { .. } => "dialog_answered",
-        }
-    }
-}
 
 /// The session and runtime an extension process works for.
 #[derive(Clone)]
@@ -133,7 +83,7 @@ pub struct HostContext {
 }
 
 /// The Agent of a session, set once it is spawned (after the extensions).
-pub type AgentSlot = Arc<std::sync::OnceLock<ActorRef<Envelope<crate::agent::AgentMsg>>>>;
+pub type AgentSlot = Arc<std::sync::OnceLock<ActorRef<Envelope<crate::agent::messages::AgentMsg>>>>;
 
 /// What a process-hosted extension actor starts with.
 pub struct ProcessArgs {

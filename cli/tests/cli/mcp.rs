@@ -1,0 +1,300 @@
+//! MCP servers from `mcp.json` in a real `pith` run: `@modelcontextprotocol/server-filesystem`
+//! from npm (scripts/install-mcp-servers puts it under target/mcp-servers), as users run it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+fn pith(agent: &Path, cwd: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("pith").expect("binary");
+    for var in pith_llm::auth::KEY_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("PITH_AGENT_DIR", agent)
+        .env_remove("RUST_LOG")
+        .current_dir(cwd)
+        .timeout(Duration::from_secs(90));
+    cmd
+}
+
+fn filesystem_server() -> PathBuf {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/mcp-servers/node_modules/.bin/mcp-server-filesystem");
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/install-mcp-servers",
+        bin.display()
+    );
+    bin
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_naming(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            found.push(cmdline);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_scripted_call_of_an_mcp_tool_reaches_the_server_and_lands_in_the_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("repo"));
+    fs::create_dir_all(&agent).unwrap();
+    fs::create_dir_all(&cwd).unwrap();
+    fs::write(cwd.join("notes.txt"), "the secret is 42\n").unwrap();
+    // `pith mcp add`, as the README shows it.
+    pith(&agent, &cwd)
+        .args(["mcp", "add", "filesystem", "--"])
+        .arg(filesystem_server())
+        .arg(&cwd)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(format!(
+            r#"Added global MCP server "filesystem" in {}."#,
+            agent.join("mcp.json").display()
+        )));
+    let script = tmp.path().join("script.json");
+    fs::write(
+        &script,
+        serde_json::to_string(&json!([
+            {"content":[{"type":"toolCall","id":"tc1","name":"mcp__filesystem__read_text_file",
+                         "arguments":{"path": cwd.join("notes.txt")}}]},
+            {"content":[{"type":"text","text":"read it"}]}
+        ]))
+        .unwrap(),
+    )
+    .unwrap();
+    pith(&agent, &cwd)
+        .args(["-p", "--session", "s.jsonl", "--faux-script"])
+        .arg(&script)
+        .arg("read my notes")
+        .assert()
+        .success()
+        .stdout("read it\n");
+    let entries: Vec<Value> = fs::read_to_string(cwd.join("s.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let result = entries
+        .iter()
+        .find(|e| e["message"]["role"] == "toolResult")
+        .expect("a toolResult entry");
+    assert_eq!(
+        result["message"]["toolName"],
+        "mcp__filesystem__read_text_file"
+    );
+    assert_eq!(result["message"]["isError"], false);
+    assert_eq!(
+        result["message"]["content"],
+        json!([{"type":"text","text":"the secret is 42\n"}])
+    );
+    assert_eq!(result["message"]["details"]["server"], json!("filesystem"));
+    // The server went with pith.
+    let left = processes_naming(&cwd.display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn mcp_list_connects_reports_a_broken_entry_and_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("repo"));
+    fs::create_dir_all(&agent).unwrap();
+    fs::create_dir_all(cwd.join(".pith")).unwrap();
+    fs::write(
+        agent.join("mcp.json"),
+        serde_json::to_string(&json!({"mcpServers":{
+            "filesystem":{"command": filesystem_server(), "args":[&cwd]},
+            "broken":{"command":"/nonexistent/server"},
+            "typo":{"command":"x","args":"not a list"}}}))
+        .unwrap(),
+    )
+    .unwrap();
+    fs::write(
+        cwd.join(".pith/mcp.json"),
+        r#"{"mcpServers":{"filesystem":{"enabled":false}}}"#,
+    )
+    .unwrap();
+    let out = pith(&agent, &cwd).args(["mcp", "list"]).assert().code(1);
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("filesystem: connected, "), "{stdout}");
+    assert!(
+        lines[2].starts_with("  tools: read_file, read_text_file, "),
+        "{stdout}"
+    );
+    assert_eq!(lines[3], "broken: failed");
+    assert_eq!(lines[4], "  /nonexistent/server");
+    assert_eq!(
+        lines[5],
+        "  could not start /nonexistent/server: No such file or directory (os error 2)"
+    );
+    assert_eq!(
+        lines[6],
+        format!(
+            r#"config error: {}: server "typo": args must be an array of strings"#,
+            agent.join("mcp.json").display()
+        )
+    );
+    assert_eq!(
+        lines[7],
+        format!(
+            "{} is ignored because the project is not trusted (use --approve).",
+            cwd.join(".pith/mcp.json").display()
+        )
+    );
+    // Trusted, the project turns the filesystem server off.
+    let out = pith(&agent, &cwd)
+        .args(["mcp", "list", "--approve", "--json"])
+        .assert()
+        .code(1);
+    let listed: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(listed["servers"][0]["state"], "disabled");
+    assert_eq!(listed["servers"][1]["state"], "failed");
+    pith(&agent, &cwd)
+        .args(["mcp", "remove", "broken"])
+        .assert()
+        .success();
+    let left = processes_naming(&cwd.display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn json_mode_waits_for_a_slow_server_before_the_first_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("repo"));
+    fs::create_dir_all(&agent).unwrap();
+    fs::create_dir_all(&cwd).unwrap();
+    fs::write(cwd.join("a.txt"), "alpha").unwrap();
+    // The server takes 2 s to start: the first request waits for it (at most 10 s).
+    fs::write(
+        agent.join("mcp.json"),
+        serde_json::to_string(&json!({"mcpServers":{"slow-fs":{
+            "command":"sh",
+            "args":["-c", format!("sleep 2; exec '{}' '{}'", filesystem_server().display(), cwd.display())]}}}))
+        .unwrap(),
+    )
+    .unwrap();
+    let script = tmp.path().join("script.json");
+    fs::write(
+        &script,
+        serde_json::to_string(&json!([
+            {"content":[{"type":"toolCall","id":"tc1","name":"mcp__slow_fs__list_directory",
+                         "arguments":{"path": cwd}}]},
+            {"content":[{"type":"text","text":"listed"}]}
+        ]))
+        .unwrap(),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = pith(&agent, &cwd)
+        .args(["--mode", "json", "--no-session", "--faux-script"])
+        .arg(&script)
+        .arg("list")
+        .assert()
+        .success();
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    let events: Vec<Value> = String::from_utf8(out.get_output().stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let end = events
+        .iter()
+        .find(|e| e["type"] == "tool_execution_end")
+        .expect("a tool_execution_end event");
+    assert_eq!(end["toolName"], "mcp__slow_fs__list_directory");
+    assert_eq!(end["isError"], false);
+    assert_eq!(
+        end["result"]["content"],
+        json!([{"type":"text","text":"[FILE] a.txt"}])
+    );
+    assert_eq!(end["result"]["details"]["server"], "slow-fs");
+    let left = processes_naming(&cwd.display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn rpc_mode_runs_an_mcp_tool_and_the_result_lands_in_the_session() {
+    use std::io::{BufRead, BufReader, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("repo"));
+    fs::create_dir_all(&agent).unwrap();
+    fs::create_dir_all(&cwd).unwrap();
+    fs::write(cwd.join("b.txt"), "bravo").unwrap();
+    fs::write(
+        agent.join("mcp.json"),
+        serde_json::to_string(
+            &json!({"mcpServers":{"fs":{"command": filesystem_server(), "args":[&cwd]}}}),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let script = tmp.path().join("script.json");
+    fs::write(
+        &script,
+        serde_json::to_string(&json!([
+            {"content":[{"type":"toolCall","id":"tc1","name":"mcp__fs__read_text_file",
+                         "arguments":{"path": cwd.join("b.txt")}}]},
+            {"content":[{"type":"text","text":"ok"}]}
+        ]))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pith"));
+    for var in pith_llm::auth::KEY_VARS {
+        cmd.env_remove(var);
+    }
+    let mut child = cmd
+        .env("PITH_AGENT_DIR", &agent)
+        .current_dir(&cwd)
+        .args(["--mode", "rpc", "--session", "r.jsonl", "--faux-script"])
+        .arg(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"type":"prompt","message":"read b"}}"#).unwrap();
+    let mut ends = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["type"] == "tool_execution_end" {
+            ends.push(event.clone());
+        }
+        if event["type"] == "agent_end" {
+            break;
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(ends.len(), 1);
+    assert_eq!(
+        ends[0]["result"]["content"],
+        json!([{"type":"text","text":"bravo"}])
+    );
+    let file = fs::read_to_string(cwd.join("r.jsonl")).unwrap();
+    let result: Value = file
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["message"]["role"] == "toolResult")
+        .unwrap();
+    assert_eq!(
+        result["message"]["content"],
+        json!([{"type":"text","text":"bravo"}])
+    );
+    let left = processes_naming(&cwd.display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
