@@ -257,7 +257,7 @@ impl Provider for Faux {
                 // Blocks grow as they stream: empty at the start, whole at the end.
                 msg.content.push(empty_like(&block));
                 send_update(&tx, start, index, None, &msg).await;
-                for piece in split_words(&text) {
+                for piece in split_words(&text).map(str::to_owned) {
                     // Checked per delta, as a real stream's reads are: an abort ends a long
                     // reply at once, keeping what streamed so far.
                     if abort.is_cancelled() {
@@ -320,20 +320,10 @@ fn grow(block: &mut ContentBlock, piece: &str) {
     }
 }
 
-/// Splits text into word-sized deltas that concatenate back to it.
-fn split_words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    for c in text.chars() {
-        cur.push(c);
-        if c == ' ' || c == '\n' {
-            out.push(std::mem::take(&mut cur));
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
+/// Splits text into word-sized deltas that concatenate back to it (each ends with its space
+/// or line break), lazily: a reply of n words never holds n pieces at once.
+fn split_words(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive([' ', '\n'])
 }
 
 #[cfg(test)]
