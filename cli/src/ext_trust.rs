@@ -101,15 +101,7 @@ fn items(cwd: &Path) -> Vec<Item> {
     out
 }
 
-fn trust_file(agent_dir: &Path) -> PathBuf {
-    agent_dir.join("trust.json")
-}
-
-fn read_store(agent_dir: &Path) -> Value {
-    read_config(trust_file(agent_dir))
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_else(|| json!({}))
-}
+use pith_actors::trust::{default_trust, read_decisions as read_store, trust_file};
 
 fn store(agent_dir: &Path, project: &str, trusted: bool, items: &[Item]) {
     let mut all = read_store(agent_dir);
@@ -125,13 +117,6 @@ fn store(agent_dir: &Path, project: &str, trusted: bool, items: &[Item]) {
     if let Ok(text) = serde_json::to_string_pretty(&all) {
         let _ = std::fs::write(trust_file(agent_dir), text);
     }
-}
-
-fn default_trust(agent_dir: &Path) -> String {
-    read_config(agent_dir.join("settings.json"))
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .and_then(|v| v["defaultProjectTrust"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| "ask".into())
 }
 
 fn ask_user(project: &str, items: &[&Item]) -> bool {
@@ -246,88 +231,16 @@ fn read_config(path: impl AsRef<Path>) -> Option<String> {
         .flatten()
 }
 
-/// Whether the project in `ask.cwd` is trusted for its non-executable resources (templates,
-/// skills, `SYSTEM.md`, `APPEND_SYSTEM.md`): pi 1.6.0's `resolveProjectTrusted`. `--approve`
-/// trusts and `--no-approve` does not; then the stored decision (the extensions' question,
-/// asked first, stores one); a project with nothing that needs trust is trusted; then
-/// `defaultProjectTrust` (`always`/`never`); else not trusted. Asks nothing itself.
+/// Whether the project in `ask.cwd` is trusted for its non-executable resources (settings,
+/// templates, skills, `SYSTEM.md`, MCP servers): [`pith_actors::trust::project_trusted`]. A
+/// `--approve` or `--no-approve` is stored as the project's decision, so that every later
+/// reader of project files (the settings of each session) follows it.
 pub fn project_trusted(ask: &Ask<'_>) -> bool {
-    if let Some(approve) = ask.approve {
-        return approve;
+    if let Some(approve) = ask.approve
+        && pith_actors::trust::stored_decision(ask.agent_dir, ask.cwd) != Some(approve)
+    {
+        let project = pith_actors::trust::project_key(ask.cwd);
+        store(ask.agent_dir, &project, approve, &[]);
     }
-    let project = std::fs::canonicalize(ask.cwd)
-        .unwrap_or_else(|_| ask.cwd.to_owned())
-        .to_string_lossy()
-        .into_owned();
-    if let Some(decision) = read_store(ask.agent_dir)[project.as_str()]["decision"].as_str() {
-        return decision == "trusted";
-    }
-    if !needs_trust(ask.cwd) {
-        return true;
-    }
-    default_trust(ask.agent_dir) == "always"
-}
-
-/// pi's `hasTrustRequiringProjectResources`: `.pith/` holds settings, MCP servers,
-/// extensions, skills, prompts, themes or system-prompt files, or `.agents/skills` exists in
-/// the cwd or an ancestor (the home folder's own `~/.agents/skills` aside).
-fn needs_trust(cwd: &Path) -> bool {
-    let pith = cwd.join(".pith");
-    let in_pith = [
-        "settings.json",
-        "mcp.json",
-        "extensions",
-        "skills",
-        "prompts",
-        "themes",
-        "SYSTEM.md",
-        "APPEND_SYSTEM.md",
-    ];
-    if in_pith.iter().any(|n| pith.join(n).exists()) {
-        return true;
-    }
-    let home_skills = std::env::var_os("HOME").map(|h| Path::new(&h).join(".agents/skills"));
-    cwd.ancestors().any(|dir| {
-        let skills = dir.join(".agents/skills");
-        skills.is_dir() && home_skills.as_deref() != Some(skills.as_path())
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ask<'a>(agent: &'a Path, cwd: &'a Path, approve: Option<bool>) -> Ask<'a> {
-        Ask {
-            agent_dir: agent,
-            cwd,
-            approve,
-            interactive: false,
-        }
-    }
-
-    #[test]
-    fn project_trust_follows_pis_order() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("proj"));
-        std::fs::create_dir_all(&agent).unwrap();
-        std::fs::create_dir_all(&cwd).unwrap();
-        // Nothing that needs trust: trusted.
-        assert!(project_trusted(&ask(&agent, &cwd, None)));
-        // Project prompts need it: not trusted without a decision, a flag or the setting.
-        std::fs::create_dir_all(cwd.join(".pith/prompts")).unwrap();
-        assert!(!project_trusted(&ask(&agent, &cwd, None)));
-        assert!(project_trusted(&ask(&agent, &cwd, Some(true))));
-        std::fs::write(
-            agent.join("settings.json"),
-            r#"{"defaultProjectTrust": "always"}"#,
-        )
-        .unwrap();
-        assert!(project_trusted(&ask(&agent, &cwd, None)));
-        assert!(!project_trusted(&ask(&agent, &cwd, Some(false))));
-        // A stored decision wins over the setting.
-        let project = std::fs::canonicalize(&cwd).unwrap();
-        store(&agent, &project.to_string_lossy(), false, &[]);
-        assert!(!project_trusted(&ask(&agent, &cwd, None)));
-    }
+    pith_actors::trust::project_trusted(ask.agent_dir, ask.cwd, ask.approve)
 }

@@ -43,6 +43,7 @@ pub mod system_prompt;
 mod testing;
 pub mod trace;
 pub mod tree_navigator;
+pub mod trust;
 pub mod writer;
 
 pub use error::RuntimeError;

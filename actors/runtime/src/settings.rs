@@ -25,15 +25,25 @@ pub enum QueueMode {
 }
 
 impl Settings {
-    /// Reads `<agent_dir>/settings.json` and `<cwd>/.pith/settings.json`; objects merge
-    /// key by key, the project's values win. Missing files are fine; unreadable or invalid ones
-    /// are listed in [`Settings::problems`] and ignored.
+    /// Reads `<agent_dir>/settings.json` and, in a trusted project ([`crate::trust`]),
+    /// `<cwd>/.pith/settings.json`; objects merge key by key, the project's values win.
+    /// Missing files are fine; unreadable or invalid ones, and an untrusted project's, are
+    /// listed in [`Settings::problems`] and ignored.
     pub fn load(agent_dir: &Path, cwd: &Path) -> Settings {
         let mut settings = Settings::default();
-        for file in [
-            agent_dir.join("settings.json"),
-            cwd.join(".pith").join("settings.json"),
-        ] {
+        let project = cwd.join(".pith").join("settings.json");
+        let mut files = vec![agent_dir.join("settings.json")];
+        // A repository's settings can run code (`shellCommandPrefix`) or send prompts
+        // elsewhere (`defaultProvider`): only a trusted project's count (crate::trust).
+        if crate::trust::project_trusted(agent_dir, cwd, None) {
+            files.push(project);
+        } else if project.exists() {
+            settings.problems.push(format!(
+                "{}: not used, the project is not trusted (pith --approve trusts it)",
+                project.display()
+            ));
+        }
+        for file in files {
             let text = match pith_llm::config_file::read_text_limited(
                 &file,
                 pith_llm::config_file::CONFIG_MAX_BYTES,
@@ -198,6 +208,16 @@ mod tests {
         std::fs::write(
             cwd.join(".pith/settings.json"),
             r#"{"compaction":{"reserveTokens":1000},"followUpMode":"all"}"#,
+        )
+        .expect("write");
+        // Only a trusted project's settings count; an untrusted one's are reported.
+        let s = Settings::load(&agent, &cwd);
+        assert_eq!(s.get("followUpMode"), None);
+        assert!(s.problems[0].contains("not trusted"), "{:?}", s.problems);
+        std::fs::write(
+            crate::trust::trust_file(&agent),
+            serde_json::json!({ crate::trust::project_key(&cwd): {"decision": "trusted"} })
+                .to_string(),
         )
         .expect("write");
         let s = Settings::load(&agent, &cwd);

@@ -14,6 +14,7 @@ async fn settings_are_read_for_each_sessions_cwd() {
         r#"{"steeringMode":"all"}"#,
     )
     .unwrap();
+    trust_project(&env.agent_dir, &all_dir);
     let slow =
         r#"{"content":[{"type":"toolCall","id":"t","name":"x","arguments":{}}],"delayMs":800}"#;
     let done = r#"{"content":[{"type":"text","text":"ok"}]}"#;
@@ -121,6 +122,7 @@ async fn the_settings_shell_prefix_reaches_the_models_bash_tool_and_user_command
         r#"{"shellCommandPrefix":"GREETING=from-settings"}"#,
     )
     .unwrap();
+    trust_project(&env.agent_dir, &project);
     let config = RuntimeConfig {
         cwd: project.to_string_lossy().into_owned(),
         tools: ToolChoice::defaults(),

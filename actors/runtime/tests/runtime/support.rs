@@ -255,3 +255,15 @@ pub(crate) fn drain_agent_events(
     }
     out
 }
+
+/// Records `project` as trusted in `agent_dir`'s `trust.json`, as `--approve` does: its
+/// `.pith/settings.json` is read only then.
+pub fn trust_project(agent_dir: &std::path::Path, project: &std::path::Path) {
+    std::fs::create_dir_all(agent_dir).unwrap();
+    let key = pith_actors::trust::project_key(project);
+    std::fs::write(
+        pith_actors::trust::trust_file(agent_dir),
+        serde_json::json!({ key: {"decision": "trusted"} }).to_string(),
+    )
+    .unwrap();
+}
