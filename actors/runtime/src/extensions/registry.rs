@@ -32,9 +32,9 @@ pub struct RegisteredTool {
 pub struct Found {
     /// Runs the call.
     pub tool: Arc<dyn Tool>,
-    /// `builtin` or `extension:<name>`.
+    /// `builtin`, `extension:<name>` or `mcp:<server>`.
     pub source: String,
-    /// `{}` for built-ins.
+    /// The tool's behaviour hints (an MCP server's `destructiveHint`, …); `{}` for built-ins.
     pub annotations: Value,
     /// The schema to validate arguments against; `None` for built-ins (they check their own).
     pub schema: Option<Value>,
@@ -118,13 +118,59 @@ impl ToolRegistry {
             return Some(of(t));
         }
         if let Some(tool) = builtins.get(name) {
+            // A source's tool (an MCP server's) says where it comes from and how it behaves:
+            // gates see `mcp:<server>` and the server's hints (spec: extensions.md §1.3).
             return Some(Found {
+                source: tool.source().unwrap_or_else(|| "builtin".into()),
+                annotations: tool
+                    .annotations()
+                    .unwrap_or_else(|| Value::Object(Default::default())),
                 tool,
-                source: "builtin".into(),
-                annotations: Value::Object(Default::default()),
                 schema: None,
             });
         }
         ext.iter().find(named).map(of)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pith_events::ToolSpec;
+    use pith_tools::tool::{ToolContext, ToolFuture};
+
+    /// A tool as an MCP server's looks to the registry.
+    struct ServerTool;
+
+    impl Tool for ServerTool {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: "mcp__fs__delete".into(),
+                description: "Delete a file".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }
+        }
+        fn run(&self, _: Value, _: ToolContext) -> ToolFuture {
+            Box::pin(async { Err(pith_tools::tool::ToolError::Aborted) })
+        }
+        fn source(&self) -> Option<String> {
+            Some("mcp:fs".into())
+        }
+        fn annotations(&self) -> Option<Value> {
+            Some(serde_json::json!({"destructiveHint": true}))
+        }
+    }
+
+    #[test]
+    fn a_source_tool_reaches_gates_with_its_source_and_hints() {
+        let tools = Toolset::new(vec![Arc::new(ServerTool)]);
+        let found = ToolRegistry::default()
+            .find(&tools, "mcp__fs__delete")
+            .expect("found");
+        assert_eq!(found.source, "mcp:fs");
+        assert_eq!(
+            found.annotations,
+            serde_json::json!({"destructiveHint": true})
+        );
     }
 }
