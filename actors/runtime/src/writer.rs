@@ -255,6 +255,10 @@ impl SessionWriter {
     ) -> Result<String, pith_store::Error> {
         let s = &mut state.session;
         let before = s.entries().len();
+        // A retry's or an overflow's `context_edit` is announced as pi 1.6.0 announces entries
+        // appended outside message persistence (`entry_appended`, spec: agent-and-events.md
+        // §2, §4). (An extension's `appendEntry` is not announced yet.)
+        let announce = matches!(append, Append::ContextEdit { .. });
         let result = match append {
             Append::Message(m) => s.append_message(*m),
             Append::CustomMessage {
@@ -308,6 +312,11 @@ impl SessionWriter {
                     entry: entry.clone(),
                 },
             );
+            if announce && let Ok(entry) = serde_json::from_str(entry.raw()) {
+                state.ui.notify(RuntimeEvent::Agent(Box::new(
+                    pith_events::AgentEvent::EntryAppended { entry },
+                )));
+            }
         }
         for notice in s.take_notices() {
             tracing::warn!(user_notified = true, "{notice}");

@@ -243,6 +243,15 @@ async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
 
     let t = types(&seen);
     let end = t.iter().position(|x| x == "agent_end").unwrap();
+    // The overflowed reply is hidden (announced as pi 1.6.0 announces the context_edit),
+    // then the session is compacted and the prompt retried (compaction.md §5).
+    assert_eq!(t[end + 1], "entry_appended");
+    assert_eq!(seen[end + 1]["entry"]["type"], "context_edit");
+    let seen: Vec<serde_json::Value> = seen
+        .into_iter()
+        .filter(|e| e["type"] != "entry_appended")
+        .collect();
+    let t = types(&seen);
     assert_eq!(
         t[end..end + 4],
         [

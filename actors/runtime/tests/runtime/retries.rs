@@ -30,6 +30,29 @@ async fn transient_errors_are_retried_with_backoff_and_kept_in_the_file() {
             &serde_json::json!({"type":"auto_retry_end","success":true,"attempt":2}),
         ]
     );
+    // Each failed attempt is hidden and announced before the retry's run starts (spec §4).
+    let order: Vec<&str> = types(&seen)
+        .iter()
+        .filter(|t| ["auto_retry_start", "entry_appended", "agent_start"].contains(&t.as_str()))
+        .map(|t| t.as_str())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| match t {
+            "auto_retry_start" => "retry",
+            "entry_appended" => "edit",
+            _ => "start",
+        })
+        .collect();
+    assert_eq!(
+        order,
+        ["start", "retry", "edit", "start", "retry", "edit", "start"]
+    );
+    let edits: Vec<&serde_json::Value> = seen
+        .iter()
+        .filter(|e| e["type"] == "entry_appended")
+        .collect();
+    assert_eq!(edits[0]["entry"]["type"], "context_edit");
+    assert_eq!(edits[0]["entry"]["replacement"], serde_json::Value::Null);
     // Each retry is a run of its own, without a new prompt (pi's agent.continue()).
     assert_eq!(
         types(&seen).iter().filter(|t| *t == "agent_start").count(),
