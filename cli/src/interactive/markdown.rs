@@ -216,14 +216,12 @@ fn heading(line: &str) -> Option<(usize, &str)> {
 
 /// `---`, `***`, `___` (three or more, spaces allowed).
 fn is_rule(line: &str) -> bool {
-    let mut chars = line.chars().filter(|c| !c.is_whitespace());
-    let Some(first) = chars.next() else {
+    let Some(first) = line.chars().find(|c| !c.is_whitespace()) else {
         return false;
     };
-    matches!(first, '-' | '*' | '_') && {
-        let n = 1 + line.chars().filter(|c| *c == first).count() - 1;
-        n >= 3 && line.chars().all(|c| c == first || c.is_whitespace())
-    }
+    matches!(first, '-' | '*' | '_')
+        && line.chars().filter(|c| *c == first).count() >= 3
+        && line.chars().all(|c| c == first || c.is_whitespace())
 }
 
 /// `- x`, `* x`, `+ x`, `1. x`, `1) x`, with a task box: (the marker as pi shows it, the text).
@@ -348,10 +346,13 @@ fn inline(text: &str, base: &str) -> Vec<Span> {
                     .join(";");
                 push(&mut spans, &code, sgr);
             }
-            Event::Text(t) | Event::Html(t) | Event::InlineHtml(t) | Event::InlineMath(t) => {
+            Event::Text(t)
+            | Event::Html(t)
+            | Event::InlineHtml(t)
+            | Event::InlineMath(t)
+            | Event::DisplayMath(t) => {
                 push(&mut spans, &t, current(&stack));
             }
-            Event::DisplayMath(t) => push(&mut spans, &t, current(&stack)),
             Event::SoftBreak | Event::HardBreak => push(&mut spans, " ", current(&stack)),
             Event::FootnoteReference(t) => push(&mut spans, &format!("[^{t}]"), current(&stack)),
             Event::TaskListMarker(done) => push(

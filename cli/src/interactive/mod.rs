@@ -150,25 +150,18 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
             .map(|f| f.path),
         );
     }
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let show = |p: &std::path::Path| display_path(p, std::path::Path::new(&cwd), home.as_deref());
     if !context_files.is_empty() {
         // pi's startup listing: which AGENTS.md/CLAUDE.md files the model is given.
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let shown: Vec<String> = context_files
-            .iter()
-            .map(|f| display_path(f, std::path::Path::new(&cwd), home.as_deref()))
-            .collect();
+        let shown: Vec<String> = context_files.iter().map(|f| show(f)).collect();
         screen.print_lines(&[
             String::new(),
             style::accent("[Context]"),
             style::dim(&format!("  {}", shown.join(", "))),
         ]);
     }
-    {
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let cwd = std::path::Path::new(&cwd);
-        let show = |p: &std::path::Path| display_path(p, cwd, home.as_deref());
-        screen.print_lines(&resources_view::startup_lines(&resources, &show));
-    }
+    screen.print_lines(&resources_view::startup_lines(&resources, &show));
     let registry = ModelRegistry::load(&env.agent_dir);
     let creds = Credentials::load(&env.agent_dir);
     let providers: HashSet<&str> = registry
