@@ -23,7 +23,7 @@ use pith_actors::runtime::{RuntimeError, RuntimeEvent, RuntimeHandle};
 use pith_events::{AgentEvent, BashExecutionMessage};
 use pith_store::{Session, SessionEnv};
 
-use super::editor::{Editor, Input, KeyAction, ReadRequest};
+use super::editor::{Editor, Input, ReadRequest};
 use super::footer::{Footer, context_tokens, session_stats};
 use super::messages::{message_lines, user_command_lines};
 use super::screen::{Screen, columns};
@@ -524,93 +524,6 @@ impl App {
         }
         self.interrupt().await?;
         Ok(Flow::Go)
-    }
-
-    /// pi's app keys.
-    ///
-    /// Errors: the runtime stopped answering.
-    async fn key_action(&mut self, action: KeyAction) -> Result<Flow> {
-        match action {
-            KeyAction::SelectModel => return Ok(self.command("/model").await?.unwrap_or(Flow::Go)),
-            KeyAction::Tree => return Ok(self.command("/tree").await?.unwrap_or(Flow::Go)),
-            KeyAction::CycleModel => self.cycle_model().await?,
-            KeyAction::CycleThinking => self.cycle_thinking().await?,
-            KeyAction::ToggleThinking => {
-                self.transcript.hide_thinking = !self.transcript.hide_thinking;
-                self.status(if self.transcript.hide_thinking {
-                    "Thinking blocks: hidden"
-                } else {
-                    "Thinking blocks: visible"
-                });
-            }
-            KeyAction::ExpandOutput => match self.transcript.last_result_in_full(columns()) {
-                Some(lines) => {
-                    let mut out = vec![String::new()];
-                    out.extend(lines);
-                    self.screen.print_lines(&out);
-                }
-                None => self.status("No tool output to expand"),
-            },
-        }
-        Ok(Flow::Go)
-    }
-
-    /// Ctrl-P: the next model with a key, in the order of the selector (pi's
-    /// `cycleModel("forward")` over the available models).
-    async fn cycle_model(&mut self) -> Result<()> {
-        let registry = pith_llm::model_registry::ModelRegistry::load(&self.env.agent_dir);
-        let creds = pith_llm::auth::Credentials::load(&self.env.agent_dir);
-        let mut names: Vec<String> = registry
-            .available(&creds)
-            .iter()
-            .map(|m| format!("{}/{}", m.provider, m.id))
-            .collect();
-        names.sort();
-        if names.len() < 2 {
-            self.status("Only one model available");
-            return Ok(());
-        }
-        let current = self.choice.model.qualified_id();
-        let next = names
-            .iter()
-            .position(|n| *n == current)
-            .map_or(0, |i| (i + 1) % names.len());
-        let target = names[next].clone();
-        self.command(&format!("/model {target}")).await?;
-        Ok(())
-    }
-
-    /// Shift-Tab: the next thinking level the model supports (pi's `cycleThinkingLevel`).
-    async fn cycle_thinking(&mut self) -> Result<()> {
-        let levels = pith_llm::model_registry::supported_thinking_levels(&self.choice.model);
-        if levels.len() < 2 {
-            self.status("Current model does not support thinking");
-            return Ok(());
-        }
-        let next = levels
-            .iter()
-            .position(|l| *l == self.choice.thinking_level)
-            .map_or(0, |i| (i + 1) % levels.len());
-        self.command(&format!("/thinking {}", levels[next].as_str()))
-            .await?;
-        Ok(())
-    }
-
-    /// Takes the queued steering and follow-ups out of the agent before Esc aborts the run
-    /// (pi's `restoreQueuedMessagesToEditor`): the editor holds `restored` already; one
-    /// queued after the editor looked is shown so it can be typed again, never run unasked.
-    async fn restore_queue(&mut self, restored: &[String]) -> Result<()> {
-        let taken = self.rt.clear_queue().await?;
-        let mut in_editor = restored.to_vec();
-        for text in taken.steering.iter().chain(&taken.follow_up) {
-            match in_editor.iter().position(|r| r == text) {
-                Some(at) => {
-                    in_editor.remove(at);
-                }
-                None => self.warn(&format!("Not sent (queued as Esc was pressed): {text}")),
-            }
-        }
-        Ok(())
     }
 
     /// Esc (pi's `app.interrupt`): aborts the run or cancels `/compact` (pi's `abort()`,

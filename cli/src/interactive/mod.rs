@@ -20,6 +20,7 @@ mod dialogs;
 mod editor;
 mod export_jsonl;
 mod footer;
+mod keys;
 mod markdown;
 mod messages;
 mod quiet_wait;
