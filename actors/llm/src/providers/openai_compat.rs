@@ -97,43 +97,73 @@ impl OpenAiCompat {
     }
 }
 
-/// pi-ai's `detectCompat`.
+/// pi-ai's `detectCompat` (pi 1.6.0): only OpenAI's own API gets the `developer` role (other
+/// hosts' chat templates reject it), and strict tool schemas are never assumed.
 fn detect(model: &Model) -> OpenAiCompat {
     let provider = model.provider.as_str();
     let url = model.base_url.as_str();
-    let is_zai = provider == "zai" || url.contains("api.z.ai");
+    let is_zai = matches!(provider, "zai" | "zai-coding-cn")
+        || url.contains("api.z.ai")
+        || url.contains("open.bigmodel.cn");
+    let is_together = provider == "together"
+        || url.contains("api.together.ai")
+        || url.contains("api.together.xyz");
     let is_moonshot =
         matches!(provider, "moonshotai" | "moonshotai-cn") || url.contains("api.moonshot.");
+    let is_openrouter = provider == "openrouter" || url.contains("openrouter.ai");
     let is_cf_workers = provider == "cloudflare-workers-ai" || url.contains("api.cloudflare.com");
     let is_cf_gateway =
         provider == "cloudflare-ai-gateway" || url.contains("gateway.ai.cloudflare.com");
+    let is_nvidia = provider == "nvidia" || url.contains("integrate.api.nvidia.com");
+    let is_ant_ling = provider == "ant-ling" || url.contains("api.ant-ling.com");
+    let is_cerebras = provider == "cerebras" || url.contains("cerebras.ai");
+    let is_deepseek = provider == "deepseek" || url.to_lowercase().contains("deepseek.com");
     let is_grok = provider == "xai" || url.contains("api.x.ai");
-    let is_deepseek = provider == "deepseek" || url.contains("deepseek.com");
-    let non_standard = provider == "cerebras"
-        || url.contains("cerebras.ai")
+    let non_standard = is_nvidia
+        || is_cerebras
         || is_grok
+        || is_together
         || url.contains("chutes.ai")
-        || url.contains("deepseek.com")
+        || is_deepseek
         || is_zai
         || is_moonshot
         || provider == "opencode"
         || url.contains("opencode.ai")
         || is_cf_workers
-        || is_cf_gateway;
-    let use_max_tokens = url.contains("chutes.ai") || is_moonshot || is_cf_gateway;
+        || is_cf_gateway
+        || is_ant_ling;
+    let use_max_tokens = url.contains("chutes.ai")
+        || is_deepseek
+        || is_moonshot
+        || is_cf_gateway
+        || is_together
+        || is_nvidia
+        || is_ant_ling
+        || is_zai;
+    let is_openai = provider == "openai" || url.contains("api.openai.com");
     let thinking_format = if is_deepseek {
         "deepseek"
     } else if is_zai {
         "zai"
-    } else if provider == "openrouter" || url.contains("openrouter.ai") {
+    } else if is_together {
+        "together"
+    } else if is_ant_ling {
+        "ant-ling"
+    } else if is_openrouter {
         "openrouter"
     } else {
         "openai"
     };
     OpenAiCompat {
         supports_store: !non_standard,
-        supports_developer_role: !non_standard,
-        supports_reasoning_effort: !is_grok && !is_zai && !is_moonshot && !is_cf_gateway,
+        supports_developer_role: is_openai,
+        supports_reasoning_effort: !is_grok
+            && !is_zai
+            && !is_moonshot
+            && !is_together
+            && !is_cf_gateway
+            && !is_nvidia
+            && !is_ant_ling,
         supports_usage_in_streaming: true,
         supports_finish_reason: true,
         max_tokens_field: if use_max_tokens {
@@ -147,11 +177,15 @@ fn detect(model: &Model) -> OpenAiCompat {
         requires_thinking_as_text: false,
         requires_reasoning_content_on_assistant_messages: is_deepseek,
         thinking_format: thinking_format.to_owned(),
-        supports_strict_mode: !is_moonshot && !is_cf_gateway,
+        supports_strict_mode: false,
         cache_control_format: (provider == "openrouter" && model.id.starts_with("anthropic/"))
             .then(|| "anthropic".to_owned()),
-        send_session_affinity_headers: false,
-        supports_long_cache_retention: !(is_cf_workers || is_cf_gateway),
+        send_session_affinity_headers: is_openrouter,
+        supports_long_cache_retention: !(is_together
+            || is_cf_workers
+            || is_cf_gateway
+            || is_nvidia
+            || is_ant_ling),
         zai_tool_stream: false,
     }
 }
@@ -173,6 +207,10 @@ mod tests {
     fn detection_and_overrides() {
         let openai = OpenAiCompat::of(&model("openai", "https://api.openai.com/v1", json!(null)));
         assert!(openai.supports_store && openai.supports_developer_role);
+        assert!(
+            !openai.supports_strict_mode,
+            "pi 1.6.0 never assumes strict schemas"
+        );
         assert_eq!(openai.max_tokens_field, "max_completion_tokens");
         assert_eq!(openai.thinking_format, "openai");
         let deepseek =
@@ -190,5 +228,10 @@ mod tests {
         assert!(!local.supports_usage_in_streaming);
         assert!(!local.supports_developer_role);
         assert!(local.supports_store);
+        let plain = OpenAiCompat::of(&model("mock", "http://127.0.0.1:9/v1", json!(null)));
+        assert!(
+            !plain.supports_developer_role,
+            "only OpenAI's own API gets the developer role"
+        );
     }
 }
