@@ -114,9 +114,10 @@ impl Tool for McpTool {
             let output = ToolOutput {
                 content: converted.content,
                 details: converted.details,
+                structured_content: None,
             };
             if converted.is_error {
-                Err(ToolError::Result(output))
+                Err(ToolError::Result(Box::new(output)))
             } else {
                 Ok(output)
             }
@@ -182,6 +183,7 @@ async fn call(
                 let _ = updates.send(ToolOutput {
                     content: vec![pith_events::ContentBlock::text(text)],
                     details: details.clone(),
+                    structured_content: None,
                 });
             }
         })

@@ -27,6 +27,9 @@ use crate::tool::{Tool, ToolContext, ToolFuture, ToolOutput, ToolSpec};
 
 /// pi's spill-file prefix for command output.
 const SPILL_PREFIX: &str = "pi-bash";
+/// How much of the output `structuredContent.output` holds (pi's
+/// `STRUCTURED_OUTPUT_MAX_BYTES`, 1 MiB).
+const STRUCTURED_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
 
 /// pi sends progress at most every 100 ms.
 const UPDATE_THROTTLE: Duration = Duration::from_millis(100);
@@ -66,7 +69,7 @@ impl Tool for BashTool {
                 "type": "object",
                 "required": ["command"],
                 "properties": {
-                    "command": {"type": "string", "description": "Bash command to execute"},
+                    "command": {"type": "string", "description": "Shell command to execute"},
                     "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"}
                 }
             }),
@@ -95,6 +98,7 @@ async fn run_tool(
         .unwrap_or_default();
     let timeout = args.get("timeout").and_then(Value::as_f64);
     let resolved = shell.apply_prefix(command);
+    let started = Instant::now();
     let mut output = OutputAccumulator::new(SPILL_PREFIX, ctx.output_dir.clone());
     let mut updates = Updates::new(ctx.progress.clone());
 
@@ -142,13 +146,32 @@ async fn run_tool(
     match end {
         Some(Ok(ExecEnd::Exited(code))) => {
             let (text, details) = format_output(&snapshot, "(no output)", last_line_bytes);
+            // pi 1.6.0's `structuredContent`; seconds rounded to a tenth.
+            let wall_time_seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+            let (full, truncated) = output.read_full_output(STRUCTURED_OUTPUT_MAX_BYTES);
+            let mut structured = Map::new();
+            structured.insert("output".into(), json!(full));
+            structured.insert("truncated".into(), json!(truncated));
+            if truncated && let Some(path) = &snapshot.full_output_path {
+                structured.insert("full_output_path".into(), json!(path));
+            }
+            structured.insert("exit_code".into(), json!(code));
+            structured.insert("wall_time_seconds".into(), json!(wall_time_seconds));
             match code {
-                Some(code) if code != 0 => {
-                    Err(status(text, format!("Command exited with code {code}")).into())
-                }
+                // pi returns a non-zero exit as an error result of its own: the details and
+                // structured content stay with it.
+                Some(code) if code != 0 => Err(ToolError::Result(Box::new(ToolOutput {
+                    content: vec![ContentBlock::text(status(
+                        text,
+                        format!("Command exited with code {code}"),
+                    ))],
+                    details,
+                    structured_content: Some(Value::Object(structured)),
+                }))),
                 _ => Ok(ToolOutput {
                     content: vec![ContentBlock::text(text)],
                     details,
+                    structured_content: Some(Value::Object(structured)),
                 }),
             }
         }
@@ -233,6 +256,7 @@ impl Updates {
             let _ = p.send(ToolOutput {
                 content: Vec::new(),
                 details: Value::Null,
+                structured_content: None,
             });
         }
         Self {
@@ -277,6 +301,7 @@ impl Updates {
         let _ = progress.send(ToolOutput {
             content: vec![ContentBlock::text(snapshot.content.clone())],
             details: truncation_details(&snapshot),
+            structured_content: None,
         });
     }
 }

@@ -147,6 +147,7 @@ impl Tool for EditTool {
                         edits.len()
                     ))],
                     details: Value::Object(details),
+                    structured_content: None,
                 })
             })
             .await

@@ -23,60 +23,102 @@ const MAX_BASE64_BYTES: usize = 4_718_592;
 /// pi tries its default quality 80 first, then these.
 const JPEG_QUALITIES: [u8; 5] = [80, 85, 70, 55, 40];
 
-/// The MIME type of a supported image (`image/png`, `image/jpeg`, `image/gif`, `image/webp`)
-/// judged from a file's first bytes as `file-type` judges them; `None` for anything else,
-/// including animated PNG (`image/apng`), which pi reads as text.
+/// The MIME type of a supported image (`image/jpeg`, `image/png`, `image/gif`, `image/webp`,
+/// `image/bmp`) judged from a file's first bytes as pi 1.6.0's `detectSupportedImageMimeType`
+/// (`utils/mime.js`) judges them; `None` for anything else, including JPEG-LS and animated
+/// PNG, which pi reads as text.
 pub fn detect_mime(head: &[u8]) -> Option<&'static str> {
-    // file-type looks past one UTF-8 BOM.
-    let head = head.strip_prefix(&[0xEF, 0xBB, 0xBF]).unwrap_or(head);
-    if head.starts_with(b"GIF") {
-        return Some("image/gif");
-    }
+    const PNG_SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A];
     if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
         // FF D8 FF F7 is JPEG-LS, not a JPEG.
         return (head.get(3) != Some(&0xF7)).then_some("image/jpeg");
     }
-    if head.starts_with(&[0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A]) {
-        return png_kind(head);
+    if head.starts_with(&PNG_SIGNATURE) {
+        let is_png = head.len() >= 16 && be32(head, 8) == 13 && head.get(12..16) == Some(b"IHDR");
+        return (is_png && !is_animated_png(head)).then_some("image/png");
+    }
+    if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        return Some("image/gif");
     }
     if head.starts_with(b"RIFF") && head.get(8..12) == Some(b"WEBP") {
         return Some("image/webp");
     }
+    if head.starts_with(b"BM") && is_bmp(head) {
+        return Some("image/bmp");
+    }
     None
 }
 
-/// Walks PNG chunks as file-type does: `acTL` before the first `IDAT` means APNG; running
-/// out of sniffed bytes means PNG; a first chunk that is not a 13-byte `IHDR` means neither.
-fn png_kind(head: &[u8]) -> Option<&'static str> {
-    let mut pos = 8usize;
-    let mut seen_header = false;
-    for _ in 0..512 {
-        if pos + 8 > head.len() {
-            return Some("image/png");
-        }
-        let length = i32::from_be_bytes([head[pos], head[pos + 1], head[pos + 2], head[pos + 3]]);
-        let kind = &head[pos + 4..pos + 8];
-        if length < 0 {
-            return None;
-        }
-        if kind == b"IHDR" {
-            if length != 13 {
-                return None;
-            }
-            seen_header = true;
-        }
-        match kind {
-            b"IDAT" => return Some("image/png"),
-            b"acTL" => return None,
-            _ if !seen_header && kind != b"CgBI" => return None,
+/// A byte past the sniffed head reads as 0, as pi's `buffer[i] ?? 0`.
+fn byte(head: &[u8], i: usize) -> u32 {
+    head.get(i).copied().map_or(0, u32::from)
+}
+
+fn be32(head: &[u8], at: usize) -> u32 {
+    (byte(head, at) << 24)
+        | (byte(head, at + 1) << 16)
+        | (byte(head, at + 2) << 8)
+        | byte(head, at + 3)
+}
+
+fn le32(head: &[u8], at: usize) -> u32 {
+    byte(head, at)
+        | (byte(head, at + 1) << 8)
+        | (byte(head, at + 2) << 16)
+        | (byte(head, at + 3) << 24)
+}
+
+fn le16(head: &[u8], at: usize) -> u32 {
+    byte(head, at) | (byte(head, at + 1) << 8)
+}
+
+/// pi's `isAnimatedPng`: an `acTL` chunk before the first `IDAT`; running out of sniffed bytes
+/// or a chunk length pointing past them means not animated.
+fn is_animated_png(head: &[u8]) -> bool {
+    let mut offset = 8usize;
+    while offset + 8 <= head.len() {
+        let length = be32(head, offset) as usize;
+        match head.get(offset + 4..offset + 8) {
+            Some(b"acTL") => return true,
+            Some(b"IDAT") => return false,
             _ => {}
         }
-        pos += 8 + length as usize + 4;
-        if pos + 8 >= head.len() {
-            return Some("image/png");
+        let next = offset
+            .saturating_add(8)
+            .saturating_add(length)
+            .saturating_add(4);
+        if next <= offset || next > head.len() {
+            return false;
         }
+        offset = next;
     }
-    Some("image/png")
+    false
+}
+
+/// pi's `isBmp`: a plausible file size, pixel offset, DIB header, one colour plane and a
+/// standard bit depth.
+fn is_bmp(head: &[u8]) -> bool {
+    if head.len() < 26 {
+        return false;
+    }
+    let (file_size, pixels, dib) = (le32(head, 2), le32(head, 10), le32(head, 14));
+    if file_size != 0 && file_size < 26 {
+        return false;
+    }
+    if u64::from(pixels) < 14 + u64::from(dib) || (file_size != 0 && pixels >= file_size) {
+        return false;
+    }
+    let (planes, bits) = if dib == 12 {
+        (le16(head, 22), le16(head, 24))
+    } else if (40..=124).contains(&dib) {
+        if head.len() < 30 {
+            return false;
+        }
+        (le16(head, 26), le16(head, 28))
+    } else {
+        return false;
+    };
+    planes == 1 && [1, 4, 8, 16, 24, 32].contains(&bits)
 }
 
 /// An image ready to send.
@@ -105,6 +147,16 @@ pub fn prepare(bytes: &[u8], mime_type: &str) -> Option<Prepared> {
     if let Some(o) = orientation {
         image.apply_orientation(o);
     }
+    // Providers take no BMP: pi 1.6.0's `normalizeImage` converts it to PNG first.
+    let (original, mime_type) = if mime_type == "image/bmp" {
+        let mut png = Vec::new();
+        image
+            .write_to(&mut Cursor::new(&mut png), ImageFormat::Png)
+            .ok()?;
+        (STANDARD.encode(&png), "image/png")
+    } else {
+        (original, mime_type)
+    };
     let (width, height) = (image.width(), image.height());
     if width <= MAX_WIDTH && height <= MAX_HEIGHT && original.len() < MAX_BASE64_BYTES {
         return Some(Prepared {
@@ -191,7 +243,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sniffs_like_file_type() {
+    fn sniffs_like_pi() {
         assert_eq!(detect_mime(b"GIF89a..."), Some("image/gif"));
         assert_eq!(detect_mime(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("image/jpeg"));
         assert_eq!(detect_mime(&[0xFF, 0xD8, 0xFF, 0xF7]), None);
@@ -202,5 +254,26 @@ mod tests {
         apng.extend_from_slice(b"\0\0\0\x08acTL");
         apng.extend_from_slice(&[0; 12]);
         assert_eq!(detect_mime(&apng), None);
+        // A 1×1 24-bit BMP (40-byte DIB header): detected, and sent as PNG.
+        let mut bmp = b"BM".to_vec();
+        bmp.extend_from_slice(&58u32.to_le_bytes());
+        bmp.extend_from_slice(&[0; 4]);
+        bmp.extend_from_slice(&54u32.to_le_bytes());
+        bmp.extend_from_slice(&40u32.to_le_bytes());
+        bmp.extend_from_slice(&1i32.to_le_bytes());
+        bmp.extend_from_slice(&1i32.to_le_bytes());
+        bmp.extend_from_slice(&1u16.to_le_bytes());
+        bmp.extend_from_slice(&24u16.to_le_bytes());
+        bmp.extend_from_slice(&[0; 24]);
+        bmp.extend_from_slice(&[0, 0, 255, 0]);
+        assert_eq!(detect_mime(&bmp), Some("image/bmp"));
+        let sent = prepare(&bmp, "image/bmp").expect("a decodable BMP");
+        assert_eq!(sent.mime_type, "image/png");
+        assert_eq!(
+            detect_mime(&STANDARD.decode(sent.data).unwrap()),
+            Some("image/png")
+        );
+        bmp[28] = 3; // no such bit depth
+        assert_eq!(detect_mime(&bmp), None);
     }
 }

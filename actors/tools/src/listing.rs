@@ -100,6 +100,7 @@ impl Listing<'_> {
             } else {
                 Value::Object(details)
             },
+            structured_content: None,
         }
     }
 }
@@ -109,6 +110,7 @@ pub(crate) fn plain(text: &str) -> ToolOutput {
     ToolOutput {
         content: vec![ContentBlock::text(text)],
         details: Value::Null,
+        structured_content: None,
     }
 }
 

@@ -134,6 +134,47 @@ impl OutputAccumulator {
         self.spill.as_ref().map(|s| s.path().display().to_string())
     }
 
+    /// pi's `readFullOutput(maxBytes)`: the whole output as text (U+FFFD for invalid UTF-8)
+    /// and `false`; when the spill file holds more than `max_bytes`, its first and last halves
+    /// of `max_bytes` around `[... N bytes omitted ...]`, and `true`. Call after [`Self::close`].
+    pub fn read_full_output(&self, max_bytes: usize) -> (String, bool) {
+        let Some(path) = self.spill.as_ref().map(|s| s.path().to_path_buf()) else {
+            return (
+                String::from_utf8_lossy(&self.raw_chunks.concat()).into_owned(),
+                false,
+            );
+        };
+        let Ok(bytes) = std::fs::read(&path) else {
+            return (String::new(), true);
+        };
+        if bytes.len() <= max_bytes {
+            return (String::from_utf8_lossy(&bytes).into_owned(), false);
+        }
+        let head_bytes = max_bytes / 2;
+        let tail_bytes = max_bytes - head_bytes;
+        let head = &bytes[..head_bytes];
+        // The head drops an incomplete last character; the tail skips continuation bytes.
+        let head = match std::str::from_utf8(head) {
+            Ok(t) => t.to_owned(),
+            Err(e) if e.error_len().is_none() => {
+                String::from_utf8_lossy(&head[..e.valid_up_to()]).into_owned()
+            }
+            Err(_) => String::from_utf8_lossy(head).into_owned(),
+        };
+        let mut tail = &bytes[bytes.len() - tail_bytes..];
+        while tail.first().is_some_and(|b| b & 0xC0 == 0x80) {
+            tail = &tail[1..];
+        }
+        let omitted = bytes.len() - head_bytes - tail_bytes;
+        (
+            format!(
+                "{head}\n\n[... {omitted} bytes omitted ...]\n\n{}",
+                String::from_utf8_lossy(tail)
+            ),
+            true,
+        )
+    }
+
     /// Bytes of the last (unfinished) line, for pi's "line is N KB" notice.
     pub fn last_line_bytes(&self) -> usize {
         self.current_line_bytes

@@ -36,7 +36,7 @@ impl Tool for ReadTool {
         ToolSpec {
             name: "read".to_owned(),
             description: format!(
-                "Read the contents of a file. Supports text files and images (jpg, png, gif, webp). Images are sent as attachments. For text files, output is truncated to {DEFAULT_MAX_LINES} lines or {}KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.",
+                "Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). Images are sent as attachments. For text files, output is truncated to {DEFAULT_MAX_LINES} lines or {}KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.",
                 DEFAULT_MAX_BYTES / 1024
             ),
             parameters: json!({
@@ -79,8 +79,33 @@ impl Tool for ReadTool {
                     .unwrap_or_else(|e| Err(format!("the read failed: {e}").into()))
             })
             .await
+            .map(with_read_output)
         })
     }
+}
+
+/// pi 1.6.0's `toReadOutput` as the result's structured content: the first text block, or
+/// for an image `{type: "image", data, mimeType, note: <that text>}`.
+fn with_read_output(mut out: ToolOutput) -> ToolOutput {
+    let text = out
+        .content
+        .iter()
+        .find_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let image = out.content.iter().find_map(|b| match b {
+        ContentBlock::Image(i) => Some(i),
+        _ => None,
+    });
+    out.structured_content = Some(match image {
+        Some(i) => {
+            serde_json::json!({"type": "image", "data": i.data, "mimeType": i.mime_type, "note": text})
+        }
+        None => Value::String(text),
+    });
+    out
 }
 
 fn read(
@@ -130,6 +155,7 @@ fn read_image(bytes: &[u8], mime: &str, model: Option<&ToolModel>) -> ToolOutput
                 "Read image file [{mime}]\n[Image omitted: could not be resized below the inline image size limit.]"
             ))],
             details: Value::Null,
+            structured_content: None,
         },
         Some(img) => {
             let mut note = format!("Read image file [{}]", img.mime_type);
@@ -149,6 +175,7 @@ fn read_image(bytes: &[u8], mime: &str, model: Option<&ToolModel>) -> ToolOutput
                     Some(m) if !m.accepts_images => json!({ "imageUnsupportedByModel": m.id }),
                     _ => Value::Null,
                 },
+                structured_content: None,
             }
         }
     }
@@ -252,5 +279,6 @@ fn read_text(
     Ok(ToolOutput {
         content: vec![ContentBlock::text(text)],
         details,
+        structured_content: None,
     })
 }

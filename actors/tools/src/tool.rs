@@ -24,6 +24,10 @@ pub struct ToolOutput {
     /// Tool-specific data for frontends (pi's shapes, e.g. `{truncation, fullOutputPath}`);
     /// `null` when there is none (pi's `undefined`: the key is left out of the entry).
     pub details: Value,
+    /// What programmatic callers get besides the text (pi 1.6.0's `structuredContent`: bash's
+    /// `{output, truncated, exit_code, wall_time_seconds}`, read's text or image). It travels in
+    /// `tool_execution_end.result` only; the toolResult entry keeps content and details.
+    pub structured_content: Option<Value>,
 }
 
 /// What a running call may use.
@@ -85,7 +89,7 @@ pub enum ToolError {
     /// The tool answered with an error result of its own (an MCP server's `isError`): its
     /// content and details reach the model and the session as they are.
     #[error("{}", error_text(.0))]
-    Result(ToolOutput),
+    Result(Box<ToolOutput>),
 }
 
 /// The text blocks of an error result, one per line.

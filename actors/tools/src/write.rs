@@ -71,6 +71,7 @@ impl Tool for WriteTool {
                         content.encode_utf16().count()
                     ))],
                     details: Value::Null,
+                    structured_content: None,
                 })
             })
             .await

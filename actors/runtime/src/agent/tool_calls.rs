@@ -1,6 +1,6 @@
 //! Running the tool calls of one assistant message (spec: agent-and-events.md §1.3).
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
@@ -44,7 +44,7 @@ impl Run {
                 Ok(ready) => ready,
                 Err(text) => {
                     let outcome = (vec![ContentBlock::text(text)], json!({}), true);
-                    self.end_tool(id, name, &outcome).await;
+                    self.end_tool(id, name, &outcome, Map::new()).await;
                     outcomes[index] = Some(outcome);
                     continue;
                 }
@@ -104,14 +104,29 @@ impl Run {
                 }
                 Report::Done(index, result) => {
                     running -= 1;
+                    // What pi's event `result` holds besides content and details: the
+                    // structured content, and `isError` when the tool returned its error
+                    // result (a thrown error has neither).
+                    let mut extra = Map::new();
                     let outcome = match result {
-                        Ok(out) => (out.content, out.details, false),
-                        Err(ToolError::Result(out)) => (out.content, out.details, true),
+                        Ok(out) => {
+                            if let Some(s) = out.structured_content {
+                                extra.insert("structuredContent".into(), s);
+                            }
+                            (out.content, out.details, false)
+                        }
+                        Err(ToolError::Result(out)) => {
+                            if let Some(s) = out.structured_content {
+                                extra.insert("structuredContent".into(), s);
+                            }
+                            extra.insert("isError".into(), Value::Bool(true));
+                            (out.content, out.details, true)
+                        }
                         Err(e) => (vec![ContentBlock::text(e.to_string())], json!({}), true),
                     };
                     let (id, name, _) = &calls[index];
                     let outcome = self.patch_result(id, name, &ran_with[index], outcome).await;
-                    self.end_tool(id, name, &outcome).await;
+                    self.end_tool(id, name, &outcome, extra).await;
                     outcomes[index] = Some(outcome);
                 }
             }
@@ -199,11 +214,23 @@ impl Run {
         (patched.content, patched.details, patched.is_error)
     }
 
-    async fn end_tool(&self, id: &str, name: &str, outcome: &(Vec<ContentBlock>, Value, bool)) {
+    /// `tool_execution_end`; `extra` members of the tool's own result (pi 1.6.0's
+    /// `structuredContent`, `isError`) ride in its `result` after content and details.
+    async fn end_tool(
+        &self,
+        id: &str,
+        name: &str,
+        outcome: &(Vec<ContentBlock>, Value, bool),
+        extra: Map<String, Value>,
+    ) {
+        let mut result = result_json(&outcome.0, &outcome.1);
+        if let Value::Object(r) = &mut result {
+            r.extend(extra);
+        }
         self.emit(AgentEvent::ToolExecutionEnd {
             tool_call_id: id.to_owned(),
             tool_name: name.to_owned(),
-            result: result_json(&outcome.0, &outcome.1),
+            result,
             is_error: outcome.2,
             duration_ms: None,
         })

@@ -30,6 +30,7 @@ impl Tool for Echo {
                     args["text"].as_str().unwrap_or("")
                 ))],
                 details: Value::Null,
+                structured_content: None,
             })
         })
     }

@@ -79,6 +79,7 @@ impl pith_tools::Tool for Echo {
             Ok(pith_tools::ToolOutput {
                 content: vec![pith_events::ContentBlock::text("ok")],
                 details: serde_json::Value::Null,
+                structured_content: None,
             })
         })
     }

@@ -76,7 +76,7 @@ fn specs_are_pis() {
     let expected = json!([
       {
         "name": "read",
-        "description": "Read the contents of a file. Supports text files and images (jpg, png, gif, webp). Images are sent as attachments. For text files, output is truncated to 2000 lines or 50KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.",
+        "description": "Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). Images are sent as attachments. For text files, output is truncated to 2000 lines or 50KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.",
         "parameters": {"type": "object", "required": ["path"], "properties": {
           "path": {"type": "string", "description": "Path to the file to read (relative or absolute)"},
           "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
@@ -86,7 +86,7 @@ fn specs_are_pis() {
         "name": "bash",
         "description": "Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to last 2000 lines or 50KB (whichever is hit first). If truncated, full output is saved to a temp file. Optionally provide a timeout in seconds.",
         "parameters": {"type": "object", "required": ["command"], "properties": {
-          "command": {"type": "string", "description": "Bash command to execute"},
+          "command": {"type": "string", "description": "Shell command to execute"},
           "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"}}}
       },
       {

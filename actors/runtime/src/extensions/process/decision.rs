@@ -107,6 +107,7 @@ pub(super) fn tool_output(result: &Value) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput {
         content,
         details: result.get("details").cloned().unwrap_or(Value::Null),
+        structured_content: None,
     })
 }
 
@@ -155,7 +156,8 @@ mod tests {
             tool_output(&json!({"content": "hi"})),
             Ok(ToolOutput {
                 content: vec![ContentBlock::text("hi")],
-                details: Value::Null
+                details: Value::Null,
+                structured_content: None,
             })
         );
     }

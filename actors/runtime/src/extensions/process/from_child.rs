@@ -137,6 +137,7 @@ impl ProcessExtension {
                         let _ = progress.send(ToolOutput {
                             content,
                             details: params.get("details").cloned().unwrap_or(Value::Null),
+                            structured_content: None,
                         });
                     }
                 }
