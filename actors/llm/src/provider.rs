@@ -65,6 +65,13 @@ pub trait Provider: Send + Sync + 'static {
         None
     }
 
+    /// The most output tokens `model` may write in one reply (`maxTokens` of its definition),
+    /// when known. A reply that stopped at `length` below it is recoverable (compaction.md §3,
+    /// pi ≥ 0.87).
+    fn max_tokens(&self, _model: &str) -> Option<u64> {
+        None
+    }
+
     /// Whether `model` takes image input (pi: `model.input.includes("image")`); tools mark
     /// image results for a model without it. `true` unless the provider knows otherwise.
     fn accepts_images(&self, _model: &str) -> bool {

@@ -205,6 +205,17 @@ impl Compactor {
             .await
     }
 
+    /// Whether `prepare_compaction` finds anything to summarize at the snapshot's leaf.
+    fn has_work(args: &CompactorArgs, snapshot: &Snapshot) -> bool {
+        let Leaf::At(leaf) = snapshot.leaf else {
+            return false;
+        };
+        let (mut tree, _) = SessionTree::new(snapshot.entries.clone());
+        tree.set_leaf(Leaf::At(leaf));
+        let path = tree.path_to(leaf);
+        prepare_compaction(&tree, &path, &args.settings).is_some()
+    }
+
     async fn compact(
         args: &CompactorArgs,
         from: &Origin,
@@ -378,6 +389,11 @@ impl Compactor {
 
 /// pi's message when the retry after an overflow compaction overflowed again.
 pub const OVERFLOW_GAVE_UP: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
+
+/// pi's message when the retry after a recoverable `length` stop stopped short again
+/// (pi ≥ 0.87).
+pub const TRUNCATION_GAVE_UP: &str =
+    "Truncated response recovery failed after one compact-and-retry attempt.";
 
 /// What started a compaction (`reason` of the compaction events).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -125,6 +125,10 @@ impl Provider for OpenAiCompletions {
         (self.model.context_window > 0).then_some(self.model.context_window)
     }
 
+    fn max_tokens(&self, _model: &str) -> Option<u64> {
+        (self.model.max_tokens > 0).then_some(self.model.max_tokens)
+    }
+
     fn accepts_images(&self, _model: &str) -> bool {
         self.model.accepts_images()
     }

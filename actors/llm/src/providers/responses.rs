@@ -126,6 +126,10 @@ impl Provider for OpenAiResponses {
         (self.model.context_window > 0).then_some(self.model.context_window)
     }
 
+    fn max_tokens(&self, _model: &str) -> Option<u64> {
+        (self.model.max_tokens > 0).then_some(self.model.max_tokens)
+    }
+
     /// Streams one reply of this provider's model (the request's `provider`/`model` names
     /// are not consulted: a provider is made for one model).
     fn stream(

@@ -11,7 +11,9 @@ use pith_store::Leaf;
 use pith_store::SessionTree;
 use pith_store::compaction::{calculate_context_tokens, estimate_context_tokens, should_compact};
 
-use super::{Compactor, CompactorArgs, NextStep, OVERFLOW_GAVE_UP, Refusal, Trigger};
+use super::{
+    Compactor, CompactorArgs, NextStep, OVERFLOW_GAVE_UP, Refusal, TRUNCATION_GAVE_UP, Trigger,
+};
 use crate::envelope::Origin;
 use crate::writer::{Append, Snapshot};
 
@@ -26,6 +28,11 @@ impl Compactor {
         focus: Option<String>,
         abort: &CancellationToken,
     ) -> Result<(String, CompactionResult), Refusal> {
+        // pi's `_runAutoCompaction` returns before `compaction_start` when
+        // `prepareCompaction` finds nothing; a manual compaction is always announced.
+        if trigger != Trigger::Manual && !Self::has_work(args, &snapshot) {
+            return Err(Refusal::Nothing(false));
+        }
         args.events.emit(AgentEvent::CompactionStart {
             reason: trigger.reason().to_owned(),
         });
@@ -73,7 +80,9 @@ impl Compactor {
         // A reply from another model says nothing about this one's window.
         let same_model = reply.provider == args.model.provider && reply.model == args.model.id;
         let mut usage_timestamp = None;
-        let trigger = if same_model && is_context_overflow(reply, window.unwrap_or(0)) {
+        let trigger = if same_model
+            && (is_context_overflow(reply, window.unwrap_or(0)) || recoverable_length(args, reply))
+        {
             Trigger::Overflow
         } else {
             let window = window?;
@@ -164,17 +173,25 @@ impl Compactor {
         let Some((trigger, mut snapshot)) = Self::trigger(args, from, reply, false).await else {
             return NextStep::Idle;
         };
-        if trigger == Trigger::Overflow && retried {
+        // A completed reply that overflowed is compacted but cannot be continued from.
+        let will_retry = trigger == Trigger::Overflow && reply.stop_reason != StopReason::Stop;
+        if will_retry && retried {
+            let window = args.provider.context_window(&args.model.id).unwrap_or(0);
+            let gave_up = if is_context_overflow(reply, window) {
+                OVERFLOW_GAVE_UP
+            } else {
+                TRUNCATION_GAVE_UP
+            };
             args.events.emit(AgentEvent::CompactionEnd {
                 reason: trigger.reason().to_owned(),
                 result: None,
                 aborted: false,
                 will_retry: false,
-                error_message: Some(OVERFLOW_GAVE_UP.to_owned()),
+                error_message: Some(gave_up.to_owned()),
             });
             return NextStep::Idle;
         }
-        if trigger == Trigger::Overflow && reply.stop_reason != StopReason::Stop {
+        if will_retry {
             // pi ≥ 0.87 hides the overflowed attempt for good (it stays in the file and the
             // tree), then compacts what is left; with nothing to summarize the run settles.
             for target_id in attempt {
@@ -196,19 +213,19 @@ impl Compactor {
                 }
             }
         }
-        match Self::announced(
-            args,
-            from,
-            trigger,
-            trigger == Trigger::Overflow,
-            snapshot,
-            None,
-            abort,
-        )
-        .await
-        {
-            Ok(_) if trigger == Trigger::Overflow => NextStep::Retry,
+        match Self::announced(args, from, trigger, will_retry, snapshot, None, abort).await {
+            Ok(_) if will_retry => NextStep::Retry,
             _ => NextStep::Idle,
         }
     }
+}
+
+/// pi's `isRecoverableLength` (compaction.md §3, pi ≥ 0.87): the reply stopped at `length`
+/// with fewer output tokens than the model may write, so a smaller context can let it finish.
+fn recoverable_length(args: &CompactorArgs, reply: &AssistantMessage) -> bool {
+    reply.stop_reason == StopReason::Length
+        && args
+            .provider
+            .max_tokens(&args.model.id)
+            .is_some_and(|max| reply.usage.output < max)
 }

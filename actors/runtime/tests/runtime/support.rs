@@ -155,6 +155,10 @@ impl pith_llm::provider::Provider for Recording {
         self.inner.context_window(model)
     }
 
+    fn max_tokens(&self, model: &str) -> Option<u64> {
+        self.inner.max_tokens(model)
+    }
+
     fn stream(
         &self,
         request: pith_llm::provider::ProviderRequest,
