@@ -10,6 +10,7 @@
 
 pub mod files;
 pub mod models;
+pub mod pi_oracle;
 pub mod sse_server;
 pub mod wire;
 

@@ -4,8 +4,8 @@
 //! then pith and the real pi 1.6.0 each resume a copy with the same prompt, and the messages
 //! of their requests (without the system prompt) are equal.
 //!
-//! Needs the pi 1.6.0 oracle (`PITH_PI_ORACLE`, default `/work/scratch/pi-oracle/bin/pi`,
-//! Node 22 beside it) and python3; without them the test says so and passes.
+//! Needs the pi 1.6.0 oracle (`pith_tests::pi_oracle::install`: `$PITH_PI_ORACLE` or
+//! `target/pi-oracle`, which `scripts/test` installs) and python3; without them it fails.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -89,16 +89,7 @@ fn last_messages(log: &Path) -> Vec<Value> {
 
 #[test]
 fn pi_1_6_resumes_a_pith_session_with_the_same_context() {
-    let pi = std::env::var_os("PITH_PI_ORACLE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/scratch/pi-oracle/bin/pi"));
-    if !pi.is_file() || Command::new("python3").arg("--version").output().is_err() {
-        eprintln!(
-            "skipped: no pi 1.6.0 oracle at {} or no python3",
-            pi.display()
-        );
-        return;
-    }
+    let pi = pith_tests::pi_oracle::pi_bin();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let work = root.join("work");

@@ -3,31 +3,14 @@
 //! `scripts/install-pi`, which `scripts/test` runs when it is missing) is found at
 //! `$PITH_PI_ORACLE` or `<repo>/target/pi-oracle`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
 
-/// The pi 1.6.0 install: `bin/node` and pi's package.
-fn oracle() -> PathBuf {
-    let candidates = [
-        std::env::var_os("PITH_PI_ORACLE").map(PathBuf::from),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pi-oracle")),
-    ];
-    for dir in candidates.into_iter().flatten() {
-        if dir.join("bin/node").is_file() {
-            return dir;
-        }
-    }
-    panic!(
-        "pi 1.6.0 is not installed: run scripts/install-pi (scripts/test does), or set \
-         PITH_PI_ORACLE to an install (a folder with bin/node and pi/node_modules)"
-    );
-}
-
 #[test]
 fn pis_own_rpc_client_drives_pith() {
-    let oracle = oracle();
+    let oracle = pith_tests::pi_oracle::install();
     let rpc_client =
         oracle.join("pi/node_modules/@earendil-works/pi-coding-agent/dist/modes/rpc/rpc-client.js");
     assert!(rpc_client.is_file(), "{} is missing", rpc_client.display());
