@@ -1,50 +1,23 @@
 //! MCP servers from `mcp.json` in a real `pith` run: `@modelcontextprotocol/server-filesystem`
-//! from npm (scripts/install-mcp-servers puts it under target/mcp-servers), as users run it.
+//! from npm and a probe server on the MCP Python SDK (scripts/install-mcp-servers puts both
+//! under target/mcp-servers), as users run them.
+//!
+//! - this file: a scripted call reaching a server in each mode, `pith mcp list`;
+//! - `gates`: a gate extension blocking destructive MCP tools, read-only ones passing;
+//! - `servers`: a killed server reconnecting, a hanging one timing out, nothing left running;
+//! - `commands`: `/mcp` through rpc's `mcp` command (status, reconnect, enable, disable).
+
+mod commands;
+mod gates;
+mod servers;
+mod support;
 
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use assert_cmd::Command;
 use serde_json::{Value, json};
 
-fn pith(agent: &Path, cwd: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("pith").expect("binary");
-    for var in pith_llm::auth::KEY_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.env("PITH_AGENT_DIR", agent)
-        .env_remove("RUST_LOG")
-        .current_dir(cwd)
-        .timeout(Duration::from_secs(90));
-    cmd
-}
-
-fn filesystem_server() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/mcp-servers/node_modules/.bin/mcp-server-filesystem");
-    assert!(
-        bin.exists(),
-        "{} is missing: run scripts/install-mcp-servers",
-        bin.display()
-    );
-    bin
-}
-
-/// Processes whose command line mentions `needle`.
-fn processes_naming(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(needle) {
-            found.push(cmdline);
-        }
-    }
-    found
-}
+use support::{filesystem_server, pith, processes_naming};
 
 #[test]
 fn a_scripted_call_of_an_mcp_tool_reaches_the_server_and_lands_in_the_session() {

@@ -1,0 +1,141 @@
+//! A server's life in a real run, on the probe server (the MCP Python SDK over stdio) in
+//! print, json and rpc modes: a killed server reconnects on the next call, a hanging one
+//! times out at its `timeout`, and nothing the server started outlives pith.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::support::*;
+
+/// A run of `replies` against the probe server (`timeout` seconds per call) with
+/// `--session s-<mode>.jsonl`; returns the session's tool results. `root` is the marker: the
+/// server's and its grandchildren's command lines hold it.
+fn probe_run(root: &Path, mode: Mode, timeout: Option<u64>, replies: Value) -> Vec<Value> {
+    let marker = root.display().to_string();
+    let (agent, cwd) = setup(
+        root,
+        json!({"probe": probe_entry(&marker, &root.join("pid"), timeout)}),
+    );
+    let script = script(root, replies);
+    let session = format!("s-{mode:?}.jsonl");
+    let run = Run {
+        agent: &agent,
+        cwd: &cwd,
+        args: vec![
+            OsString::from("--session"),
+            session.clone().into(),
+            "--faux-script".into(),
+            script.into(),
+        ],
+    };
+    run.prompt(mode, "go", false);
+    tool_results(&cwd.join(session))
+}
+
+fn pid_of(result: &Value) -> u32 {
+    result["text"].as_str().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_killed_server_reconnects_on_the_next_call() {
+    for mode in MODES {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let kill = format!("kill -9 $(cat '{}')", root.join("pid").display());
+        let results = probe_run(
+            &root,
+            mode,
+            None,
+            json!([
+                calls(&[("p1", "mcp__probe__pid", json!({}))]),
+                calls(&[("k", "bash", json!({"command": kill}))]),
+                calls(&[("p2", "mcp__probe__pid", json!({}))]),
+                text("done"),
+            ]),
+        );
+        assert_eq!(results.len(), 3, "{mode:?}: {results:?}");
+        assert_eq!(results[0]["isError"], false, "{mode:?}: {results:?}");
+        assert_eq!(results[2]["isError"], false, "{mode:?}: {results:?}");
+        let (first, second) = (pid_of(&results[0]), pid_of(&results[2]));
+        assert_ne!(first, second, "{mode:?}: the same server answered");
+        assert!(gone(first), "{mode:?}");
+        assert!(
+            eventually(|| processes_naming(&root.display().to_string()).is_empty()),
+            "{mode:?}: left running: {:?}",
+            processes_naming(&root.display().to_string())
+        );
+    }
+}
+
+#[test]
+fn a_hanging_server_times_out_at_its_timeout_with_a_clear_error() {
+    for mode in MODES {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let started = Instant::now();
+        let results = probe_run(
+            &root,
+            mode,
+            Some(1),
+            json!([
+                calls(&[("h", "mcp__probe__hang", json!({}))]),
+                calls(&[("p", "mcp__probe__pid", json!({}))]),
+                text("done"),
+            ]),
+        );
+        // Connecting takes about a second, the call one more; far from the 60 s default.
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{mode:?}: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            results[0],
+            json!({"id":"h","name":"mcp__probe__hang",
+                   "text":"MCP tool probe/hang timed out after 1 s","isError":true}),
+            "{mode:?}"
+        );
+        // The server still answers the next call.
+        assert_eq!(results[1]["isError"], false, "{mode:?}: {results:?}");
+        assert!(
+            eventually(|| processes_naming(&root.display().to_string()).is_empty()),
+            "{mode:?}: left running: {:?}",
+            processes_naming(&root.display().to_string())
+        );
+    }
+}
+
+#[test]
+fn no_server_process_or_grandchild_outlives_pith() {
+    for mode in MODES {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let results = probe_run(
+            &root,
+            mode,
+            None,
+            json!([
+                calls(&[
+                    ("p", "mcp__probe__pid", json!({})),
+                    ("c", "mcp__probe__spawn_child", json!({})),
+                ]),
+                text("done"),
+            ]),
+        );
+        let (server, grandchild) = (pid_of(&results[0]), pid_of(&results[1]));
+        // pith has exited: the server and the process it started are gone at once.
+        assert!(
+            gone(server),
+            "{mode:?}: the server {server} is still running"
+        );
+        assert!(
+            eventually(|| gone(grandchild)),
+            "{mode:?}: the grandchild {grandchild} is still running"
+        );
+        let left = processes_naming(&root.display().to_string());
+        assert!(left.is_empty(), "{mode:?}: left running: {left:?}");
+    }
+}
