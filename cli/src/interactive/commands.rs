@@ -536,7 +536,7 @@ impl App {
         match action.run(&hub).await {
             Ok(Some(done)) => return self.status(&pith_tools::sanitize::for_terminal(&done)),
             Ok(None) => {}
-            Err(e) => return self.warn(&pith_tools::sanitize::for_terminal(&e)),
+            Err(e) => return self.error(&pith_tools::sanitize::for_terminal(&e)),
         }
         let statuses = hub.statuses();
         if statuses.is_empty() {

@@ -1323,29 +1323,102 @@ fn prompt_templates_and_skills_are_commands_that_expand() {
 }
 
 #[test]
-fn mcp_shows_the_servers_and_their_tools() {
-    let s = setup("[]");
+fn mcp_shows_reconnects_disables_and_enables_servers() {
+    use crate::mcp::support::{eventually, processes_naming};
+    let list = serde_json::json!({"content":[{"type":"toolCall","id":"l","name":"mcp__filesystem__list_directory",
+                                              "arguments":{"path":"."}}]})
+    .to_string();
+    let s = setup(&format!(
+        "[{list}, {}, {list}, {}, {list}, {}]",
+        text_reply("one"),
+        text_reply("two"),
+        text_reply("three")
+    ));
     let server = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../target/mcp-servers/node_modules/.bin/mcp-server-filesystem");
     assert!(server.exists(), "run scripts/install-mcp-servers");
     fs::create_dir_all(&s.agent).unwrap();
+    fs::write(s.work.join("a.txt"), "alpha").unwrap();
+    let config = s.agent.join("mcp.json");
+    let entry = serde_json::json!({"command": server, "args":[&s.work]});
     fs::write(
-        s.agent.join("mcp.json"),
+        &config,
         serde_json::json!({"mcpServers":{
-            "filesystem":{"command": server, "args":[&s.work]},
+            "filesystem": entry,
             "off":{"command":"nothing","enabled":false}}})
         .to_string(),
     )
     .unwrap();
+    let saved = || -> Value {
+        serde_json::from_str::<Value>(&fs::read_to_string(&config).unwrap()).unwrap()["mcpServers"]
+            ["filesystem"]
+            .clone()
+    };
+    // The server's command line names the work directory; pith's does not.
+    let running = || processes_naming(&s.work.display().to_string());
     let mut pith = s.start(&[]);
     pith.prompt();
-    // The servers connect in the background; the second look finds them connected.
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    // `/mcp` waits for servers still connecting, as pi's does.
     pith.line("/mcp");
     pith.expect("filesystem: connected, ");
     pith.expect("mcp__filesystem__read_text_file");
     pith.expect("off: disabled (nothing)");
     pith.prompt();
+    pith.line("/mcp reconnect filesystem");
+    pith.expect(r#"Reconnected to MCP server "filesystem" (connected, "#);
+    pith.prompt();
+    pith.line("list it");
+    pith.idle();
+    // Disabled: stopped, its tools gone, saved.
+    pith.line("/mcp disable filesystem");
+    pith.expect(r#"Disabled MCP server "filesystem"."#);
+    pith.prompt();
+    assert!(eventually(|| running().is_empty()), "{:?}", running());
+    assert_eq!(saved()["enabled"], false);
+    pith.line("list it again");
+    pith.idle();
+    pith.line("/mcp");
+    pith.expect("filesystem: disabled (");
+    pith.prompt();
+    // Enabled: running again, saved without `enabled` (the default), as pi writes it.
+    pith.line("/mcp enable filesystem");
+    pith.expect(r#"Enabled MCP server "filesystem" (connected, "#);
+    pith.prompt();
+    assert_eq!(running().len(), 1, "{:?}", running());
+    assert_eq!(saved(), entry);
+    pith.line("and once more");
+    pith.idle();
+    pith.line("/mcp enable nothing-here");
+    pith.expect(r#"Error: No MCP server named "nothing-here"."#);
+    pith.prompt();
+    pith.line("/mcp frobnicate");
+    pith.expect("Warning: Usage: /mcp, /mcp reconnect <server>");
+    pith.prompt();
     pith.send("\x04");
     assert_eq!(pith.exit_code(), 0);
+    assert!(eventually(|| running().is_empty()), "{:?}", running());
+    let results: Vec<(String, bool)> = lines(&s.sessions()[0])
+        .iter()
+        .filter(|v| v["message"]["role"] == "toolResult")
+        .map(|v| {
+            (
+                v["message"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                v["message"]["isError"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("[FILE] a.txt".to_owned(), false),
+            (
+                "Tool mcp__filesystem__list_directory not found".to_owned(),
+                true
+            ),
+            ("[FILE] a.txt".to_owned(), false),
+        ]
+    );
 }

@@ -10,7 +10,7 @@
 mod commands;
 mod gates;
 mod servers;
-mod support;
+pub(crate) mod support;
 
 use std::fs;
 use std::time::Duration;
@@ -270,4 +270,40 @@ fn rpc_mode_runs_an_mcp_tool_and_the_result_lands_in_the_session() {
     );
     let left = processes_naming(&cwd.display().to_string());
     assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn mcp_list_reports_a_file_that_is_not_json_and_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("repo"));
+    fs::create_dir_all(&agent).unwrap();
+    fs::create_dir_all(&cwd).unwrap();
+    fs::write(
+        agent.join("mcp.json"),
+        "{\"mcpServers\": {\"fs\": {\"command\": ",
+    )
+    .unwrap();
+    let out = pith(&agent, &cwd).args(["mcp", "list"]).assert().code(1);
+    assert_eq!(
+        String::from_utf8(out.get_output().stdout.clone()).unwrap(),
+        format!(
+            "config error: {}: EOF while parsing a value at line 1 column 34\n",
+            agent.join("mcp.json").display()
+        )
+    );
+    // A session run reports it on stderr and goes on without the servers.
+    let out = pith(&agent, &cwd)
+        .args(["-p", "--no-session", "hi"])
+        .assert()
+        .success();
+    assert!(
+        String::from_utf8(out.get_output().stderr.clone())
+            .unwrap()
+            .contains(&format!(
+                "pith: MCP config error: {}: EOF while parsing",
+                agent.join("mcp.json").display()
+            )),
+        "{:?}",
+        out.get_output()
+    );
 }
