@@ -2,7 +2,8 @@
 //! from npm and a probe server on the MCP Python SDK (scripts/install-mcp-servers puts both
 //! under target/mcp-servers), as users run them.
 //!
-//! - this file: a scripted call reaching a server in each mode, `pith mcp list`;
+//! - this file: scripted calls reaching the published servers (npm, PyPI) and a streamable
+//!   HTTP server on the loopback in each mode, `pith mcp list`;
 //! - `gates`: a gate extension blocking destructive MCP tools, read-only ones passing;
 //! - `servers`: a killed server reconnecting, a hanging one timing out, nothing left running;
 //! - `commands`: `/mcp` through rpc's `mcp` command (status, reconnect, enable, disable).
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use support::{MODES, Run, calls, mcp_servers_dir, probe_entry, script, setup, text, tool_results};
 use support::{filesystem_server, pith, processes_naming};
 
 #[test]
@@ -306,4 +308,86 @@ fn mcp_list_reports_a_file_that_is_not_json_and_exits_1() {
         "{:?}",
         out.get_output()
     );
+}
+
+#[test]
+fn the_pypi_time_server_and_a_loopback_http_server_answer_in_every_mode() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    // The HTTP server runs on its own, as a remote one would: pith only connects to it.
+    let entry = probe_entry(&root.display().to_string(), &root.join("pid"), None);
+    let mut http = std::process::Command::new(entry["command"].as_str().unwrap())
+        .args(
+            entry["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap()),
+        )
+        .arg("--http")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(http.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let port = first.trim().strip_prefix("listening ").expect("the port");
+    // Started through a link under `root`, so its command line names `root` (other tests
+    // may run the time server meanwhile).
+    let time = root.join("mcp-server-time");
+    std::os::unix::fs::symlink(mcp_servers_dir().join("venv/bin/mcp-server-time"), &time).unwrap();
+    let (agent, cwd) = setup(
+        &root,
+        json!({
+            "time": {"command": time,
+                     "args": ["--local-timezone", "UTC"]},
+            "web": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}
+        }),
+    );
+    let script = script(
+        &root,
+        json!([
+            calls(&[
+                (
+                    "t",
+                    "mcp__time__get_current_time",
+                    json!({"timezone": "UTC"})
+                ),
+                ("w", "mcp__web__pid", json!({})),
+            ]),
+            text("done"),
+        ]),
+    );
+    for mode in MODES {
+        let session = format!("{mode:?}.jsonl");
+        let run = Run {
+            agent: &agent,
+            cwd: &cwd,
+            args: vec![
+                "--session".into(),
+                session.clone().into(),
+                "--faux-script".into(),
+                script.clone().into(),
+            ],
+        };
+        run.prompt(mode, "what time is it", false);
+        let results = tool_results(&cwd.join(&session));
+        assert_eq!(results.len(), 2, "{mode:?}: {results:?}");
+        assert_eq!(results[0]["isError"], false, "{mode:?}: {results:?}");
+        let told: Value = serde_json::from_str(results[0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(told["timezone"], "UTC", "{mode:?}: {results:?}");
+        // The HTTP call reached the server we started.
+        assert_eq!(
+            results[1],
+            json!({"id":"w","name":"mcp__web__pid","text":http.id().to_string(),"isError":false}),
+            "{mode:?}"
+        );
+        let left = processes_naming(&time.display().to_string());
+        assert!(left.is_empty(), "{mode:?}: left running: {left:?}");
+    }
+    let _ = http.kill();
+    let _ = http.wait();
 }

@@ -2,8 +2,10 @@
 """A real MCP stdio server for pith's end-to-end tests, on the MCP Python SDK's `MCPServer`
 (the `mcp` package mcp-server-time brings into target/mcp-servers/venv).
 
-    probe_server.py MARKER PIDFILE
+    probe_server.py MARKER PIDFILE [--http]
 
+Over stdio, or with `--http` as a streamable HTTP server at `http://127.0.0.1:<port>/mcp` on
+a free port, printing `listening <port>` first.
 Tools: `pid` (read-only: writes this process's pid to PIDFILE and returns it), `hang` (never
 answers), `spawn_child` (starts a grandchild whose command line holds MARKER, returns its pid).
 MARKER is in this server's command line too, so a test finds what is left by it.
@@ -41,4 +43,16 @@ def spawn_child() -> str:
     return str(child.pid)
 
 
-asyncio.run(server.run_stdio_async())
+if "--http" in sys.argv:
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    print(f"listening {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+else:
+    asyncio.run(server.run_stdio_async())

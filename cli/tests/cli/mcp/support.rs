@@ -28,7 +28,8 @@ pub fn pith(agent: &Path, cwd: &Path) -> Command {
     cmd
 }
 
-fn mcp_servers_dir() -> PathBuf {
+/// Where scripts/install-mcp-servers puts the published servers.
+pub fn mcp_servers_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-servers")
 }
 
