@@ -1,6 +1,7 @@
 //! A server's life in a real run, on the probe server (the MCP Python SDK over stdio) in
 //! print, json and rpc modes: a killed server reconnects on the next call, a hanging one
-//! times out at its `timeout`, and nothing the server started outlives pith.
+//! times out at its `timeout`, and nothing the server started outlives pith (checked by pid,
+//! by the server's process group and by a marker in the command lines), SIGTERM included.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -126,10 +127,16 @@ fn no_server_process_or_grandchild_outlives_pith() {
             ]),
         );
         let (server, grandchild) = (pid_of(&results[0]), pid_of(&results[1]));
-        // pith has exited: the server and the process it started are gone at once.
+        // pith has exited: the server and the process it started are gone at once, and so
+        // is everything of the server's process group (it leads its own).
         assert!(
             gone(server),
             "{mode:?}: the server {server} is still running"
+        );
+        assert!(
+            eventually(|| group_members(server).is_empty()),
+            "{mode:?}: left in the server's group: {:?}",
+            group_members(server)
         );
         assert!(
             eventually(|| gone(grandchild)),
@@ -137,5 +144,88 @@ fn no_server_process_or_grandchild_outlives_pith() {
         );
         let left = processes_naming(&root.display().to_string());
         assert!(left.is_empty(), "{mode:?}: left running: {left:?}");
+    }
+}
+
+#[test]
+fn sigterm_during_a_hanging_call_leaves_no_server_behind() {
+    for mode in [Mode::Print, Mode::Json] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let marker = root.display().to_string();
+        let (agent, cwd) = setup(
+            &root,
+            json!({"probe": probe_entry(&marker, &root.join("pid"), None)}),
+        );
+        let script = script(
+            &root,
+            json!([
+                calls(&[("c", "mcp__probe__spawn_child", json!({}))]),
+                calls(&[("p", "mcp__probe__pid", json!({}))]),
+                calls(&[("h", "mcp__probe__hang", json!({}))]),
+                text("never"),
+            ]),
+        );
+        let flag: &[&str] = if mode == Mode::Print {
+            &["-p"]
+        } else {
+            &["--mode", "json"]
+        };
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pith"));
+        for var in pith_llm::auth::KEY_VARS {
+            cmd.env_remove(var);
+        }
+        let mut pith = cmd
+            .env("PITH_AGENT_DIR", &agent)
+            .current_dir(&cwd)
+            .args(flag)
+            .args(["--session", "s.jsonl", "--faux-script"])
+            .arg(&script)
+            .arg("go")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The pid call wrote the file: the hanging call is next.
+        assert!(eventually(|| root.join("pid").exists()), "{mode:?}");
+        let server: u32 = std::fs::read_to_string(root.join("pid"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        // The server leads its own process group, with the grandchild in it.
+        assert_eq!(group_members(server).len(), 2, "{mode:?}");
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &pith.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = pith.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "{mode:?}: pith did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.code().is_some(), "{mode:?}: {status:?}");
+        assert!(gone(server), "{mode:?}: the server is still running");
+        assert!(
+            eventually(|| group_members(server).is_empty()),
+            "{mode:?}: left in the server's group: {:?}",
+            group_members(server)
+        );
+        assert!(
+            eventually(|| processes_naming(&marker).is_empty()),
+            "{mode:?}: left running: {:?}",
+            processes_naming(&marker)
+        );
+        // The aborted call is in the session as an error result.
+        let results = tool_results(&cwd.join("s.jsonl"));
+        assert_eq!(results.len(), 3, "{mode:?}: {results:?}");
+        assert_eq!(results[2]["isError"], true, "{mode:?}: {results:?}");
     }
 }

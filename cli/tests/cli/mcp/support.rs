@@ -315,6 +315,30 @@ pub fn gone(pid: u32) -> bool {
     }
 }
 
+/// The live processes of process group `group` (zombies left out).
+pub fn group_members(group: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // After the `(comm)`: state, ppid, pgrp, …
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        if fields.first() != Some(&"Z") && fields.get(2) == Some(&group.to_string().as_str()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
 /// Waits up to 5 s for `check` (a killed process group takes a moment to be reaped).
 pub fn eventually(check: impl Fn() -> bool) -> bool {
     let deadline = Instant::now() + Duration::from_secs(5);
