@@ -7,7 +7,7 @@
 Over stdio, or with `--http` as a streamable HTTP server at `http://127.0.0.1:<port>/mcp` on
 a free port, printing `listening <port>` first.
 Tools: `pid` (read-only: writes this process's pid to PIDFILE and returns it), `hang` (never
-answers), `spawn_child` (starts a grandchild whose command line holds MARKER, returns its pid).
+answers; writes PIDFILE.cancelled when the client cancels it), `spawn_child` (starts a grandchild whose command line holds MARKER, returns its pid).
 MARKER is in this server's command line too, so a test finds what is left by it.
 """
 import asyncio
@@ -33,7 +33,13 @@ def pid() -> str:
 @server.tool(name="hang", description="Never answers.",
              annotations=ToolAnnotations(readOnlyHint=True))
 async def hang() -> str:
-    await asyncio.sleep(3600)
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        # The client's notifications/cancelled reached the server.
+        with open(PIDFILE + ".cancelled", "w") as f:
+            f.write("cancelled")
+        raise
     return "woke up"
 
 

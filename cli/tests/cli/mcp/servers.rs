@@ -1,7 +1,8 @@
 //! A server's life in a real run, on the probe server (the MCP Python SDK over stdio) in
 //! print, json and rpc modes: a killed server reconnects on the next call, a hanging one
 //! times out at its `timeout`, and nothing the server started outlives pith (checked by pid,
-//! by the server's process group and by a marker in the command lines), SIGTERM included.
+//! by the server's process group and by a marker in the command lines), SIGTERM included;
+//! an rpc `abort` cancels a hanging call on the server.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -228,4 +229,57 @@ fn sigterm_during_a_hanging_call_leaves_no_server_behind() {
         assert_eq!(results.len(), 3, "{mode:?}: {results:?}");
         assert_eq!(results[2]["isError"], true, "{mode:?}: {results:?}");
     }
+}
+
+#[test]
+fn rpc_abort_cancels_a_hanging_call_on_the_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let marker = root.display().to_string();
+    let (agent, cwd) = setup(
+        &root,
+        json!({"probe": probe_entry(&marker, &root.join("pid"), None)}),
+    );
+    let script = script(
+        &root,
+        json!([
+            calls(&[("h", "mcp__probe__hang", json!({}))]),
+            text("never")
+        ]),
+    );
+    let mut rpc = Rpc::start(
+        &agent,
+        &cwd,
+        &[
+            OsString::from("--session"),
+            "s.jsonl".into(),
+            "--faux-script".into(),
+            script.into(),
+        ],
+    );
+    rpc.send(json!({"type":"prompt","message":"wait"}));
+    // The call is running once its tool_execution_start is out.
+    loop {
+        if rpc.next()["type"] == "tool_execution_start" {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let answer = rpc.call("a", json!({"type":"abort"}));
+    assert_eq!(answer["success"], true, "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        eventually(|| root.join("pid.cancelled").exists()),
+        "the server was not told the call was cancelled"
+    );
+    assert!(rpc.close().success());
+    let results = tool_results(&cwd.join("s.jsonl"));
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["isError"], true, "{results:?}");
+    assert!(processes_naming(&marker).is_empty());
 }
