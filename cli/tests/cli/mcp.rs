@@ -6,7 +6,8 @@
 //!   HTTP server on the loopback in each mode, `pith mcp list`;
 //! - `gates`: a gate extension blocking destructive MCP tools, read-only ones passing;
 //! - `servers`: a killed server reconnecting, a hanging one timing out, nothing left running;
-//! - `commands`: `/mcp` through rpc's `mcp` command (status, reconnect, enable, disable).
+//! - `commands`: `/mcp` through rpc's `mcp` command (status, reconnect, enable, disable),
+//!   servers kept across `/new`, `--no-mcp`.
 
 mod commands;
 mod gates;

@@ -1,5 +1,6 @@
 //! `/mcp` through rpc's `mcp` command: the servers' states, reconnect, enable and disable
-//! (saved in `mcp.json` as pi 1.6.0 saves them), on the probe server.
+//! (saved in `mcp.json` as pi 1.6.0 saves them), on the probe server; servers living across
+//! `/new`; `--no-mcp`.
 
 use std::ffi::OsString;
 use std::fs;
@@ -128,4 +129,83 @@ fn rpc_mcp_shows_reconnects_disables_and_enables_a_server() {
     assert!(rpc.close().success());
     let left = processes_naming(&marker);
     assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn a_new_session_keeps_the_running_servers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let marker = root.display().to_string();
+    let pidfile = root.join("pid");
+    let (agent, cwd) = setup(
+        &root,
+        json!({ "probe": probe_entry(&marker, &pidfile, None) }),
+    );
+    let pid_call = |id: &str| calls(&[(id, "mcp__probe__pid", json!({}))]);
+    let script = script(
+        &root,
+        json!([pid_call("a"), text("a"), pid_call("b"), text("b")]),
+    );
+    let mut rpc = Rpc::start(
+        &agent,
+        &cwd,
+        &[OsString::from("--faux-script"), script.into()],
+    );
+    let pid = || -> u32 { fs::read_to_string(&pidfile).unwrap().parse().unwrap() };
+    rpc.prompt("a");
+    let first = pid();
+    let switched = rpc.call("n", json!({"type":"new_session"}));
+    assert_eq!(switched["success"], true, "{switched}");
+    rpc.prompt("b");
+    assert_eq!(pid(), first, "/new restarted the server");
+    assert!(rpc.close().success());
+    assert!(gone(first));
+}
+
+#[test]
+fn no_mcp_starts_no_server_and_rpc_mcp_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let marker = root.display().to_string();
+    let pidfile = root.join("pid");
+    let (agent, cwd) = setup(
+        &root,
+        json!({ "probe": probe_entry(&marker, &pidfile, None) }),
+    );
+    let script = script(
+        &root,
+        json!([calls(&[("a", "mcp__probe__pid", json!({}))]), text("a")]),
+    );
+    let mut rpc = Rpc::start(
+        &agent,
+        &cwd,
+        &[
+            OsString::from("--no-mcp"),
+            "--session".into(),
+            "s.jsonl".into(),
+            "--faux-script".into(),
+            script.into(),
+        ],
+    );
+    assert_eq!(
+        rpc.call("1", json!({"type":"mcp"}))["data"],
+        json!({"servers": []})
+    );
+    let refused = rpc.call(
+        "2",
+        json!({"type":"mcp","action":"enable","server":"probe"}),
+    );
+    assert_eq!(
+        refused["error"],
+        "No MCP servers are running (--no-mcp or --no-tools)"
+    );
+    rpc.prompt("a");
+    // No server (pith's own command line names the root too, not the pid file).
+    assert!(processes_naming(&pidfile.display().to_string()).is_empty());
+    assert!(rpc.close().success());
+    assert!(!pidfile.exists());
+    assert_eq!(
+        tool_results(&cwd.join("s.jsonl"))[0]["text"],
+        "Tool mcp__probe__pid not found"
+    );
 }
