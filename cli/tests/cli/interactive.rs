@@ -1422,3 +1422,76 @@ fn mcp_shows_reconnects_disables_and_enables_servers() {
         ]
     );
 }
+
+#[test]
+fn a_destructive_mcp_tool_is_confirmed_in_the_transcript() {
+    let server = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/mcp-servers/node_modules/.bin/mcp-server-filesystem");
+    assert!(server.exists(), "run scripts/install-mcp-servers");
+    let s = setup("[]");
+    let (out, notes) = (s.work.join("out.txt"), s.work.join("notes.txt"));
+    fs::write(&notes, "the secret is 42\n").unwrap();
+    let call = |id: &str, name: &str, args: Value| serde_json::json!({"content":[{"type":"toolCall","id":id,"name":name,"arguments":args}]});
+    fs::write(
+        &s.script,
+        serde_json::json!([
+            call("w1", "mcp__filesystem__write_file", serde_json::json!({"path": out, "content": "no"})),
+            call("r1", "mcp__filesystem__read_text_file", serde_json::json!({"path": notes})),
+            {"content":[{"type":"text","text":"all done"}]},
+            call("w2", "mcp__filesystem__write_file", serde_json::json!({"path": out, "content": "yes"})),
+            {"content":[{"type":"text","text":"written"}]}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(
+        s.agent.join("mcp.json"),
+        serde_json::json!({"mcpServers":{"filesystem":{"command": server, "args":[&s.work]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let gate = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("examples/extensions/python/mcp_approval.py");
+    let mut pith = s.start(&["-e", gate.to_str().unwrap()]);
+    pith.prompt();
+    pith.line("tidy up");
+    // Only the destructive call asks; no, and it is blocked.
+    pith.expect("Allow mcp__filesystem__write_file?");
+    pith.expect("mcp:filesystem marks it destructive.");
+    pith.line("n");
+    pith.expect("all done");
+    pith.idle();
+    assert!(!out.exists());
+    pith.line("write it");
+    pith.expect("Allow mcp__filesystem__write_file?");
+    pith.line("y");
+    pith.expect("written");
+    pith.idle();
+    assert_eq!(fs::read_to_string(&out).unwrap(), "yes");
+    assert_eq!(pith.quit(), 0);
+    let results: Vec<(String, bool)> = lines(&s.sessions()[0])
+        .iter()
+        .filter(|v| v["message"]["role"] == "toolResult")
+        .map(|v| {
+            (
+                v["message"]["toolName"].as_str().unwrap().to_owned(),
+                v["message"]["isError"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let names = [
+        "mcp__filesystem__write_file",
+        "mcp__filesystem__read_text_file",
+    ];
+    assert_eq!(
+        results,
+        [
+            (names[0].to_owned(), true),
+            (names[1].to_owned(), false),
+            (names[0].to_owned(), false),
+        ]
+    );
+}
