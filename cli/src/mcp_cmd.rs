@@ -17,7 +17,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 
 use pith_actors::runtime::ToolChoice;
-use pith_mcp::{McpConfig, McpHub, ServerState, config};
+use pith_mcp::{McpConfig, McpHub, ServerState, ServerStatus, config};
 
 /// `pith mcp …`.
 #[derive(Debug, Subcommand)]
@@ -226,26 +226,7 @@ async fn list(agent_dir: &Path, cwd: &Path, trusted: bool, json: bool) -> Result
     });
     let mut stdout = std::io::stdout().lock();
     if json {
-        let servers: Vec<Value> = statuses
-            .iter()
-            .zip(&loaded.servers)
-            .map(|(s, c)| {
-                let (state, error) = match &s.state {
-                    ServerState::Failed(why) => ("failed", Some(why.clone())),
-                    ServerState::Connected => ("connected", None),
-                    ServerState::Connecting => ("connecting", None),
-                    ServerState::Disabled => ("disabled", None),
-                };
-                let mut v = json!({
-                    "name": s.name, "source": c.file, "enabled": c.enabled,
-                    "transport": s.target, "state": state, "tools": s.listed,
-                });
-                if let Some(error) = error {
-                    v["error"] = json!(error);
-                }
-                v
-            })
-            .collect();
+        let servers: Vec<Value> = statuses.iter().map(status_json).collect();
         let errors: Vec<String> = loaded.problems.iter().map(|p| p.to_string()).collect();
         let mut out = json!({ "servers": servers, "errors": errors });
         if let Some(note) = &untrusted_note {
@@ -261,16 +242,7 @@ async fn list(agent_dir: &Path, cwd: &Path, trusted: bool, json: bool) -> Result
             )?;
         }
         for s in &statuses {
-            let state = match &s.state {
-                ServerState::Connected => format!(
-                    "connected, {} tool{}",
-                    s.tools.len(),
-                    if s.tools.len() == 1 { "" } else { "s" }
-                ),
-                ServerState::Failed(_) => "failed".to_owned(),
-                other => other.to_string(),
-            };
-            writeln!(stdout, "{}: {state}", s.name)?;
+            writeln!(stdout, "{}: {}", s.name, state_line(s))?;
             writeln!(stdout, "  {}", s.target)?;
             if !s.listed.is_empty() {
                 writeln!(stdout, "  tools: {}", s.listed.join(", "))?;
@@ -291,6 +263,117 @@ async fn list(agent_dir: &Path, cwd: &Path, trusted: bool, json: bool) -> Result
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// A server's state in a word or two: `connected, 3 tools`, `failed`, `disabled`, … (the
+/// reason of a failure goes on lines of its own).
+pub fn state_line(status: &ServerStatus) -> String {
+    match &status.state {
+        ServerState::Connected => format!(
+            "connected, {} tool{}",
+            status.tools.len(),
+            if status.tools.len() == 1 { "" } else { "s" }
+        ),
+        ServerState::Failed(_) => "failed".to_owned(),
+        other @ (ServerState::Connecting | ServerState::Disabled) => other.to_string(),
+    }
+}
+
+/// One server as `pith mcp list --json` and the rpc `mcp` command give it: `{name, source,
+/// enabled, transport, state, tools, error?}` (`tools`: every tool the server lists, by its
+/// own name; `state`: connecting, connected, failed or disabled).
+pub fn status_json(status: &ServerStatus) -> Value {
+    let (state, error) = match &status.state {
+        ServerState::Failed(why) => ("failed", Some(why.clone())),
+        ServerState::Connected => ("connected", None),
+        ServerState::Connecting => ("connecting", None),
+        ServerState::Disabled => ("disabled", None),
+    };
+    let mut v = json!({
+        "name": status.name, "source": status.source,
+        "enabled": status.state != ServerState::Disabled,
+        "transport": status.target, "state": state, "tools": status.listed,
+    });
+    if let Some(error) = error {
+        v["error"] = json!(error);
+    }
+    v
+}
+
+/// pith's `/mcp` subcommands (pi 1.6.0 has `reconnect` as a subcommand and enable/disable in
+/// its manager; pith takes all three typed, in the interactive mode and through rpc).
+pub const MCP_USAGE: &str =
+    "Usage: /mcp, /mcp reconnect <server>, /mcp enable <server>, /mcp disable <server>";
+
+/// What `/mcp …` (or the rpc `mcp` command) asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpAction {
+    /// Every server's state and tools.
+    Status,
+    /// Drop and reopen a server's connection.
+    Reconnect(String),
+    /// Start a disabled server, saved in its `mcp.json`.
+    Enable(String),
+    /// Stop a server and take its tools away, saved in its `mcp.json`.
+    Disable(String),
+}
+
+impl McpAction {
+    /// Reads `reconnect NAME`, `enable NAME`, `disable NAME` or nothing (the status).
+    ///
+    /// Errors: anything else, with [`MCP_USAGE`].
+    pub fn parse(args: &str) -> Result<McpAction, String> {
+        let words: Vec<&str> = args.split_whitespace().collect();
+        match words.as_slice() {
+            [] => Ok(McpAction::Status),
+            ["reconnect", name] => Ok(McpAction::Reconnect((*name).to_owned())),
+            ["enable", name] => Ok(McpAction::Enable((*name).to_owned())),
+            ["disable", name] => Ok(McpAction::Disable((*name).to_owned())),
+            _ => Err(MCP_USAGE.to_owned()),
+        }
+    }
+
+    /// Does it on `hub` and says what happened, e.g. `Reconnected to MCP server "fs"
+    /// (connected, 14 tools).` (pi's words); [`McpAction::Status`] says nothing. Servers
+    /// still connecting, and an enabled one, are waited for (at most the 10 s connect
+    /// timeout each time).
+    ///
+    /// Errors: no such server, a reconnect that failed, or a file that could not be saved.
+    pub async fn run(&self, hub: &McpHub) -> Result<Option<String>, String> {
+        let described = |name: &str| {
+            hub.statuses()
+                .iter()
+                .find(|s| s.name == name)
+                .map(state_line)
+                .unwrap_or_default()
+        };
+        // pi's `/mcp` waits for the servers still connecting before it answers.
+        hub.wait_settled(pith_mcp::server::CONNECT_TIMEOUT).await;
+        match self {
+            McpAction::Status => Ok(None),
+            McpAction::Reconnect(name) => match hub.reconnect(name).await? {
+                ServerState::Failed(why) => {
+                    Err(format!(r#"MCP server "{name}" did not reconnect: {why}"#))
+                }
+                _ => Ok(Some(format!(
+                    r#"Reconnected to MCP server "{name}" ({})."#,
+                    described(name)
+                ))),
+            },
+            McpAction::Enable(name) => {
+                hub.set_enabled(name, true).await?;
+                hub.wait_settled(pith_mcp::server::CONNECT_TIMEOUT).await;
+                Ok(Some(format!(
+                    r#"Enabled MCP server "{name}" ({})."#,
+                    described(name)
+                )))
+            }
+            McpAction::Disable(name) => {
+                hub.set_enabled(name, false).await?;
+                Ok(Some(format!(r#"Disabled MCP server "{name}"."#)))
+            }
+        }
+    }
 }
 
 /// Whether the project's `.pith/mcp.json` is read: the project trust every project-local

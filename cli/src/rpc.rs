@@ -7,6 +7,7 @@
 //! - `models`: the model and thinking-level commands.
 //! - `queries`: stats, fork messages, last assistant text.
 //! - `state`: what the event stream tells about the session (running, compacting, queued).
+//! - `mcp`: the `mcp` command (MCP server states, reconnect, enable, disable).
 //!
 //! One loop owns stdout's order: events first, then responses of commands that ran in the
 //! background (bash, compact), then the next input line. A command is answered after
@@ -17,6 +18,7 @@ mod command;
 mod commands;
 mod ext_ui;
 mod framing;
+mod mcp;
 mod models;
 pub(crate) mod queries;
 mod state;
@@ -71,6 +73,8 @@ pub(crate) struct Rpc {
     bash_id: Option<serde_json::Value>,
     /// Extension dialogs waiting for `extension_ui_response`.
     dialogs: Dialogs,
+    /// The MCP servers, for the `mcp` command (`None` with `--no-mcp`).
+    mcp: Option<pith_mcp::McpHub>,
 }
 
 async fn serve(args: RunArgs) -> Result<ExitCode> {
@@ -110,6 +114,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         done,
         bash_id: None,
         dialogs,
+        mcp: mcp.clone(),
     };
     let mut lines = framing::read_lines();
     let status: u8 = loop {

@@ -95,9 +95,17 @@ pub struct ServerConfig {
     pub tool_exposure: Vec<(String, Exposure)>,
     /// The file that defines it.
     pub file: PathBuf,
+    /// The project file whose override entry (no `command`/`url`) changed `enabled` or the
+    /// exposures; `/mcp enable|disable` writes there, as pi does.
+    pub override_file: Option<PathBuf>,
 }
 
 impl ServerConfig {
+    /// The file `/mcp enable|disable` edits: the project override's, else the defining one.
+    pub fn settings_file(&self) -> &Path {
+        self.override_file.as_deref().unwrap_or(&self.file)
+    }
+
     /// Whether the model is offered `tool` of this server: its `toolExposure` entry (exact,
     /// then the first matching pattern), else the server's `exposure`, is not `hidden`.
     pub fn offers(&self, tool: &str) -> bool {
@@ -231,7 +239,12 @@ fn read_file(path: &Path, scope: Scope, config: &mut McpConfig) {
                 continue;
             }
             match apply_override(&config.servers[index], entry) {
-                Ok(server) => config.servers[index] = server,
+                Ok(server) => {
+                    config.servers[index] = ServerConfig {
+                        override_file: Some(path.to_path_buf()),
+                        ..server
+                    }
+                }
                 Err(message) => config.problems.push(problem(Some(name), message)),
             }
             continue;
@@ -384,6 +397,7 @@ fn validate(name: &str, raw: &Value, file: &Path) -> std::result::Result<ServerC
         exposure,
         tool_exposure,
         file: file.to_path_buf(),
+        override_file: None,
     })
 }
 
@@ -500,6 +514,40 @@ pub fn remove_server(path: &Path, name: &str) -> Result<bool> {
         removed
     })?;
     Ok(removed)
+}
+
+/// Turns `name` on or off in the `mcp.json` at `path` (pi 1.6.0's `updateMcpServerConfig`
+/// for `/mcp enable|disable`): a full entry loses `enabled` when turned on (the default) and
+/// gets `"enabled": false` when turned off; an override entry (no `command`/`url`/`type`)
+/// keeps the value written out, and one is added when the file has none for `name` and
+/// `add_override` is set. Other content is kept.
+///
+/// Errors: the file does not define `name` (and no override is to be added), is not JSON, or
+/// cannot be written.
+pub fn set_enabled(path: &Path, name: &str, enabled: bool, add_override: bool) -> Result<()> {
+    let mut missing = false;
+    edit_servers(path, |servers| {
+        if add_override && !servers.contains_key(name) {
+            servers.insert(name.to_owned(), Value::Object(Map::new()));
+        }
+        let Some(Value::Object(entry)) = servers.get_mut(name) else {
+            missing = true;
+            return false;
+        };
+        if enabled && !is_override(entry) {
+            entry.remove("enabled");
+        } else {
+            entry.insert("enabled".to_owned(), Value::Bool(enabled));
+        }
+        true
+    })?;
+    if missing {
+        return Err(Error::Config {
+            path: path.to_path_buf(),
+            message: format!(r#"does not define MCP server "{name}""#),
+        });
+    }
+    Ok(())
 }
 
 fn edit_servers(path: &Path, edit: impl FnOnce(&mut Map<String, Value>) -> bool) -> Result<()> {

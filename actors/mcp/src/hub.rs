@@ -39,6 +39,8 @@ pub struct ServerStatus {
     pub listed: Vec<String>,
     /// `command args…` or the URL.
     pub target: String,
+    /// The file that defines it.
+    pub source: PathBuf,
 }
 
 /// Reads the configuration for a working directory (the user's file and, when trusted, that
@@ -125,6 +127,7 @@ impl McpHub {
                     .map(|shared| shared.tools.iter().map(|t| t.name.to_string()).collect())
                     .unwrap_or_default(),
                 target: target(&s.config),
+                source: s.config.file.clone(),
             })
             .collect()
     }
@@ -140,14 +143,53 @@ impl McpHub {
         let _ = tokio::time::timeout(limit, all).await;
     }
 
-    /// Drops and reopens the connection of `name`; `false` when there is no such server.
-    pub fn reconnect(&self, name: &str) -> bool {
-        let servers = self.servers();
-        let found = servers.iter().find(|s| s.config.name == name);
-        if let Some(server) = found {
-            server.reconnect();
+    /// Drops and reopens the connection of `name` (`/mcp reconnect`), and answers its state
+    /// once the new attempt ended.
+    ///
+    /// Errors: no server is called `name`, or it is disabled (pi's messages).
+    pub async fn reconnect(&self, name: &str) -> Result<ServerState, String> {
+        let server = self.find(name)?;
+        if !server.config.enabled {
+            return Err(format!(r#"MCP server "{name}" is disabled."#));
         }
-        found.is_some()
+        server.reconnect_and_wait().await;
+        Ok(server.state())
+    }
+
+    fn find(&self, name: &str) -> Result<Arc<ServerHandle>, String> {
+        self.servers()
+            .into_iter()
+            .find(|s| s.config.name == name)
+            .ok_or_else(|| format!(r#"No MCP server named "{name}"."#))
+    }
+
+    /// `/mcp enable|disable <name>` (pi 1.6.0's `setEnabled`): writes the choice to the file
+    /// that decides it ([`ServerConfig::settings_file`], [`crate::config::set_enabled`]),
+    /// then stops the server and takes its tools away, or starts it. Answers once a stopped
+    /// server's processes are gone; a started one connects in the background
+    /// ([`McpHub::wait_settled`] waits for it). Nothing changes when it is already so.
+    ///
+    /// Errors: no server is called `name`; the file could not be written (nothing changes).
+    pub async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), String> {
+        let old = self.find(name)?;
+        if old.config.enabled == enabled {
+            return Ok(());
+        }
+        let file = old.config.settings_file();
+        crate::config::set_enabled(file, name, enabled, false)
+            .map_err(|e| format!("Could not update {e}"))?;
+        let config = ServerConfig {
+            enabled,
+            ..old.config.clone()
+        };
+        let new = Arc::new(ServerHandle::start(config, self.current_cwd()));
+        if let Ok(mut servers) = self.inner.servers.lock()
+            && let Some(slot) = servers.iter_mut().find(|s| Arc::ptr_eq(s, &old))
+        {
+            *slot = new;
+        }
+        old.stop().await;
+        Ok(())
     }
 
     /// Switches to `config` (another project's servers): servers whose configuration is
@@ -264,13 +306,15 @@ impl ToolSource for McpHub {
     }
 }
 
-/// Whether two entries start the same server (the defining file does not matter).
+/// Whether two entries start the same server (the defining files do not matter).
 fn same(a: &ServerConfig, b: &ServerConfig) -> bool {
     ServerConfig {
         file: PathBuf::new(),
+        override_file: None,
         ..a.clone()
     } == ServerConfig {
         file: PathBuf::new(),
+        override_file: None,
         ..b.clone()
     }
 }

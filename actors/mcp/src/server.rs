@@ -80,8 +80,9 @@ pub(crate) enum ServerMsg {
     Peer(oneshot::Sender<Result<Peer<RoleClient>, String>>),
     /// The server said `tools/list_changed`: list them again.
     Refresh,
-    /// Drop the connection and connect again (`/mcp reconnect`).
-    Reconnect,
+    /// Drop the connection and connect again (`/mcp reconnect`); answered, when asked,
+    /// once the new attempt ended either way.
+    Reconnect(Option<oneshot::Sender<()>>),
     /// Close the connection and end the task; answered once the server is gone.
     Stop(oneshot::Sender<()>),
 }
@@ -156,7 +157,15 @@ impl ServerHandle {
 
     /// Asks for a fresh connection.
     pub(crate) fn reconnect(&self) {
-        let _ = self.tx.send(ServerMsg::Reconnect);
+        let _ = self.tx.send(ServerMsg::Reconnect(None));
+    }
+
+    /// Drops the connection, connects again and waits until that attempt ended.
+    pub(crate) async fn reconnect_and_wait(&self) {
+        let (reply, done) = oneshot::channel();
+        if self.tx.send(ServerMsg::Reconnect(Some(reply))).is_ok() {
+            let _ = done.await;
+        }
     }
 
     /// Waits until the first connection attempt ended.
@@ -277,9 +286,12 @@ impl McpServer {
                     let _ = reply.send(answer);
                 }
                 ServerMsg::Refresh => self.refresh().await,
-                ServerMsg::Reconnect => {
+                ServerMsg::Reconnect(reply) => {
                     self.disconnect().await;
                     self.connect().await;
+                    if let Some(reply) = reply {
+                        let _ = reply.send(());
+                    }
                 }
                 ServerMsg::Stop(reply) => {
                     self.disconnect().await;

@@ -50,7 +50,7 @@ pub const BUILTIN: [(&str, &str); 20] = [
     ("hotkeys", "Show all keyboard shortcuts"),
     (
         "mcp",
-        "Show MCP servers and their tools (/mcp reconnect <server>)",
+        "Show MCP servers and their tools (/mcp reconnect|enable|disable <server>)",
     ),
     ("help", "Show commands and keys"),
     ("quit", "Quit pith"),
@@ -224,7 +224,7 @@ impl App {
                     self.status(&format!("Reloaded: {}", reloaded.join(", ")));
                 }
             }
-            "mcp" => self.mcp(args),
+            "mcp" => self.mcp(args).await,
             _ => return Ok(None),
         }
         Ok(Some(Flow::Go))
@@ -522,20 +522,21 @@ impl App {
         Ok(())
     }
 
-    /// `/mcp`: each server's state and tools; `/mcp reconnect <server>` reopens one.
-    fn mcp(&mut self, args: &str) {
+    /// `/mcp`: each server's state and tools; `/mcp reconnect|enable|disable <server>`
+    /// ([`crate::mcp_cmd::McpAction`]).
+    async fn mcp(&mut self, args: &str) {
+        let action = match crate::mcp_cmd::McpAction::parse(args) {
+            Ok(action) => action,
+            Err(usage) => return self.warn(&usage),
+        };
         let Some(hub) = self.mcp.clone() else {
             self.status("No MCP servers (add one with: pith mcp add)");
             return;
         };
-        if let Some(name) = args.strip_prefix("reconnect") {
-            let name = name.trim();
-            if hub.reconnect(name) {
-                self.status(&format!("Reconnecting MCP server {name}"));
-            } else {
-                self.warn(&format!("No MCP server named {name:?}"));
-            }
-            return;
+        match action.run(&hub).await {
+            Ok(Some(done)) => return self.status(&pith_tools::sanitize::for_terminal(&done)),
+            Ok(None) => {}
+            Err(e) => return self.error(&pith_tools::sanitize::for_terminal(&e)),
         }
         let statuses = hub.statuses();
         if statuses.is_empty() {
@@ -547,13 +548,12 @@ impl App {
             lines.push(format!(
                 "{}: {} ({})",
                 status.name,
-                match &status.state {
-                    pith_mcp::ServerState::Connected =>
-                        format!("connected, {} tools", status.tools.len()),
-                    other => other.to_string(),
-                },
+                crate::mcp_cmd::state_line(&status),
                 status.target
             ));
+            if let pith_mcp::ServerState::Failed(why) = &status.state {
+                lines.push(format!("  {}", why.replace('\n', "\n  ")));
+            }
             if !status.tools.is_empty() {
                 lines.push(format!("  {}", status.tools.join(", ")));
             }

@@ -157,6 +157,16 @@ pub enum Command {
         #[serde(default)]
         name: Option<String>,
     },
+    /// pith's `mcp {action?, server?}`: the MCP servers' states (no `action`), or
+    /// `reconnect`/`enable`/`disable` of `server` first (pi's `/mcp`; docs/rpc.md).
+    Mcp {
+        /// `reconnect`, `enable` or `disable`; none: the states only.
+        #[serde(default)]
+        action: Option<String>,
+        /// The server the action is for.
+        #[serde(default)]
+        server: Option<String>,
+    },
     /// A `type` pith does not know (answered `Unknown command: <type>`).
     #[serde(other)]
     Unknown,

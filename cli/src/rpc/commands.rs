@@ -285,6 +285,7 @@ impl Rpc {
                     .map_err(failed)
                     .map(|c| Some(json!({ "messages": c.messages }))),
             ),
+            Command::Mcp { action, server } => self.mcp(id, name, action, server),
             Command::Reload { name } => Answer::Now(
                 rt.reload(name.as_deref())
                     .await
@@ -329,7 +330,7 @@ impl Rpc {
 
     /// Runs `work` in the background; its response goes through the loop, after the events
     /// emitted before it.
-    fn later(
+    pub(super) fn later(
         &self,
         id: Option<Value>,
         name: &str,

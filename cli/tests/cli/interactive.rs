@@ -1323,29 +1323,175 @@ fn prompt_templates_and_skills_are_commands_that_expand() {
 }
 
 #[test]
-fn mcp_shows_the_servers_and_their_tools() {
-    let s = setup("[]");
+fn mcp_shows_reconnects_disables_and_enables_servers() {
+    use crate::mcp::support::{eventually, processes_naming};
+    let list = serde_json::json!({"content":[{"type":"toolCall","id":"l","name":"mcp__filesystem__list_directory",
+                                              "arguments":{"path":"."}}]})
+    .to_string();
+    let s = setup(&format!(
+        "[{list}, {}, {list}, {}, {list}, {}]",
+        text_reply("one"),
+        text_reply("two"),
+        text_reply("three")
+    ));
     let server = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../target/mcp-servers/node_modules/.bin/mcp-server-filesystem");
     assert!(server.exists(), "run scripts/install-mcp-servers");
     fs::create_dir_all(&s.agent).unwrap();
+    fs::write(s.work.join("a.txt"), "alpha").unwrap();
+    let config = s.agent.join("mcp.json");
+    let entry = serde_json::json!({"command": server, "args":[&s.work]});
     fs::write(
-        s.agent.join("mcp.json"),
+        &config,
         serde_json::json!({"mcpServers":{
-            "filesystem":{"command": server, "args":[&s.work]},
+            "filesystem": entry,
             "off":{"command":"nothing","enabled":false}}})
         .to_string(),
     )
     .unwrap();
+    let saved = || -> Value {
+        serde_json::from_str::<Value>(&fs::read_to_string(&config).unwrap()).unwrap()["mcpServers"]
+            ["filesystem"]
+            .clone()
+    };
+    // The server's command line names the work directory; pith's does not.
+    let running = || processes_naming(&s.work.display().to_string());
     let mut pith = s.start(&[]);
     pith.prompt();
-    // The servers connect in the background; the second look finds them connected.
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    // `/mcp` waits for servers still connecting, as pi's does.
     pith.line("/mcp");
     pith.expect("filesystem: connected, ");
     pith.expect("mcp__filesystem__read_text_file");
     pith.expect("off: disabled (nothing)");
     pith.prompt();
+    pith.line("/mcp reconnect filesystem");
+    pith.expect(r#"Reconnected to MCP server "filesystem" (connected, "#);
+    pith.prompt();
+    pith.line("list it");
+    pith.idle();
+    // Disabled: stopped, its tools gone, saved.
+    pith.line("/mcp disable filesystem");
+    pith.expect(r#"Disabled MCP server "filesystem"."#);
+    pith.prompt();
+    assert!(eventually(|| running().is_empty()), "{:?}", running());
+    assert_eq!(saved()["enabled"], false);
+    pith.line("list it again");
+    pith.idle();
+    pith.line("/mcp");
+    pith.expect("filesystem: disabled (");
+    pith.prompt();
+    // Enabled: running again, saved without `enabled` (the default), as pi writes it.
+    pith.line("/mcp enable filesystem");
+    pith.expect(r#"Enabled MCP server "filesystem" (connected, "#);
+    pith.prompt();
+    assert_eq!(running().len(), 1, "{:?}", running());
+    assert_eq!(saved(), entry);
+    pith.line("and once more");
+    pith.idle();
+    pith.line("/mcp enable nothing-here");
+    pith.expect(r#"Error: No MCP server named "nothing-here"."#);
+    pith.prompt();
+    pith.line("/mcp frobnicate");
+    pith.expect("Warning: Usage: /mcp, /mcp reconnect <server>");
+    pith.prompt();
     pith.send("\x04");
     assert_eq!(pith.exit_code(), 0);
+    assert!(eventually(|| running().is_empty()), "{:?}", running());
+    let results: Vec<(String, bool)> = lines(&s.sessions()[0])
+        .iter()
+        .filter(|v| v["message"]["role"] == "toolResult")
+        .map(|v| {
+            (
+                v["message"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                v["message"]["isError"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("[FILE] a.txt".to_owned(), false),
+            (
+                "Tool mcp__filesystem__list_directory not found".to_owned(),
+                true
+            ),
+            ("[FILE] a.txt".to_owned(), false),
+        ]
+    );
+}
+
+#[test]
+fn a_destructive_mcp_tool_is_confirmed_in_the_transcript() {
+    let server = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/mcp-servers/node_modules/.bin/mcp-server-filesystem");
+    assert!(server.exists(), "run scripts/install-mcp-servers");
+    let s = setup("[]");
+    let (out, notes) = (s.work.join("out.txt"), s.work.join("notes.txt"));
+    fs::write(&notes, "the secret is 42\n").unwrap();
+    let call = |id: &str, name: &str, args: Value| serde_json::json!({"content":[{"type":"toolCall","id":id,"name":name,"arguments":args}]});
+    fs::write(
+        &s.script,
+        serde_json::json!([
+            call("w1", "mcp__filesystem__write_file", serde_json::json!({"path": out, "content": "no"})),
+            call("r1", "mcp__filesystem__read_text_file", serde_json::json!({"path": notes})),
+            {"content":[{"type":"text","text":"all done"}]},
+            call("w2", "mcp__filesystem__write_file", serde_json::json!({"path": out, "content": "yes"})),
+            {"content":[{"type":"text","text":"written"}]}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(
+        s.agent.join("mcp.json"),
+        serde_json::json!({"mcpServers":{"filesystem":{"command": server, "args":[&s.work]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let gate = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("examples/extensions/python/mcp_approval.py");
+    let mut pith = s.start(&["-e", gate.to_str().unwrap()]);
+    pith.prompt();
+    pith.line("tidy up");
+    // Only the destructive call asks; no, and it is blocked.
+    pith.expect("Allow mcp__filesystem__write_file?");
+    pith.expect("mcp:filesystem marks it destructive.");
+    pith.line("n");
+    pith.expect("all done");
+    pith.idle();
+    assert!(!out.exists());
+    pith.line("write it");
+    pith.expect("Allow mcp__filesystem__write_file?");
+    pith.line("y");
+    pith.expect("written");
+    pith.idle();
+    assert_eq!(fs::read_to_string(&out).unwrap(), "yes");
+    assert_eq!(pith.quit(), 0);
+    let results: Vec<(String, bool)> = lines(&s.sessions()[0])
+        .iter()
+        .filter(|v| v["message"]["role"] == "toolResult")
+        .map(|v| {
+            (
+                v["message"]["toolName"].as_str().unwrap().to_owned(),
+                v["message"]["isError"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let names = [
+        "mcp__filesystem__write_file",
+        "mcp__filesystem__read_text_file",
+    ];
+    assert_eq!(
+        results,
+        [
+            (names[0].to_owned(), true),
+            (names[1].to_owned(), false),
+            (names[0].to_owned(), false),
+        ]
+    );
 }

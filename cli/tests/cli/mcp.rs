@@ -1,50 +1,26 @@
 //! MCP servers from `mcp.json` in a real `pith` run: `@modelcontextprotocol/server-filesystem`
-//! from npm (scripts/install-mcp-servers puts it under target/mcp-servers), as users run it.
+//! from npm and a probe server on the MCP Python SDK (scripts/install-mcp-servers puts both
+//! under target/mcp-servers), as users run them.
+//!
+//! - this file: scripted calls reaching the published servers (npm, PyPI) and a streamable
+//!   HTTP server on the loopback in each mode, `pith mcp list`;
+//! - `gates`: a gate extension blocking destructive MCP tools, read-only ones passing;
+//! - `servers`: a killed server reconnecting, a hanging one timing out, nothing left running;
+//! - `commands`: `/mcp` through rpc's `mcp` command (status, reconnect, enable, disable),
+//!   servers kept across `/new`, `--no-mcp`.
+
+mod commands;
+mod gates;
+mod servers;
+pub(crate) mod support;
 
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use assert_cmd::Command;
 use serde_json::{Value, json};
 
-fn pith(agent: &Path, cwd: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("pith").expect("binary");
-    for var in pith_llm::auth::KEY_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.env("PITH_AGENT_DIR", agent)
-        .env_remove("RUST_LOG")
-        .current_dir(cwd)
-        .timeout(Duration::from_secs(90));
-    cmd
-}
-
-fn filesystem_server() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/mcp-servers/node_modules/.bin/mcp-server-filesystem");
-    assert!(
-        bin.exists(),
-        "{} is missing: run scripts/install-mcp-servers",
-        bin.display()
-    );
-    bin
-}
-
-/// Processes whose command line mentions `needle`.
-fn processes_naming(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(needle) {
-            found.push(cmdline);
-        }
-    }
-    found
-}
+use support::{MODES, Run, calls, mcp_servers_dir, probe_entry, script, setup, text, tool_results};
+use support::{filesystem_server, pith, processes_naming};
 
 #[test]
 fn a_scripted_call_of_an_mcp_tool_reaches_the_server_and_lands_in_the_session() {
@@ -297,4 +273,122 @@ fn rpc_mode_runs_an_mcp_tool_and_the_result_lands_in_the_session() {
     );
     let left = processes_naming(&cwd.display().to_string());
     assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn mcp_list_reports_a_file_that_is_not_json_and_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("repo"));
+    fs::create_dir_all(&agent).unwrap();
+    fs::create_dir_all(&cwd).unwrap();
+    fs::write(
+        agent.join("mcp.json"),
+        "{\"mcpServers\": {\"fs\": {\"command\": ",
+    )
+    .unwrap();
+    let out = pith(&agent, &cwd).args(["mcp", "list"]).assert().code(1);
+    assert_eq!(
+        String::from_utf8(out.get_output().stdout.clone()).unwrap(),
+        format!(
+            "config error: {}: EOF while parsing a value at line 1 column 34\n",
+            agent.join("mcp.json").display()
+        )
+    );
+    // A session run reports it on stderr and goes on without the servers.
+    let out = pith(&agent, &cwd)
+        .args(["-p", "--no-session", "hi"])
+        .assert()
+        .success();
+    assert!(
+        String::from_utf8(out.get_output().stderr.clone())
+            .unwrap()
+            .contains(&format!(
+                "pith: MCP config error: {}: EOF while parsing",
+                agent.join("mcp.json").display()
+            )),
+        "{:?}",
+        out.get_output()
+    );
+}
+
+#[test]
+fn the_pypi_time_server_and_a_loopback_http_server_answer_in_every_mode() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    // The HTTP server runs on its own, as a remote one would: pith only connects to it.
+    let entry = probe_entry(&root.display().to_string(), &root.join("pid"), None);
+    let mut http = std::process::Command::new(entry["command"].as_str().unwrap())
+        .args(
+            entry["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap()),
+        )
+        .arg("--http")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(http.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let port = first.trim().strip_prefix("listening ").expect("the port");
+    // Started through a link under `root`, so its command line names `root` (other tests
+    // may run the time server meanwhile).
+    let time = root.join("mcp-server-time");
+    std::os::unix::fs::symlink(mcp_servers_dir().join("venv/bin/mcp-server-time"), &time).unwrap();
+    let (agent, cwd) = setup(
+        &root,
+        json!({
+            "time": {"command": time,
+                     "args": ["--local-timezone", "UTC"]},
+            "web": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}
+        }),
+    );
+    let script = script(
+        &root,
+        json!([
+            calls(&[
+                (
+                    "t",
+                    "mcp__time__get_current_time",
+                    json!({"timezone": "UTC"})
+                ),
+                ("w", "mcp__web__pid", json!({})),
+            ]),
+            text("done"),
+        ]),
+    );
+    for mode in MODES {
+        let session = format!("{mode:?}.jsonl");
+        let run = Run {
+            agent: &agent,
+            cwd: &cwd,
+            args: vec![
+                "--session".into(),
+                session.clone().into(),
+                "--faux-script".into(),
+                script.clone().into(),
+            ],
+        };
+        run.prompt(mode, "what time is it", false);
+        let results = tool_results(&cwd.join(&session));
+        assert_eq!(results.len(), 2, "{mode:?}: {results:?}");
+        assert_eq!(results[0]["isError"], false, "{mode:?}: {results:?}");
+        let told: Value = serde_json::from_str(results[0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(told["timezone"], "UTC", "{mode:?}: {results:?}");
+        // The HTTP call reached the server we started.
+        assert_eq!(
+            results[1],
+            json!({"id":"w","name":"mcp__web__pid","text":http.id().to_string(),"isError":false}),
+            "{mode:?}"
+        );
+        let left = processes_naming(&time.display().to_string());
+        assert!(left.is_empty(), "{mode:?}: left running: {left:?}");
+    }
+    let _ = http.kill();
+    let _ = http.wait();
 }

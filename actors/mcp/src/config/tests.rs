@@ -138,3 +138,58 @@ fn patterns_match_like_pi() {
     assert!(!glob_match("a*b*c", "axxbyy"));
     assert!(!glob_match("read", "read_file"));
 }
+
+#[test]
+fn enable_and_disable_edit_the_file_that_decides_as_pi_does() {
+    let agent = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        agent.path(),
+        "mcp.json",
+        r#"{"mcpServers":{"fs":{"command":"npx","enabled":true},"t":{"command":"t"}}}"#,
+    );
+    write(
+        cwd.path(),
+        ".pith/mcp.json",
+        r#"{"mcpServers":{"t":{"enabled":false}}}"#,
+    );
+    let user = agent.path().join("mcp.json");
+    let project = cwd.path().join(".pith/mcp.json");
+    let read = |path: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let config = load(agent.path(), cwd.path(), true);
+    assert_eq!(config.servers[0].settings_file(), user);
+    assert_eq!(config.servers[1].settings_file(), project);
+    // A full entry: off writes `false`, on drops the key (the default).
+    set_enabled(&user, "fs", false, false).unwrap();
+    assert_eq!(
+        read(&user)["mcpServers"]["fs"],
+        serde_json::json!({"command":"npx","enabled":false})
+    );
+    set_enabled(&user, "fs", true, false).unwrap();
+    assert_eq!(
+        read(&user)["mcpServers"]["fs"],
+        serde_json::json!({"command":"npx"})
+    );
+    // An override keeps the value written out.
+    set_enabled(&project, "t", true, false).unwrap();
+    assert_eq!(
+        read(&project)["mcpServers"]["t"],
+        serde_json::json!({"enabled":true})
+    );
+    assert!(load(agent.path(), cwd.path(), true).servers[1].enabled);
+    // A server the file does not define is an error naming the file, unless an override is
+    // to be added.
+    assert_eq!(
+        set_enabled(&project, "fs", false, false)
+            .unwrap_err()
+            .to_string(),
+        format!(r#"{}: does not define MCP server "fs""#, project.display())
+    );
+    set_enabled(&project, "fs", false, true).unwrap();
+    assert_eq!(
+        read(&project)["mcpServers"]["fs"],
+        serde_json::json!({"enabled":false})
+    );
+}

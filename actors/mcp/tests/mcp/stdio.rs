@@ -380,3 +380,50 @@ async fn a_server_that_never_answers_fails_after_10_s_and_is_killed() {
     );
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn disable_stops_the_server_and_enable_starts_it_both_saved_in_the_file() {
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("mcp.json");
+    std::fs::write(
+        &file,
+        json!({"mcpServers":{"t":{"command": server_bin()},"u":{"command": server_bin()}}})
+            .to_string(),
+    )
+    .unwrap();
+    let config = pith_mcp::config::load(root.path(), root.path(), false);
+    let hub = pith_mcp::McpHub::start(&config, root.path().to_path_buf());
+    hub.ready().await;
+    let server: u32 = text(&call(&hub, "mcp__t__pid", json!({})).await.unwrap())
+        .parse()
+        .unwrap();
+    let grandchild: u32 = text(&call(&hub, "mcp__t__spawn_child", json!({})).await.unwrap())
+        .parse()
+        .unwrap();
+    hub.set_enabled("t", false).await.unwrap();
+    assert!(gone(server), "a disabled server is still running");
+    assert!(eventually(Duration::from_secs(2), || gone(grandchild)).await);
+    assert!(names(&hub).iter().all(|n| !n.starts_with("mcp__t__")));
+    assert_eq!(hub.statuses()[0].state, ServerState::Disabled);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(saved["mcpServers"]["t"]["enabled"], json!(false));
+    // The other server was not touched.
+    assert!(names(&hub).contains(&"mcp__u__echo".to_owned()));
+    hub.set_enabled("t", true).await.unwrap();
+    hub.wait_settled(Duration::from_secs(10)).await;
+    assert_eq!(hub.statuses()[0].state, ServerState::Connected);
+    let again: u32 = text(&call(&hub, "mcp__t__pid", json!({})).await.unwrap())
+        .parse()
+        .unwrap();
+    assert_ne!(again, server);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(saved["mcpServers"]["t"], json!({"command": server_bin()}));
+    assert_eq!(
+        hub.set_enabled("nope", true).await.unwrap_err(),
+        r#"No MCP server named "nope"."#
+    );
+    hub.shutdown().await;
+    assert!(gone(again));
+}

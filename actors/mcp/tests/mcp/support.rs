@@ -25,6 +25,7 @@ pub fn entry(name: &str, transport: Transport, timeout: Duration) -> ServerConfi
         exposure: None,
         tool_exposure: Vec::new(),
         file: PathBuf::from("mcp.json"),
+        override_file: None,
     }
 }
 
