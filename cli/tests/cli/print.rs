@@ -491,7 +491,7 @@ fn an_overflow_with_nothing_to_compact_is_an_error_and_exit_1() {
         .assert()
         .code(1)
         .stdout("")
-        .stderr("pith: prompt is too long: 213462 tokens > 200000 maximum\n");
+        .stderr("prompt is too long: 213462 tokens > 200000 maximum\n");
     let file = session_files(&agent).pop().unwrap();
     // As pi 1.6.0 writes it: the attempt hidden, no compaction, no retry.
     assert_eq!(

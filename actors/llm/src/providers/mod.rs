@@ -19,6 +19,7 @@
 
 pub mod anthropic;
 mod anthropic_request;
+mod error_text;
 pub mod google;
 mod google_request;
 mod http;

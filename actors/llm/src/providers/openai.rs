@@ -20,6 +20,7 @@ use pith_events::{
     AssistantMessage, ContentBlock, StopReason, StreamKind, ThinkingContent, ToolCall, Usage,
 };
 
+use super::error_text::format_provider_error;
 use super::http::{ErrorShape, Failed, Framing, HttpRequest, make_message, truthy};
 use super::openai_compat::OpenAiCompat;
 use super::openai_request::request_body;
@@ -451,16 +452,22 @@ impl OpenAiStream {
     }
 }
 
-/// An OpenAI SDK `APIError` text with OpenRouter's extra `metadata.raw` on a second line.
+/// An OpenAI SDK `APIError` text with OpenRouter's extra `metadata.raw` on a second line,
+/// unless the text already quotes it.
 fn with_raw_metadata(message: String, error: Option<&Value>) -> String {
     let raw = error
         .and_then(|e| e.get("metadata"))
         .and_then(|m| m.get("raw"))
         .filter(|r| truthy(r));
-    match raw {
-        Some(Value::String(s)) => format!("{message}\n{s}"),
-        Some(other) => format!("{message}\n{other}"),
-        None => message,
+    let raw = match raw {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => return message,
+    };
+    if message.contains(&raw) {
+        message
+    } else {
+        format!("{message}\n{raw}")
     }
 }
 
@@ -538,8 +545,11 @@ impl ReplyStream for OpenAiStream {
         super::ABORTED
     }
 
+    /// pi's `formatProviderError` without a prefix: `500: {"message":"boom",…}` for an
+    /// HTTP error with an error object ([`format_provider_error`]).
     fn request_failed(&self, failure: Failed) -> String {
-        with_raw_metadata(failure.message, failure.error.as_ref())
+        let error = failure.error.clone();
+        with_raw_metadata(format_provider_error(failure, None), error.as_ref())
     }
 }
 

@@ -650,9 +650,12 @@ async fn openai_server_error_and_content_filter() {
     let (events, last) = run(&provider, ask("x")).await;
     assert_eq!(steps(&events), ["done"]);
     assert_eq!(last.stop_reason, StopReason::Error);
+    // pi-ai 1.6.0's formatProviderError: the status, then the body's error object as JSON.
     assert_eq!(
         last.error_message.as_deref(),
-        Some("500 The server had an error while processing your request.")
+        Some(
+            r#"500: {"message":"The server had an error while processing your request.","type":"server_error"}"#
+        )
     );
     assert!(is_retryable(&last, 128_000));
 
@@ -696,11 +699,12 @@ async fn overflow_errors_are_recognised() {
     assert!(is_context_overflow(&a, 200_000));
     assert!(!is_retryable(&a, 200_000));
     let (_, o) = run(&openai(&server), ask("x")).await;
-    assert!(
-        o.error_message
-            .as_deref()
-            .unwrap()
-            .starts_with("400 This model's maximum context length is 128000 tokens.")
+    assert_eq!(
+        o.error_message.as_deref().unwrap(),
+        format!(
+            "400: {}",
+            &openai_error["{\"error\":".len()..openai_error.len() - 1]
+        )
     );
     assert!(is_context_overflow(&o, 128_000));
     assert!(!is_retryable(&o, 128_000));
