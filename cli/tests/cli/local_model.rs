@@ -229,8 +229,9 @@ fn a_local_server_runs_a_tool_and_answers() {
         )
     );
     assert_eq!(call["responseId"], "chatcmpl-7");
-    // As pi writes it: openai-completions.js builds the message through `timestamp` and
-    // assigns `responseId` from the first chunk, after.
+    // As pi 1.6.0 writes it: openai-completions.js builds the message through `timestamp`,
+    // assigns `responseId` from the first chunk and `rawStopReason` at the finish; the event
+    // stream adds `durationMs`, the agent loop `thinkingLevel`.
     assert_eq!(
         call.as_object().unwrap().keys().collect::<Vec<_>>(),
         [
@@ -242,9 +243,40 @@ fn a_local_server_runs_a_tool_and_answers() {
             "usage",
             "stopReason",
             "timestamp",
-            "responseId"
+            "responseId",
+            "rawStopReason",
+            "durationMs",
+            "thinkingLevel"
         ]
     );
+    assert_eq!(
+        (
+            &call["rawStopReason"],
+            &call["thinkingLevel"],
+            call["durationMs"].is_u64()
+        ),
+        (&json!("tool_calls"), &json!("off"), true)
+    );
+    // pi 1.6.0's usage: `reasoning` (0: the server gave no details) after the cache counts,
+    // and a cost computed from the model's prices says so.
+    assert_eq!(
+        call["usage"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        [
+            "input",
+            "output",
+            "cacheRead",
+            "cacheWrite",
+            "reasoning",
+            "totalTokens",
+            "cost"
+        ]
+    );
+    assert_eq!(call["usage"]["reasoning"], 0);
+    assert_eq!(call["usage"]["cost"]["totalFromProvider"], false);
     assert_eq!(
         call["content"][0],
         json!({"type":"toolCall","id":"call_1","name":"bash","arguments":{"command":"echo from-the-tool"}})
@@ -257,6 +289,20 @@ fn a_local_server_runs_a_tool_and_answers() {
     assert_eq!(result["toolName"], "bash");
     assert_eq!(result["isError"], false);
     assert_eq!(result["content"][0]["text"], "from-the-tool\n");
+    // pi ≥ 1.1 times the tool's execute; the member sits before `timestamp`.
+    assert!(result["durationMs"].is_u64(), "{result}");
+    assert_eq!(
+        result.as_object().unwrap().keys().collect::<Vec<_>>(),
+        [
+            "role",
+            "toolCallId",
+            "toolName",
+            "content",
+            "isError",
+            "durationMs",
+            "timestamp"
+        ]
+    );
     assert_eq!(messages[3]["stopReason"], "stop");
     // The model the session was started with is recorded as pi records it.
     let change = lines.iter().find(|l| l["type"] == "model_change").unwrap();

@@ -109,7 +109,9 @@ fn a_prompt_is_answered_then_streams_pis_events_and_the_state_follows() {
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
                 },
                 "stopReason": "stop",
-                "timestamp": ts(1)
+                "timestamp": ts(1),
+                // pi ≥ 1.x's agent loop adds the requested level to every final reply.
+                "thinkingLevel": "off"
             }
         ])
     );

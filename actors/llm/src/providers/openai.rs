@@ -193,11 +193,18 @@ fn usage(raw: &Value, model: &Model) -> Usage {
     };
     let input = (prompt - read - write).max(0.0);
     let output = n(raw.get("completion_tokens")).unwrap_or(0.0);
+    // pi ≥ 1.x: the reasoning tokens among the output, 0 when the server does not say.
+    let reasoning = n(raw
+        .get("completion_tokens_details")
+        .and_then(|d| d.get("reasoning_tokens")))
+    .or_else(|| n(raw.get("reasoning_tokens")))
+    .unwrap_or(0.0);
     let mut u = Usage {
         input: input as u64,
         output: output as u64,
         cache_read: read as u64,
         cache_write: write as u64,
+        reasoning: Some(reasoning as u64),
         total_tokens: (input + output + read + write) as u64,
         ..Usage::default()
     };
@@ -277,6 +284,7 @@ impl OpenAiStream {
                 .map_or_else(|| reason.to_string(), str::to_owned);
             let (stop, error) = finish_reason(&reason);
             self.has_finish_reason = true;
+            out.msg.raw_stop_reason = Some(reason.clone());
             out.msg.stop_reason = stop;
             if error.is_some() {
                 out.msg.error_message = error;

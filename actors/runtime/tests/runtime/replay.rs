@@ -175,8 +175,22 @@ impl Replay {
             .into_owned();
         // …and, encoded, in the session directory of a cwd under it.
         let encoded = tmp.trim_start_matches('/').replace('/', "-");
-        out.replace(&tmp, "[TMP]").replace(&encoded, "[TMP]")
+        redact_durations(&out.replace(&tmp, "[TMP]").replace(&encoded, "[TMP]"))
     }
+}
+
+/// `"durationMs":<n>` → `"durationMs":"[MS]"`: how long a real tool took varies run to run.
+fn redact_durations(text: &str) -> String {
+    const KEY: &str = "\"durationMs\":";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(KEY) {
+        out.push_str(&rest[..at + KEY.len()]);
+        rest = rest[at + KEY.len()..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out.push_str("\"[MS]\"");
+    }
+    out.push_str(rest);
+    out
 }
 
 fn snapshot(name: &str, text: &str) {
