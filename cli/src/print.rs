@@ -261,14 +261,15 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
         Some(_) if json => false,
         Some(AgentMessage::Assistant(a)) => {
             if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
-                // pi's `Request ${stopReason}`.
+                // pi's line, without pith's `pith: ` prefix: the reply's `errorMessage`, or
+                // `Request ${stopReason}`.
                 let fallback = if a.stop_reason == StopReason::Aborted {
                     "Request aborted"
                 } else {
                     "Request error"
                 };
                 eprintln!(
-                    "pith: {}",
+                    "{}",
                     for_terminal(a.error_message.as_deref().unwrap_or(fallback))
                 );
                 true
@@ -280,9 +281,7 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
                 }
                 // pi 1.6.0: a reply cut at the output limit is a failed run.
                 if a.stop_reason == StopReason::Length {
-                    eprintln!(
-                        "pith: Response was truncated: the model reached its output token limit."
-                    );
+                    eprintln!("Response was truncated: the model reached its output token limit.");
                 }
                 a.stop_reason == StopReason::Length
             }

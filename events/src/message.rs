@@ -188,11 +188,24 @@ pub struct Usage {
     /// Input tokens written to the provider's cache.
     #[serde(rename = "cacheWrite")]
     pub cache_write: u64,
+    /// Reasoning tokens among `output`, when the provider reports them (pi ≥ 1.x:
+    /// OpenAI Chat Completions always, `0` without details; Anthropic with thinking
+    /// tokens); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reasoning: Option<u64>,
     /// Sum the provider reports.
     #[serde(rename = "totalTokens")]
     pub total_tokens: u64,
     /// Cost in USD per category.
     pub cost: Cost,
+    /// Anthropic: cache writes with the one-hour lifetime among `cacheWrite` (pi writes it,
+    /// `0` included, once the reply's usage is known); absent for other providers.
+    #[serde(
+        rename = "cacheWrite1h",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub cache_write_1h: Option<u64>,
 }
 
 /// Cost of one reply in USD, by token category.
@@ -210,6 +223,15 @@ pub struct Cost {
     pub cache_write: f64,
     /// Sum of the above.
     pub total: f64,
+    /// pi-ai's `calculateCost` marks a cost it computed from the model's prices with
+    /// `false` (OpenRouter's reported cost: `true`); absent when no cost was computed (an
+    /// error reply, the faux model).
+    #[serde(
+        rename = "totalFromProvider",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub total_from_provider: Option<bool>,
 }
 
 /// Why an assistant reply ended.
@@ -291,6 +313,18 @@ pub struct AssistantMessage {
     pub error_message: Option<String>,
     /// Milliseconds since the Unix epoch.
     pub timestamp: i64,
+    /// The provider's own stop reason (`stop`, `tool_calls`, `end_turn`, …), as pi ≥ 1.x
+    /// records it once the stream names one.
+    #[serde(rename = "rawStopReason", default)]
+    pub raw_stop_reason: Option<String>,
+    /// Milliseconds from the start of the request to the final message (pi-ai's
+    /// `AssistantMessageEventStream` timing, pi ≥ 1.x); absent on streamed partials.
+    #[serde(rename = "durationMs", default)]
+    pub duration_ms: Option<u64>,
+    /// The thinking level the request asked for (`off`, `low`, …), which pi's agent loop
+    /// adds to every final reply (pi ≥ 1.x).
+    #[serde(rename = "thinkingLevel", default)]
+    pub thinking_level: Option<String>,
 }
 
 /// An assistant message in the member order of pi-ai's real providers (anthropic.js,
@@ -311,10 +345,16 @@ struct ProviderOrder<'a> {
     response_id: Option<&'a str>,
     #[serde(rename = "responseModel", skip_serializing_if = "Option::is_none")]
     response_model: Option<&'a str>,
+    #[serde(rename = "rawStopReason", skip_serializing_if = "Option::is_none")]
+    raw_stop_reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     diagnostics: Option<&'a Value>,
     #[serde(rename = "errorMessage", skip_serializing_if = "Option::is_none")]
     error_message: Option<&'a str>,
+    #[serde(rename = "durationMs", skip_serializing_if = "Option::is_none")]
+    duration_ms: Option<u64>,
+    #[serde(rename = "thinkingLevel", skip_serializing_if = "Option::is_none")]
+    thinking_level: Option<&'a str>,
 }
 
 /// An assistant message in the member order of pi-ai's faux provider (faux.js
@@ -340,6 +380,12 @@ struct FauxOrder<'a> {
     response_model: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     diagnostics: Option<&'a Value>,
+    #[serde(rename = "rawStopReason", skip_serializing_if = "Option::is_none")]
+    raw_stop_reason: Option<&'a str>,
+    #[serde(rename = "durationMs", skip_serializing_if = "Option::is_none")]
+    duration_ms: Option<u64>,
+    #[serde(rename = "thinkingLevel", skip_serializing_if = "Option::is_none")]
+    thinking_level: Option<&'a str>,
 }
 
 impl AssistantMessage {
@@ -369,6 +415,9 @@ impl Serialize for AssistantMessage {
                 timestamp: self.timestamp,
                 response_model: self.response_model.as_deref(),
                 diagnostics: self.diagnostics.as_ref(),
+                raw_stop_reason: self.raw_stop_reason.as_deref(),
+                duration_ms: self.duration_ms,
+                thinking_level: self.thinking_level.as_deref(),
             }
             .serialize(s)
         } else {
@@ -382,15 +431,19 @@ impl Serialize for AssistantMessage {
                 timestamp: self.timestamp,
                 response_id: self.response_id.as_deref(),
                 response_model: self.response_model.as_deref(),
+                raw_stop_reason: self.raw_stop_reason.as_deref(),
                 diagnostics: self.diagnostics.as_ref(),
                 error_message: self.error_message.as_deref(),
+                duration_ms: self.duration_ms,
+                thinking_level: self.thinking_level.as_deref(),
             }
             .serialize(s)
         }
     }
 }
 
-/// `role: "toolResult"`: `role, toolCallId, toolName, content, details?, isError, timestamp`.
+/// `role: "toolResult"`: `role, toolCallId, toolName, content, details?, isError, durationMs?,
+/// timestamp`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResultMessage {
     /// The `id` of the tool call this answers.
@@ -407,6 +460,14 @@ pub struct ToolResultMessage {
     /// Whether the tool failed.
     #[serde(rename = "isError")]
     pub is_error: bool,
+    /// How long the tool's execute took, in ms (pi ≥ 1.1); absent when it never ran (a
+    /// blocked or unknown tool).
+    #[serde(
+        rename = "durationMs",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub duration_ms: Option<u64>,
     /// Milliseconds since the Unix epoch.
     pub timestamp: i64,
 }
@@ -516,6 +577,10 @@ pub struct CompactionSummaryMessage {
 }
 
 /// A message in the agent's history, tagged by `role`.
+// The largest variant, `Assistant`, is also the most common one (every reply, in every
+// event and context): boxing it would add an allocation per reply to save memory only on
+// the rarer variants.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentMessage {
     /// `system` (pi ≥ 0.86)
@@ -646,6 +711,9 @@ impl AssistantMessage {
             stop_reason: StopReason::Stop,
             error_message: None,
             timestamp,
+            raw_stop_reason: None,
+            duration_ms: None,
+            thinking_level: None,
         }
     }
 }

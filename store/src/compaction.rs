@@ -462,6 +462,11 @@ pub fn prepare_compaction(
         (true, Some(t)) => take(t..cut.first_kept_index),
         _ => Vec::new(),
     };
+    // pi ≥ 0.87: nothing to summarize is no compaction ("Nothing to compact (session too
+    // small)"), not a summary of an empty conversation (spec: compaction.md §4 step 7).
+    if messages_to_summarize.is_empty() && turn_prefix_messages.is_empty() {
+        return None;
+    }
     let mut file_ops = FileOps::default();
     if let Some(f) = &prev_fields
         && f.get("fromHook").and_then(Value::as_bool) != Some(true)

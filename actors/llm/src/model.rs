@@ -217,9 +217,15 @@ impl Model {
         usage.cost.input = per(usage.input, rates.0);
         usage.cost.output = per(usage.output, rates.1);
         usage.cost.cache_read = per(usage.cache_read, rates.2);
-        usage.cost.cache_write = per(usage.cache_write, rates.3);
+        // Anthropic charges twice the base input price for one-hour cache writes.
+        let long_write = usage.cache_write_1h.unwrap_or(0);
+        let short_write = usage.cache_write.saturating_sub(long_write);
+        usage.cost.cache_write =
+            (rates.3 * short_write as f64 + rates.0 * 2.0 * long_write as f64) / 1_000_000.0;
         usage.cost.total =
             usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
+        // pi ≥ 1.x marks a cost computed from the model's prices.
+        usage.cost.total_from_provider = Some(false);
     }
 }
 

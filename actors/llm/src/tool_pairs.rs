@@ -75,6 +75,7 @@ impl OpenCalls {
                     content: vec![ContentBlock::text(NO_RESULT)],
                     details: None,
                     is_error: true,
+                    duration_ms: None,
                     timestamp: self.timestamp,
                 }));
             }
@@ -113,6 +114,7 @@ mod tests {
             content: vec![ContentBlock::text("ok")],
             details: None,
             is_error: false,
+            duration_ms: None,
             timestamp: 8,
         })
     }

@@ -205,17 +205,6 @@ impl Compactor {
             .await
     }
 
-    /// Whether `prepare_compaction` finds anything to summarize at the snapshot's leaf.
-    fn has_work(args: &CompactorArgs, snapshot: &Snapshot) -> bool {
-        let Leaf::At(leaf) = snapshot.leaf else {
-            return false;
-        };
-        let (mut tree, _) = SessionTree::new(snapshot.entries.clone());
-        tree.set_leaf(Leaf::At(leaf));
-        let path = tree.path_to(leaf);
-        prepare_compaction(&tree, &path, &args.settings).is_some()
-    }
-
     async fn compact(
         args: &CompactorArgs,
         from: &Origin,

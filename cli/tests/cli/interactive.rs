@@ -58,6 +58,17 @@ fn setup(script: &str) -> Setup {
 }
 
 impl Setup {
+    /// Settings that keep only `tokens` recent tokens: pi 1.6.0 compacts nothing when the
+    /// whole conversation fits the kept budget (spec compaction.md §4 step 7).
+    fn keep_recent(&self, tokens: u64) {
+        fs::create_dir_all(&self.agent).unwrap();
+        fs::write(
+            self.agent.join("settings.json"),
+            format!(r#"{{"compaction":{{"keepRecentTokens":{tokens}}}}}"#),
+        )
+        .unwrap();
+    }
+
     fn start(&self, args: &[&str]) -> Pith {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pith"));
         for var in pith_llm::auth::KEY_VARS {
@@ -496,6 +507,8 @@ fn compact_summarizes_with_the_model_and_shows_the_result() {
         text_reply("answer two"),
         text_reply("## Goal\nA scripted summary.")
     ));
+    // The second turn (6 tokens) fills the budget: the first one is summarized.
+    s.keep_recent(4);
     let mut pith = s.start(&[]);
     pith.prompt();
     pith.line("/compact");
@@ -1129,6 +1142,8 @@ fn escape_cancels_a_compaction_and_nothing_is_written() {
         text_reply("reply B"),
         late_reply("LATE SUMMARY")
     ));
+    // The second turn (3 tokens) fills the budget: the first one is to be summarized.
+    s.keep_recent(3);
     let mut pith = s.start(&[]);
     pith.prompt();
     pith.line("one");

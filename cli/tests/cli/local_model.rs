@@ -229,8 +229,9 @@ fn a_local_server_runs_a_tool_and_answers() {
         )
     );
     assert_eq!(call["responseId"], "chatcmpl-7");
-    // As pi writes it: openai-completions.js builds the message through `timestamp` and
-    // assigns `responseId` from the first chunk, after.
+    // As pi 1.6.0 writes it: openai-completions.js builds the message through `timestamp`,
+    // assigns `responseId` from the first chunk and `rawStopReason` at the finish; the event
+    // stream adds `durationMs`, the agent loop `thinkingLevel`.
     assert_eq!(
         call.as_object().unwrap().keys().collect::<Vec<_>>(),
         [
@@ -242,9 +243,40 @@ fn a_local_server_runs_a_tool_and_answers() {
             "usage",
             "stopReason",
             "timestamp",
-            "responseId"
+            "responseId",
+            "rawStopReason",
+            "durationMs",
+            "thinkingLevel"
         ]
     );
+    assert_eq!(
+        (
+            &call["rawStopReason"],
+            &call["thinkingLevel"],
+            call["durationMs"].is_u64()
+        ),
+        (&json!("tool_calls"), &json!("off"), true)
+    );
+    // pi 1.6.0's usage: `reasoning` (0: the server gave no details) after the cache counts,
+    // and a cost computed from the model's prices says so.
+    assert_eq!(
+        call["usage"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        [
+            "input",
+            "output",
+            "cacheRead",
+            "cacheWrite",
+            "reasoning",
+            "totalTokens",
+            "cost"
+        ]
+    );
+    assert_eq!(call["usage"]["reasoning"], 0);
+    assert_eq!(call["usage"]["cost"]["totalFromProvider"], false);
     assert_eq!(
         call["content"][0],
         json!({"type":"toolCall","id":"call_1","name":"bash","arguments":{"command":"echo from-the-tool"}})
@@ -257,6 +289,20 @@ fn a_local_server_runs_a_tool_and_answers() {
     assert_eq!(result["toolName"], "bash");
     assert_eq!(result["isError"], false);
     assert_eq!(result["content"][0]["text"], "from-the-tool\n");
+    // pi ≥ 1.1 times the tool's execute; the member sits before `timestamp`.
+    assert!(result["durationMs"].is_u64(), "{result}");
+    assert_eq!(
+        result.as_object().unwrap().keys().collect::<Vec<_>>(),
+        [
+            "role",
+            "toolCallId",
+            "toolName",
+            "content",
+            "isError",
+            "durationMs",
+            "timestamp"
+        ]
+    );
     assert_eq!(messages[3]["stopReason"], "stop");
     // The model the session was started with is recorded as pi records it.
     let change = lines.iter().find(|l| l["type"] == "model_change").unwrap();
@@ -286,12 +332,113 @@ fn a_server_error_is_an_error_entry_and_exit_status_1() {
         .get_output()
         .clone();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("pith: "), "{stderr}");
     let lines = session_lines(&agent);
     let reply = &lines.last().unwrap()["message"];
     assert_eq!(reply["stopReason"], "error");
     assert_eq!(reply["provider"], "local");
-    assert!(reply["errorMessage"].as_str().unwrap().len() > 5, "{reply}");
+    let error = reply["errorMessage"].as_str().unwrap();
+    assert!(error.len() > 5, "{reply}");
+    // As pi prints it: the reply's errorMessage as the last line.
+    assert!(stderr.ends_with(&format!("{error}\n")), "{stderr}");
+}
+
+/// A server that answers one request with HTTP `status` and the JSON `body`.
+fn refuse_once(status: u16, body: Value) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        // Read the head and the body before answering, as a real server would.
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut chunk).unwrap_or(0);
+            buf.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&buf).to_lowercase();
+            let Some(end) = text.find("\r\n\r\n") else {
+                if n == 0 {
+                    return;
+                }
+                continue;
+            };
+            let length = text[..end]
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + length || n == 0 {
+                break;
+            }
+        }
+        let body = body.to_string();
+        let _ = stream.write_all(
+            format!(
+                "HTTP/1.1 {status} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+    });
+    url
+}
+
+#[test]
+fn an_http_error_reads_as_pi_1_6_writes_and_prints_it() {
+    // Checked against pi 1.6.0 with scripts/mock-llm.py: OpenAI Chat Completions quotes the
+    // body's error object after the status (pi-ai's formatProviderError), Anthropic keeps the
+    // SDK's `<status> <body>`; print mode writes the errorMessage alone on stderr.
+    let cases = [
+        (
+            "openai-completions",
+            500,
+            json!({"error": {"message": "boom", "type": "server_error", "code": "x1"}}),
+            r#"500: {"message":"boom","type":"server_error","code":"x1"}"#,
+        ),
+        (
+            "openai-completions",
+            502,
+            json!({"detail": "no error object"}),
+            "502 status code (no body)",
+        ),
+        (
+            "anthropic-messages",
+            400,
+            json!({"type": "error", "error": {"message": "bad thing", "type": "invalid_request_error"}}),
+            r#"400 {"type":"error","error":{"message":"bad thing","type":"invalid_request_error"}}"#,
+        ),
+    ];
+    for (api, status, body, expected) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let url = refuse_once(status, body);
+        let (agent, cwd) = setup(tmp.path(), &url);
+        fs::write(
+            agent.join("models.json"),
+            json!({"providers": {"local": {"baseUrl": url, "api": api, "apiKey": "none",
+                "models": [{"id": "qwen", "contextWindow": 32768}]}}})
+            .to_string(),
+        )
+        .unwrap();
+        fs::write(
+            agent.join("settings.json"),
+            r#"{"retry":{"enabled":false}}"#,
+        )
+        .unwrap();
+        pith(&agent, &cwd)
+            .args(["-p", "--model", "local/qwen", "hello"])
+            .assert()
+            .code(1)
+            .stdout("")
+            .stderr(format!("{expected}\n"));
+        let lines = session_lines(&agent);
+        let reply = &lines.last().unwrap()["message"];
+        assert_eq!(
+            (&reply["stopReason"], &reply["errorMessage"]),
+            (&json!("error"), &json!(expected)),
+            "{api} {status}"
+        );
+    }
 }
 
 #[test]

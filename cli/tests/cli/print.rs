@@ -29,6 +29,17 @@ fn scripted(root: &Path, json: &str) -> (PathBuf, PathBuf, PathBuf) {
 
 use pith_tests::files::{entry_kinds as kinds, session_files};
 
+/// Settings that keep only `tokens` recent tokens: pi 1.6.0 compacts nothing when the whole
+/// conversation fits the kept budget (spec compaction.md §4 step 7).
+fn keep_recent(agent: &Path, tokens: u64) {
+    fs::create_dir_all(agent).unwrap();
+    fs::write(
+        agent.join("settings.json"),
+        format!(r#"{{"compaction":{{"keepRecentTokens":{tokens}}}}}"#),
+    )
+    .unwrap();
+}
+
 #[test]
 fn a_prompt_writes_a_session_pi_can_read_and_prints_the_reply() {
     let tmp = tempfile::tempdir().unwrap();
@@ -349,6 +360,8 @@ fn slash_compact_summarizes_through_the_model_and_a_second_one_fails() {
         tmp.path(),
         r#"[{"content":[{"type":"text","text":"r1"}]},{"content":[{"type":"text","text":"THE SUMMARY"}]},{"content":[{"type":"text","text":"r2"}]}]"#,
     );
+    // Keeping 1 token keeps the reply; the prompt is a split turn's prefix.
+    keep_recent(&agent, 1);
     pith(&agent, &cwd)
         .args(["-p", "--faux-script"])
         .arg(&script)
@@ -370,15 +383,18 @@ fn slash_compact_summarizes_through_the_model_and_a_second_one_fails() {
             "assistant"
         ]
     );
-    // Everything fits in keepRecentTokens: pi keeps it all and still asks for a summary
-    // (compaction.md §4), so the first kept entry is the first entry.
+    // The reply is kept; its prompt, with nothing before it, is summarized as a split
+    // turn's prefix (compaction.md §7).
     let lines: Vec<serde_json::Value> = fs::read_to_string(&file)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines[5]["summary"], "THE SUMMARY");
-    assert_eq!(lines[5]["firstKeptEntryId"], lines[1]["id"]);
+    assert_eq!(
+        lines[5]["summary"],
+        "No prior history.\n\n---\n\n**Turn Context (split turn):**\n\nTHE SUMMARY"
+    );
+    assert_eq!(lines[5]["firstKeptEntryId"], lines[4]["id"]);
     assert_eq!(
         lines[5]["details"],
         serde_json::json!({"readFiles":[],"modifiedFiles":[]})
@@ -419,6 +435,8 @@ fn an_overflow_is_compacted_and_retried_before_the_next_prompt_runs() {
             text("last reply")
         ),
     );
+    // Keeping 1 token keeps the overflowed prompt: what came before it is summarized.
+    keep_recent(&agent, 1);
     // second: overflow → compaction → retry. third: overflow → compaction → the retry
     // overflows again → pi's give-up; fourth still runs.
     pith(&agent, &cwd)
@@ -454,6 +472,38 @@ fn an_overflow_is_compacted_and_retried_before_the_next_prompt_runs() {
     let text = fs::read_to_string(&file).unwrap();
     assert!(!text.contains("Request was aborted"), "{text}");
     assert!(text.contains("retried reply"));
+}
+
+#[test]
+fn an_overflow_with_nothing_to_compact_is_an_error_and_exit_1() {
+    // pi 1.6.0 hides the overflowed reply, finds nothing to summarize, and exits 0 printing
+    // nothing; pith says why on stderr and exits 1 (docs/divergences.md, "Output").
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd, script) = scripted(
+        tmp.path(),
+        r#"[{"content":[],"errorMessage":"prompt is too long: 213462 tokens > 200000 maximum"},
+            {"content":[{"type":"text","text":"never asked"}]}]"#,
+    );
+    pith(&agent, &cwd)
+        .args(["-p", "--faux-script"])
+        .arg(&script)
+        .arg("hello")
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr("prompt is too long: 213462 tokens > 200000 maximum\n");
+    let file = session_files(&agent).pop().unwrap();
+    // As pi 1.6.0 writes it: the attempt hidden, no compaction, no retry.
+    assert_eq!(
+        kinds(&file),
+        [
+            "model_change",
+            "thinking_level_change",
+            "user",
+            "assistant",
+            "context_edit"
+        ]
+    );
 }
 
 #[test]
@@ -767,6 +817,8 @@ fn sigint_cancels_a_compaction_summary_and_writes_nothing() {
         tmp.path(),
         r#"[{"content":[{"type":"text","text":"r1"}]},{"content":[{"type":"text","text":"LATE"}],"delayMs":600000}]"#,
     );
+    // Keeping 1 token keeps the reply: the prompt is summarized, as a split turn's prefix.
+    keep_recent(&agent, 1);
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"));
     for var in pith_llm::auth::KEY_VARS {
         child.env_remove(var);

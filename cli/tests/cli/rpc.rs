@@ -109,7 +109,9 @@ fn a_prompt_is_answered_then_streams_pis_events_and_the_state_follows() {
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
                 },
                 "stopReason": "stop",
-                "timestamp": ts(1)
+                "timestamp": ts(1),
+                // pi ≥ 1.x's agent loop adds the requested level to every final reply.
+                "thinkingLevel": "off"
             }
         ])
     );
@@ -576,10 +578,48 @@ fn sigterm_and_sighup_end_with_pis_statuses() {
 }
 
 #[test]
+fn compact_with_nothing_to_summarize_fails_as_pi_1_6_does() {
+    // One short turn fits the default 20,000 kept tokens: pi 1.6.0 asks no model for a summary
+    // and answers with its error (compaction.md §4 step 7), as checked against pi 1.6.0 over rpc.
+    let mut client = Client::start(json!([reply("a1"), reply("never asked")]), json!({}));
+    prompt(&mut client, "hi");
+    let (seen, response) = client.call_with_events(json!({"id": "c", "type": "compact"}));
+    assert_eq!(
+        seen,
+        [
+            json!({"type": "compaction_start", "reason": "manual"}),
+            json!({"type": "compaction_end", "reason": "manual", "aborted": false, "willRetry": false,
+                "errorMessage": "Compaction failed: Nothing to compact (session too small)"}),
+        ]
+    );
+    assert_eq!(
+        response,
+        json!({"id": "c", "type": "response", "command": "compact", "success": false,
+            "error": "Nothing to compact (session too small)"})
+    );
+    let (_, root) = client.close();
+    let file = session_files(&root.path().join("agent")).pop().unwrap();
+    assert_eq!(
+        kinds(&file),
+        [
+            "session",
+            "model_change",
+            "thinking_level_change",
+            "user",
+            "assistant"
+        ]
+    );
+}
+
+#[test]
 fn abort_cancels_a_compaction_summary_and_writes_nothing() {
     // The summary's reply would take ten minutes.
     let late = json!({"content": [{"type": "text", "text": "LATE"}], "delayMs": 600000});
-    let mut client = Client::start(json!([reply("r1"), late]), json!({}));
+    // Keeping 1 token keeps the reply: the prompt is to be summarized.
+    let mut client = Client::start(
+        json!([reply("r1"), late]),
+        json!({"compaction": {"keepRecentTokens": 1}}),
+    );
     prompt(&mut client, "one");
     client.send(json!({"id": "c", "type": "compact"}));
     client.until(|v| v["type"] == "compaction_start");

@@ -364,6 +364,13 @@ impl AnthropicStream {
         u.output = count(usage, "output_tokens").unwrap_or(0);
         u.cache_read = count(usage, "cache_read_input_tokens").unwrap_or(0);
         u.cache_write = count(usage, "cache_creation_input_tokens").unwrap_or(0);
+        // pi ≥ 1.x: the one-hour cache writes, 0 when the server gives no breakdown.
+        u.cache_write_1h = Some(
+            usage
+                .get("cache_creation")
+                .and_then(|c| count(c, "ephemeral_1h_input_tokens"))
+                .unwrap_or(0),
+        );
         self.price(out);
     }
 
@@ -373,6 +380,7 @@ impl AnthropicStream {
             .and_then(|d| d.get("stop_reason"))
             .and_then(Value::as_str)
         {
+            out.msg.raw_stop_reason = Some(reason.to_owned());
             out.msg.stop_reason = stop_reason(reason)?;
         }
         // Only counts that are present replace earlier ones (proxies omit input here).
@@ -387,6 +395,19 @@ impl AnthropicStream {
             if let Some(n) = count(usage, name) {
                 *field = n;
             }
+        }
+        if let Some(n) = usage
+            .get("cache_creation")
+            .and_then(|c| count(c, "ephemeral_1h_input_tokens"))
+        {
+            u.cache_write_1h = Some(n);
+        }
+        // Anthropic reports reasoning tokens as a subset of output tokens.
+        if let Some(n) = usage
+            .get("output_tokens_details")
+            .and_then(|d| count(d, "thinking_tokens"))
+        {
+            u.reasoning = Some(n);
         }
         self.price(out);
         Ok(())

@@ -19,6 +19,7 @@
 
 pub mod anthropic;
 mod anthropic_request;
+mod error_text;
 pub mod google;
 mod google_request;
 mod http;
@@ -406,6 +407,9 @@ pub(crate) fn spawn<R: ReplyStream>(
     abort: CancellationToken,
 ) -> mpsc::Receiver<ProviderEvent> {
     let (tx, rx) = mpsc::channel(64);
+    // pi-ai's `AssistantMessageEventStream` times the response from the stream's creation
+    // with a monotonic clock (tokio's: paused in tests).
+    let started = tokio::time::Instant::now();
     tokio::spawn(async move {
         let mut out = Output::new(msg);
         let sent = run(&call, &mut reply, &mut out, &abort, &tx).await;
@@ -423,6 +427,9 @@ pub(crate) fn spawn<R: ReplyStream>(
                 m
             }
         };
+        let mut final_message = final_message;
+        // `durationMs` of the final message (done or error), in whole ms, rounded as pi does.
+        final_message.duration_ms = Some((started.elapsed().as_secs_f64() * 1000.0).round() as u64);
         let _ = tx.send(ProviderEvent::Done(final_message)).await;
     });
     rx
@@ -433,6 +440,8 @@ pub(crate) fn failed_now(mut msg: AssistantMessage, text: String) -> mpsc::Recei
     let (tx, rx) = mpsc::channel(1);
     msg.stop_reason = StopReason::Error;
     msg.error_message = Some(text);
+    // Timed like every response; this one took no time.
+    msg.duration_ms = Some(0);
     // The channel is new and has room for this one event.
     let _ = tx.try_send(ProviderEvent::Done(msg));
     rx

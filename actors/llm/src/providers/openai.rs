@@ -20,6 +20,7 @@ use pith_events::{
     AssistantMessage, ContentBlock, StopReason, StreamKind, ThinkingContent, ToolCall, Usage,
 };
 
+use super::error_text::format_provider_error;
 use super::http::{ErrorShape, Failed, Framing, HttpRequest, make_message, truthy};
 use super::openai_compat::OpenAiCompat;
 use super::openai_request::request_body;
@@ -196,11 +197,18 @@ fn usage(raw: &Value, model: &Model) -> Usage {
     };
     let input = (prompt - read - write).max(0.0);
     let output = n(raw.get("completion_tokens")).unwrap_or(0.0);
+    // pi ≥ 1.x: the reasoning tokens among the output, 0 when the server does not say.
+    let reasoning = n(raw
+        .get("completion_tokens_details")
+        .and_then(|d| d.get("reasoning_tokens")))
+    .or_else(|| n(raw.get("reasoning_tokens")))
+    .unwrap_or(0.0);
     let mut u = Usage {
         input: input as u64,
         output: output as u64,
         cache_read: read as u64,
         cache_write: write as u64,
+        reasoning: Some(reasoning as u64),
         total_tokens: (input + output + read + write) as u64,
         ..Usage::default()
     };
@@ -280,6 +288,7 @@ impl OpenAiStream {
                 .map_or_else(|| reason.to_string(), str::to_owned);
             let (stop, error) = finish_reason(&reason);
             self.has_finish_reason = true;
+            out.msg.raw_stop_reason = Some(reason.clone());
             out.msg.stop_reason = stop;
             if error.is_some() {
                 out.msg.error_message = error;
@@ -455,16 +464,22 @@ impl OpenAiStream {
     }
 }
 
-/// An OpenAI SDK `APIError` text with OpenRouter's extra `metadata.raw` on a second line.
+/// An OpenAI SDK `APIError` text with OpenRouter's extra `metadata.raw` on a second line,
+/// unless the text already quotes it.
 fn with_raw_metadata(message: String, error: Option<&Value>) -> String {
     let raw = error
         .and_then(|e| e.get("metadata"))
         .and_then(|m| m.get("raw"))
         .filter(|r| truthy(r));
-    match raw {
-        Some(Value::String(s)) => format!("{message}\n{s}"),
-        Some(other) => format!("{message}\n{other}"),
-        None => message,
+    let raw = match raw {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => return message,
+    };
+    if message.contains(&raw) {
+        message
+    } else {
+        format!("{message}\n{raw}")
     }
 }
 
@@ -542,8 +557,11 @@ impl ReplyStream for OpenAiStream {
         super::ABORTED
     }
 
+    /// pi's `formatProviderError` without a prefix: `500: {"message":"boom",…}` for an
+    /// HTTP error with an error object ([`format_provider_error`]).
     fn request_failed(&self, failure: Failed) -> String {
-        with_raw_metadata(failure.message, failure.error.as_ref())
+        let error = failure.error.clone();
+        with_raw_metadata(format_provider_error(failure, None), error.as_ref())
     }
 }
 

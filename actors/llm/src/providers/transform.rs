@@ -218,6 +218,7 @@ mod tests {
             ],
             details: None,
             is_error: false,
+            duration_ms: None,
             timestamp: 8,
         })
     }

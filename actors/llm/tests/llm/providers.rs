@@ -84,8 +84,13 @@ fn steps(events: &[ProviderEvent]) -> Vec<String> {
         .collect()
 }
 
+/// The final message as JSON, without `durationMs`: every final reply is timed (pi-ai's event
+/// stream), and the time is measured.
 fn to_json(m: &AssistantMessage) -> Value {
-    serde_json::to_value(m).unwrap()
+    assert!(m.duration_ms.is_some(), "a final reply is timed: {m:?}");
+    let mut v = serde_json::to_value(m).unwrap();
+    v.as_object_mut().unwrap().shift_remove("durationMs");
+    v
 }
 
 /// Usage with pi's `totalTokens` and `calculateCost` for `model`.
@@ -98,13 +103,40 @@ fn usage(model: &Model, input: u64, output: u64, cache_read: u64, cache_write: u
         total_tokens: input + output + cache_read + cache_write,
         ..Usage::default()
     };
+    // pi 1.6.0: Chat Completions always counts reasoning tokens (0 without details),
+    // Anthropic the one-hour cache writes.
+    match model.api.as_str() {
+        "openai-completions" => u.reasoning = Some(0),
+        "anthropic-messages" => u.cache_write_1h = Some(0),
+        _ => {}
+    }
     model.price(&mut u);
     serde_json::to_value(u).unwrap()
 }
 
+/// The usage of a reply the server reported none for: pi-ai's initial zeros, without the
+/// members its usage parsing adds (`reasoning`, `cacheWrite1h`, `totalFromProvider`).
+fn no_usage() -> Value {
+    serde_json::to_value(Usage::default()).unwrap()
+}
+
+/// A final reply as pi 1.6.0 writes it, with the provider's own stop reason for `stop`.
 fn assistant_json(model: &Model, content: Value, usage: Value, stop: &str) -> Value {
-    json!({"content": content, "api": model.api.as_str(), "provider": model.provider,
-        "model": model.id, "usage": usage, "stopReason": stop, "timestamp": T0})
+    let raw = match (model.api.as_str(), stop) {
+        ("anthropic-messages", "stop") => Some("end_turn"),
+        ("anthropic-messages", "toolUse") => Some("tool_use"),
+        ("anthropic-messages", "length") => Some("max_tokens"),
+        ("openai-completions", "stop") => Some("stop"),
+        ("openai-completions", "toolUse") => Some("tool_calls"),
+        ("openai-completions", "length") => Some("length"),
+        _ => None,
+    };
+    let mut v = json!({"content": content, "api": model.api.as_str(), "provider": model.provider,
+        "model": model.id, "usage": usage, "stopReason": stop, "timestamp": T0});
+    if let Some(raw) = raw {
+        v["rawStopReason"] = json!(raw);
+    }
+    v
 }
 
 // --- Anthropic -------------------------------------------------------------------------------
@@ -376,7 +408,7 @@ async fn anthropic_rate_limit_is_the_sdk_error_text() {
     let server = SseServer::start(vec![Scripted::status(429, error)]).await;
     let (events, last) = run(&anthropic(&server), ask("x")).await;
     let model = anthropic_model(&server.base);
-    let mut expected = assistant_json(&model, json!([]), usage(&model, 0, 0, 0, 0), "error");
+    let mut expected = assistant_json(&model, json!([]), no_usage(), "error");
     expected["errorMessage"] = json!(format!("429 {error}"));
     assert_eq!(to_json(&last), expected);
     assert!(is_retryable(&last, 200_000));
@@ -551,7 +583,7 @@ async fn openai_two_tool_calls_interleaved_by_index() {
             {"type": "toolCall", "id": "call_a", "name": "read", "arguments": {"path": "a.txt"}},
             {"type": "toolCall", "id": "call_b", "name": "bash", "arguments": {"command": "ls"}}
         ]),
-        usage(&model, 0, 0, 0, 0),
+        no_usage(),
         "toolUse",
     );
     expected["responseId"] = json!("chatcmpl-2");
@@ -586,8 +618,10 @@ async fn openai_usage_with_cached_tokens() {
     let server = SseServer::start(vec![Scripted::sse(openai_sse(&chunks))]).await;
     let (_, last) = run(&openai(&server), ask("x")).await;
     let model = openai_model(&server.base);
-    let expected = usage(&model, 200, 80, 1000, 0);
+    let mut expected = usage(&model, 200, 80, 1000, 0);
     assert_eq!(expected["totalTokens"], 1280);
+    // pi 1.6.0: `completion_tokens_details.reasoning_tokens`, counted within the output.
+    expected["reasoning"] = json!(30);
     assert_eq!(to_json(&last)["usage"], expected);
     assert_eq!(last.stop_reason, StopReason::Length);
 }
@@ -650,9 +684,12 @@ async fn openai_server_error_and_content_filter() {
     let (events, last) = run(&provider, ask("x")).await;
     assert_eq!(steps(&events), ["done"]);
     assert_eq!(last.stop_reason, StopReason::Error);
+    // pi-ai 1.6.0's formatProviderError: the status, then the body's error object as JSON.
     assert_eq!(
         last.error_message.as_deref(),
-        Some("500 The server had an error while processing your request.")
+        Some(
+            r#"500: {"message":"The server had an error while processing your request.","type":"server_error"}"#
+        )
     );
     assert!(is_retryable(&last, 128_000));
 
@@ -696,11 +733,12 @@ async fn overflow_errors_are_recognised() {
     assert!(is_context_overflow(&a, 200_000));
     assert!(!is_retryable(&a, 200_000));
     let (_, o) = run(&openai(&server), ask("x")).await;
-    assert!(
-        o.error_message
-            .as_deref()
-            .unwrap()
-            .starts_with("400 This model's maximum context length is 128000 tokens.")
+    assert_eq!(
+        o.error_message.as_deref().unwrap(),
+        format!(
+            "400: {}",
+            &openai_error["{\"error\":".len()..openai_error.len() - 1]
+        )
     );
     assert!(is_context_overflow(&o, 128_000));
     assert!(!is_retryable(&o, 128_000));
@@ -1021,6 +1059,7 @@ fn conversation(level: &str) -> ProviderRequest {
             content: texts.iter().map(|t| ContentBlock::text(*t)).collect(),
             details: None,
             is_error,
+            duration_ms: None,
             timestamp: 3,
         })
     };

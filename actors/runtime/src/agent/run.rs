@@ -250,7 +250,10 @@ impl Run {
                 ProviderEvent::Update { update, usage } => {
                     self.emit(AgentEvent::MessageUpdate { usage, update }).await;
                 }
-                ProviderEvent::Done(message) => {
+                ProviderEvent::Done(mut message) => {
+                    // pi ≥ 1.x's agent loop records the requested level on every final
+                    // reply, whichever provider answered.
+                    message.thinking_level = Some(self.args.thinking_level.as_str().to_owned());
                     if !started {
                         self.emit(AgentEvent::MessageStart {
                             message: AgentMessage::Assistant(message.clone()),

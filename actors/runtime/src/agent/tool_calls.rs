@@ -20,9 +20,13 @@ impl Run {
     pub(super) async fn run_tools(&self, calls: &[(String, String, Value)]) -> Vec<AgentMessage> {
         enum Report {
             Progress(usize, ToolOutput),
-            Done(usize, Result<ToolOutput, ToolError>),
+            /// The result and how long the tool's execute took, in ms.
+            Done(usize, Result<ToolOutput, ToolError>, u64),
         }
         let mut outcomes: Vec<Option<(Vec<ContentBlock>, Value, bool)>> = vec![None; calls.len()];
+        // pi ≥ 1.1 times each execute (not the lookup or the gates): `durationMs` of the
+        // toolResult and of `tool_execution_end`; absent for a call that never ran.
+        let mut durations: Vec<Option<u64>> = vec![None; calls.len()];
         // The arguments each call ran with (a `tool_call` gate may replace them).
         let mut ran_with: Vec<Value> = calls.iter().map(|(_, _, a)| a.clone()).collect();
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -44,7 +48,7 @@ impl Run {
                 Ok(ready) => ready,
                 Err(text) => {
                     let outcome = (vec![ContentBlock::text(text)], json!({}), true);
-                    self.end_tool(id, name, &outcome, Map::new()).await;
+                    self.end_tool(id, name, &outcome, Map::new(), None).await;
                     outcomes[index] = Some(outcome);
                     continue;
                 }
@@ -77,13 +81,17 @@ impl Run {
                             }
                         })
                     };
+                    // tokio's clock: monotonic, and paused in tests.
+                    let started = tokio::time::Instant::now();
                     // A panicking tool is a failed call, not a dead agent.
                     let result = match tokio::spawn(call.in_current_span()).await {
                         Ok(result) => result,
                         Err(e) => Err(ToolError::Failed(format!("the tool failed: {e}"))),
                     };
+                    // pi: `Math.round(performance.now() - startedAt)`.
+                    let took = (started.elapsed().as_secs_f64() * 1000.0).round() as u64;
                     let _ = forward.await;
-                    let _ = tx.send(Report::Done(index, result));
+                    let _ = tx.send(Report::Done(index, result, took));
                 }
                 .instrument(span),
             );
@@ -102,7 +110,7 @@ impl Run {
                     })
                     .await;
                 }
-                Report::Done(index, result) => {
+                Report::Done(index, result, took) => {
                     running -= 1;
                     // What pi's event `result` holds besides content and details: the
                     // structured content, and `isError` when the tool returned its error
@@ -126,15 +134,17 @@ impl Run {
                     };
                     let (id, name, _) = &calls[index];
                     let outcome = self.patch_result(id, name, &ran_with[index], outcome).await;
-                    self.end_tool(id, name, &outcome, extra).await;
+                    self.end_tool(id, name, &outcome, extra, Some(took)).await;
                     outcomes[index] = Some(outcome);
+                    durations[index] = Some(took);
                 }
             }
         }
         calls
             .iter()
             .zip(outcomes)
-            .map(|((id, name, _), outcome)| {
+            .zip(durations)
+            .map(|(((id, name, _), outcome), duration_ms)| {
                 let (content, details, is_error) = outcome.unwrap_or_else(|| {
                     (
                         vec![ContentBlock::text("the tool call was lost")],
@@ -149,6 +159,7 @@ impl Run {
                     // pi leaves `details` out when a tool gives none.
                     details: (!details.is_null()).then_some(details),
                     is_error,
+                    duration_ms,
                     timestamp: self.args.clock.now_ms(),
                 })
             })
@@ -215,13 +226,15 @@ impl Run {
     }
 
     /// `tool_execution_end`; `extra` members of the tool's own result (pi 1.6.0's
-    /// `structuredContent`, `isError`) ride in its `result` after content and details.
+    /// `structuredContent`, `isError`) ride in its `result` after content and details;
+    /// `duration_ms` is how long the execute took (none: it never ran).
     async fn end_tool(
         &self,
         id: &str,
         name: &str,
         outcome: &(Vec<ContentBlock>, Value, bool),
         extra: Map<String, Value>,
+        duration_ms: Option<u64>,
     ) {
         let mut result = result_json(&outcome.0, &outcome.1);
         if let Value::Object(r) = &mut result {
@@ -232,7 +245,7 @@ impl Run {
             tool_name: name.to_owned(),
             result,
             is_error: outcome.2,
-            duration_ms: None,
+            duration_ms,
         })
         .await;
     }

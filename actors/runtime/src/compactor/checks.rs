@@ -28,9 +28,9 @@ impl Compactor {
         focus: Option<String>,
         abort: &CancellationToken,
     ) -> Result<(String, CompactionResult), Refusal> {
-        // pi's `_runAutoCompaction` returns before `compaction_start` when
-        // `prepareCompaction` finds nothing; a manual compaction is always announced.
-        if trigger != Trigger::Manual && !Self::has_work(args, &snapshot) {
+        // pi's `_runAutoCompaction` prepares first: with nothing to summarize an automatic
+        // compaction is no compaction at all, and announces nothing (compaction.md §4 step 7).
+        if trigger != Trigger::Manual && !Self::preparable(args, &snapshot) {
             return Err(Refusal::Nothing(false));
         }
         args.events.emit(AgentEvent::CompactionStart {
@@ -59,6 +59,17 @@ impl Compactor {
             error_message,
         });
         outcome
+    }
+
+    /// Whether `snapshot` has something to summarize (`prepareCompaction` is defined).
+    fn preparable(args: &CompactorArgs, snapshot: &Snapshot) -> bool {
+        let Leaf::At(leaf) = snapshot.leaf else {
+            return false;
+        };
+        let (mut tree, _) = SessionTree::new(snapshot.entries.clone());
+        tree.set_leaf(Leaf::At(leaf));
+        let path = tree.path_to(leaf);
+        pith_store::compaction::prepare_compaction(&tree, &path, &args.settings).is_some()
     }
 
     /// pi's `_checkCompaction` (compaction.md §3): whether `reply` overflowed the context or

@@ -153,6 +153,8 @@ async fn compact_asks_the_model_for_history_and_turn_prefix_and_keeps_the_tail()
 #[tokio::test(start_paused = true)]
 async fn a_reply_over_the_threshold_compacts_once_and_a_prompt_sent_meanwhile_waits() {
     let tmp = tempfile::tempdir().unwrap();
+    // Keeping 1 token keeps the reply and summarizes the prompt as a split turn's prefix.
+    keep_recent(tmp.path(), 1);
     // 120 000 tokens in a 128 000 window with 16 384 reserved: over the threshold.
     let usage = r#"{"input":119000,"output":1000,"cacheRead":0,"cacheWrite":0,"totalTokens":120000,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}"#;
     let (rt, mut events, env) = start(
@@ -212,7 +214,7 @@ async fn a_reply_over_the_threshold_compacts_once_and_a_prompt_sent_meanwhile_wa
         .find(|e| e.kind() == &pith_events::EntryType::Compaction)
         .unwrap();
     let line: serde_json::Value = serde_json::from_str(compaction.raw()).unwrap();
-    assert_eq!(line["summary"], "AUTO SUMMARY");
+    assert_eq!(line["summary"], split_summary("AUTO SUMMARY"));
     // estimateContextTokens: the reply's usage, nothing after it.
     assert_eq!(line["tokensBefore"], 120000);
     // The good answer is not sent again: two replies, two prompts.
@@ -231,11 +233,17 @@ async fn a_reply_over_the_threshold_compacts_once_and_a_prompt_sent_meanwhile_wa
 #[tokio::test(start_paused = true)]
 async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
     let tmp = tempfile::tempdir().unwrap();
+    // pi 1.6.0 compacts only what lies before the kept prompt: a first turn, and a budget of
+    // 1 token that keeps just the overflowed prompt.
+    keep_recent(tmp.path(), 1);
     let (rt, mut events, env, provider) = start_recording(
         tmp.path(),
-        &format!(r#"[{OVERFLOW},{{"content":[{{"type":"text","text":"OVERFLOW SUMMARY"}}]}},{{"content":[{{"type":"text","text":"retried fine"}}]}}]"#),
+        &format!(r#"[{{"content":[{{"type":"text","text":"one"}}]}},{OVERFLOW},{{"content":[{{"type":"text","text":"OVERFLOW SUMMARY"}}]}},{{"content":[{{"type":"text","text":"retried fine"}}]}}]"#),
     )
     .await;
+    rt.prompt("first").await.unwrap();
+    rt.wait_idle().await.unwrap();
+    agent_events(&mut events, 1).await;
     rt.prompt("hi").await.unwrap();
     let seen = agent_events(&mut events, 2).await;
     let file = rt.current_session().await.unwrap().session_file.unwrap();
@@ -272,8 +280,15 @@ async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
     );
 
     let requests = provider.requests.lock().unwrap().clone();
-    assert_eq!(requests.len(), 3);
-    let retry: Vec<serde_json::Value> = requests[2]
+    assert_eq!(requests.len(), 4);
+    // The summary request holds the first turn only.
+    let asked = serde_json::to_value(&requests[2].messages[0]).unwrap();
+    let asked = asked["content"][0]["text"].as_str().unwrap();
+    assert!(
+        asked.starts_with("<conversation>\n[User]: first\n\n[Assistant]: one\n</conversation>"),
+        "{asked}"
+    );
+    let retry: Vec<serde_json::Value> = requests[3]
         .messages
         .iter()
         .map(|m| serde_json::to_value(m).unwrap())
@@ -296,6 +311,8 @@ async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
             "thinking_level_change",
             "user",
             "assistant",
+            "user",
+            "assistant",
             "context_edit",
             "compaction",
             "assistant"
@@ -306,9 +323,10 @@ async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines[5]["targetId"], lines[4]["id"]);
-    assert_eq!(lines[5]["replacement"], serde_json::Value::Null);
-    assert_eq!(lines[7]["parentId"], lines[6]["id"]);
+    assert_eq!(lines[7]["targetId"], lines[6]["id"]);
+    assert_eq!(lines[7]["replacement"], serde_json::Value::Null);
+    assert_eq!(lines[8]["firstKeptEntryId"], lines[5]["id"]);
+    assert_eq!(lines[9]["parentId"], lines[8]["id"]);
     let back = Session::open(&file, None, None, OpenMode::Inspect, &env).unwrap();
     assert_eq!(
         build_session_context(back.tree(), back.tree().leaf())
@@ -322,11 +340,17 @@ async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
 #[tokio::test(start_paused = true)]
 async fn a_second_overflow_stops_with_pis_message() {
     let tmp = tempfile::tempdir().unwrap();
+    keep_recent(tmp.path(), 1);
     let (rt, mut events, _env, provider) = start_recording(
         tmp.path(),
-        &format!(r#"[{OVERFLOW},{{"content":[{{"type":"text","text":"S"}}]}},{OVERFLOW}]"#),
+        &format!(
+            r#"[{{"content":[{{"type":"text","text":"one"}}]}},{OVERFLOW},{{"content":[{{"type":"text","text":"S"}}]}},{OVERFLOW}]"#
+        ),
     )
     .await;
+    rt.prompt("first").await.unwrap();
+    rt.wait_idle().await.unwrap();
+    agent_events(&mut events, 1).await;
     rt.prompt("hi").await.unwrap();
     let seen = agent_events(&mut events, 2).await;
     // The give-up comes after the second agent_end; wait for it.
@@ -353,7 +377,7 @@ async fn a_second_overflow_stops_with_pis_message() {
         serde_json::json!({"type":"compaction_end","reason":"overflow","aborted":false,"willRetry":false,
             "errorMessage":"Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model."})
     );
-    assert_eq!(provider.requests.lock().unwrap().len(), 3);
+    assert_eq!(provider.requests.lock().unwrap().len(), 4);
     assert_eq!(
         file_roles(&file)
             .iter()
@@ -366,6 +390,8 @@ async fn a_second_overflow_stops_with_pis_message() {
 #[tokio::test(start_paused = true)]
 async fn an_error_reply_compacts_when_the_estimate_crosses_the_threshold() {
     let tmp = tempfile::tempdir().unwrap();
+    // Keeping 1 token keeps the long prompt and summarizes the first turn.
+    keep_recent(tmp.path(), 1);
     // 110 000 from the last usage + 2 000 estimated for the long prompt > 128 000 − 16 384.
     let (rt, mut events, _env, provider) = start_recording(
         tmp.path(),
@@ -403,6 +429,8 @@ async fn an_error_reply_compacts_when_the_estimate_crosses_the_threshold() {
 #[tokio::test(start_paused = true)]
 async fn a_session_resumed_over_the_threshold_is_compacted_before_the_next_prompt() {
     let tmp = tempfile::tempdir().unwrap();
+    // Keeping 1 token keeps the big reply and summarizes the prompt as a split turn's prefix.
+    keep_recent(tmp.path(), 1);
     let env = env(tmp.path());
     // A resumed session's cwd must exist.
     let project = tmp.path().to_string_lossy().into_owned();

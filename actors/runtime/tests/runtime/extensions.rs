@@ -81,6 +81,8 @@ impl pith_actors::extension::Extension for Hooks {
 async fn extensions_cancel_or_supply_compaction_and_branch_summaries() {
     use pith_actors::tree_navigator::NavigateOptions;
     let tmp = tempfile::tempdir().unwrap();
+    // pi 1.6.0 asks extensions only when there is something to summarize: keep the last turn.
+    keep_recent(tmp.path(), 2);
     let env = env(tmp.path());
     let provider = Arc::new(Recording {
         inner: Faux::new(
@@ -156,11 +158,12 @@ async fn extensions_cancel_or_supply_compaction_and_branch_summaries() {
         .iter()
         .find(|l| l["id"] == compaction.as_str())
         .unwrap();
-    // Everything fits in keepRecentTokens, so nothing is summarized (compaction.md §4).
+    // keepRecentTokens 2 keeps the second turn: the extension got the first one's two messages
+    // (compaction.md §4).
     assert_eq!(
         (&c["summary"], &c["details"], &c["fromHook"]),
         (
-            &serde_json::json!("EXT manual: 0 messages"),
+            &serde_json::json!("EXT manual: 2 messages"),
             &serde_json::json!({"by":"hooks"}),
             &serde_json::json!(true)
         )

@@ -241,6 +241,9 @@ async fn the_python_prompt_counter_writes_what_the_rust_one_writes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_process_cancels_forks_and_switches_and_supplies_the_compaction_summary() {
     let tmp = tempfile::tempdir().unwrap();
+    // Keeping 1 token keeps the last reply: the first turn is summarized, the second prompt
+    // is a split turn's prefix.
+    keep_recent(tmp.path(), 1);
     let env = env(tmp.path());
     let hooks =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cli/tests/cli/extensions/hooks.py");
@@ -296,8 +299,8 @@ async fn a_process_cancels_forks_and_switches_and_supplies_the_compaction_summar
         .map(|e| serde_json::from_str(e.raw()).unwrap())
         .collect();
     let compaction = lines.iter().find(|v| v["type"] == "compaction").unwrap();
-    // A short session keeps everything recent: nothing to summarize, the extension says so.
-    assert_eq!(compaction["summary"], "EXT summary of 0");
+    // The extension sees the first turn's two messages to summarize.
+    assert_eq!(compaction["summary"], "EXT summary of 2");
     assert_eq!(compaction["details"], json!({"by": "hooks"}));
     assert_eq!(compaction["fromHook"], true);
     let log = lines.last().unwrap();

@@ -175,8 +175,22 @@ impl Replay {
             .into_owned();
         // …and, encoded, in the session directory of a cwd under it.
         let encoded = tmp.trim_start_matches('/').replace('/', "-");
-        out.replace(&tmp, "[TMP]").replace(&encoded, "[TMP]")
+        redact_durations(&out.replace(&tmp, "[TMP]").replace(&encoded, "[TMP]"))
     }
+}
+
+/// `"durationMs":<n>` → `"durationMs":"[MS]"`: how long a real tool took varies run to run.
+fn redact_durations(text: &str) -> String {
+    const KEY: &str = "\"durationMs\":";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(KEY) {
+        out.push_str(&rest[..at + KEY.len()]);
+        rest = rest[at + KEY.len()..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out.push_str("\"[MS]\"");
+    }
+    out.push_str(rest);
+    out
 }
 
 fn snapshot(name: &str, text: &str) {
@@ -274,7 +288,11 @@ async fn replay_threshold_then_manual_compaction() {
     r.rt.prompt("edit a.rs").await.unwrap();
     r.until_idle().await;
     // Sent while the threshold compaction summarizes: it waits for it.
-    r.rt.prompt("next").await.unwrap();
+    // Long enough (11 tokens) to fill the kept budget alone: the manual compaction cuts at it
+    // and summarizes what the first one kept (pi 1.6.0 refuses when nothing lies before the cut).
+    r.rt.prompt("next, tell me which files changed")
+        .await
+        .unwrap();
     r.until_idle().await;
     r.check_projection().await;
     r.rt.compact(Some("file names")).await.unwrap();
@@ -351,16 +369,28 @@ async fn replay_tree_with_and_without_a_summary() {
 #[tokio::test(start_paused = true)]
 async fn replay_overflow_retry_then_double_overflow() {
     let tmp = tempfile::tempdir().unwrap();
+    // pi 1.6.0 recovers from an overflow only when something lies before the kept prompt: a
+    // first turn, and a budget of 1 token that keeps just the overflowed prompt.
+    std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
+    std::fs::write(
+        tmp.path().join("agent/settings.json"),
+        r#"{"compaction":{"keepRecentTokens":1}}"#,
+    )
+    .unwrap();
     let overflow =
         r#"{"content":[],"errorMessage":"prompt is too long: 213462 tokens > 200000 maximum"}"#;
     let mut r = Replay::new(
         tmp.path(),
         &format!(
-            r#"[{overflow},{{"content":[{{"type":"text","text":"SUMMARY ONE"}}]}},{{"content":[{{"type":"text","text":"retried"}}]}},
+            r#"[{{"content":[{{"type":"text","text":"zero done"}}]}},
+                {overflow},{{"content":[{{"type":"text","text":"SUMMARY ONE"}}]}},{{"content":[{{"type":"text","text":"retried"}}]}},
                 {overflow},{{"content":[{{"type":"text","text":"SUMMARY TWO"}}]}},{overflow}]"#
         ),
     )
     .await;
+    r.rt.prompt("zero").await.unwrap();
+    r.rt.wait_idle().await.unwrap();
+    r.until("agent_end").await;
     r.rt.prompt("first").await.unwrap();
     r.rt.wait_idle().await.unwrap();
     r.rt.prompt("second").await.unwrap();

@@ -271,3 +271,21 @@ pub fn trust_project(agent_dir: &std::path::Path, project: &std::path::Path) {
     )
     .unwrap();
 }
+
+/// The summary pi writes for a split turn with nothing before it (compaction.md §7): the
+/// turn prefix's summary after "No prior history.".
+pub(crate) fn split_summary(prefix: &str) -> String {
+    format!("No prior history.\n\n---\n\n**Turn Context (split turn):**\n\n{prefix}")
+}
+
+/// Writes `{"compaction":{"keepRecentTokens":tokens}}` as the agent dir's settings.json.
+/// pi 1.6.0 compacts nothing when the whole conversation fits the kept budget (compaction.md
+/// §4 step 7), so a test whose tiny session must compact keeps fewer tokens than it holds.
+pub(crate) fn keep_recent(tmp: &Path, tokens: u64) {
+    std::fs::create_dir_all(tmp.join("agent")).unwrap();
+    std::fs::write(
+        tmp.join("agent/settings.json"),
+        format!(r#"{{"compaction":{{"keepRecentTokens":{tokens}}}}}"#),
+    )
+    .unwrap();
+}
