@@ -3,6 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod differential;
 mod export;
 mod extensions;
 mod flags16;

@@ -1,0 +1,652 @@
+//! pith and the real pi 1.6.0 side by side (issue 12, "What will be checked"): each scenario
+//! runs both agents with the same flags against their own copy of the same scripted mock
+//! model server (`scripts/mock-llm.py`), then compares what a user and a model see — stdout,
+//! exit status, the session file entry by entry, and the bodies of the model requests — after
+//! [`pith_tests::pi_oracle`]'s normalisation (fresh ids, clocks, scratch folders).
+//!
+//! A difference pith keeps on purpose is a row of docs/divergences.md and is named where the
+//! scenario sets it aside.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use pith_tests::pi_oracle::{self, MockLlm};
+use serde_json::{Value, json};
+
+/// Drives an rpc process with `script` (one command per line): each command is sent once
+/// the previous one is answered, and a `prompt` once its run has settled (`agent_settled`),
+/// so both agents see the same order. Then stdin is closed and the process waited for
+/// (at most 30 s).
+fn rpc_session(mut child: std::process::Child, script: &str) -> std::process::Output {
+    use std::io::{BufRead, BufReader, Write};
+    use std::time::{Duration, Instant};
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line.clone()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut input = child.stdin.take().unwrap();
+    for command in script.lines().filter(|l| !l.trim().is_empty()) {
+        let cmd: Value = serde_json::from_str(command).unwrap();
+        writeln!(input, "{command}").unwrap();
+        input.flush().unwrap();
+        let settles = cmd["type"] == "prompt";
+        let (mut answered, mut settled) = (false, !settles);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !(answered && settled) {
+            let line = rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("no answer to {command}; got:\n{}", seen.join("\n")));
+            let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            answered |= event["type"] == "response" && event["id"] == cmd["id"];
+            settled |= event["type"] == "agent_settled";
+            seen.push(line);
+        }
+    }
+    drop(input);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    reader.join().unwrap();
+    seen.extend(rx.try_iter());
+    let mut stderr = Vec::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_end(&mut stderr);
+    }
+    let stdout = seen.iter().map(|l| format!("{l}\n")).collect::<String>();
+    std::process::Output {
+        status,
+        stdout: stdout.into_bytes(),
+        stderr,
+    }
+}
+
+/// Which agent a run is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Agent {
+    Pi,
+    Pith,
+}
+
+/// What one agent did in a scenario.
+#[derive(Debug)]
+struct Run {
+    /// Per invocation: exit code, stdout as written, stderr with the scratch folder `<root>`.
+    outputs: Vec<(i32, String, String)>,
+    /// Every session file as written, sorted by file name.
+    sessions: Vec<Vec<Value>>,
+    /// The run's scratch folder, which normalisation replaces with `<root>`.
+    root: PathBuf,
+    /// The session files' paths (named `<session-file-i>` in outputs) and the mock server's
+    /// URL (`<mock>`).
+    session_paths: Vec<PathBuf>,
+    mock_url: String,
+    /// Every request body, normalised.
+    requests: Vec<Value>,
+}
+
+/// One scenario: the model's replies, the agent settings, and the invocations in order
+/// (arguments after `--model mock/mock-1`, and stdin).
+struct Scenario {
+    replies: Value,
+    settings: Value,
+    invocations: Vec<(Vec<String>, String)>,
+    files: Vec<(String, String)>,
+    /// Invocations whose stdout, stderr and exit status differ on purpose (a row of
+    /// docs/divergences.md): pith's `(exit, stderr)` is asserted instead.
+    own_output: Vec<(usize, i32, &'static str)>,
+}
+
+impl Scenario {
+    fn new(replies: Value) -> Scenario {
+        Scenario {
+            replies,
+            settings: json!({"retry": {"baseDelayMs": 10}}),
+            invocations: Vec::new(),
+            files: Vec::new(),
+            own_output: Vec::new(),
+        }
+    }
+
+    fn run_with(mut self, args: &[&str], stdin: &str) -> Scenario {
+        self.invocations.push((
+            args.iter().map(|a| (*a).to_owned()).collect(),
+            stdin.to_owned(),
+        ));
+        self
+    }
+
+    /// A file in the work folder before the first invocation.
+    fn file(mut self, name: &str, text: &str) -> Scenario {
+        self.files.push((name.to_owned(), text.to_owned()));
+        self
+    }
+
+    /// The last invocation's output is pith's own (docs/divergences.md): pith exits `exit`
+    /// with `stderr`; files and requests are still pi's.
+    fn diverging_output(mut self, exit: i32, stderr: &'static str) -> Scenario {
+        let last = self.invocations.len().saturating_sub(1);
+        self.own_output.push((last, exit, stderr));
+        self
+    }
+
+    fn run(self, args: &[&str]) -> Scenario {
+        self.run_with(args, "")
+    }
+
+    fn play(&self, agent: Agent, root: &Path) -> Run {
+        let (home, work, agent_dir) = (root.join("home"), root.join("work"), root.join("agent"));
+        for d in [&home, &work, &agent_dir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        for (name, text) in &self.files {
+            pith_tests::files::write(&work.join(name), text);
+        }
+        let mock = MockLlm::start(root, "mock", &self.replies);
+        pith_tests::files::write(
+            &agent_dir.join("models.json"),
+            json!({"providers": {"mock": {"baseUrl": mock.url, "api": "openai-completions",
+                "apiKey": "none", "models": [{"id": "mock-1", "name": "Mock One",
+                "contextWindow": 100000, "maxTokens": 1000, "reasoning": true}]}}})
+            .to_string(),
+        );
+        pith_tests::files::write(&agent_dir.join("settings.json"), self.settings.to_string());
+        let mut outputs = Vec::new();
+        for (args, stdin) in &self.invocations {
+            let mut cmd = match agent {
+                Agent::Pi => {
+                    let mut c = Command::new(pi_oracle::pi_bin());
+                    c.env("PI_CODING_AGENT_DIR", &agent_dir)
+                        .env("PI_OFFLINE", "1")
+                        .env("PI_SKIP_VERSION_CHECK", "1");
+                    c
+                }
+                Agent::Pith => {
+                    let mut c = Command::new(env!("CARGO_BIN_EXE_pith"));
+                    c.env("PITH_AGENT_DIR", &agent_dir);
+                    c
+                }
+            };
+            for var in pith_llm::auth::KEY_VARS {
+                cmd.env_remove(var);
+            }
+            let mut child = cmd
+                .current_dir(&work)
+                .env("HOME", &home)
+                .env_remove("XDG_CONFIG_HOME")
+                .args(["--model", "mock/mock-1"])
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let out = if args.iter().any(|a| a == "rpc") {
+                rpc_session(child, stdin)
+            } else {
+                {
+                    use std::io::Write;
+                    let mut input = child.stdin.take().unwrap();
+                    input.write_all(stdin.as_bytes()).unwrap();
+                }
+                child.wait_with_output().unwrap()
+            };
+            let root_text = root.to_string_lossy().into_owned();
+            outputs.push((
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).replace(&root_text, "<root>"),
+            ));
+        }
+        let mut files: Vec<PathBuf> = pith_tests::files::session_files(&agent_dir);
+        files.sort_by_key(|p| p.file_name().map(|n| n.to_owned()));
+        let sessions = files
+            .iter()
+            .map(|f| pith_tests::files::json_lines(f))
+            .collect();
+        let requests = mock
+            .request_bodies()
+            .into_iter()
+            .map(|mut b| {
+                pi_oracle::normalize_value(&mut b, root);
+                b
+            })
+            .collect();
+        Run {
+            outputs,
+            sessions,
+            requests,
+            root: root.to_path_buf(),
+            session_paths: files,
+            mock_url: mock.url.clone(),
+        }
+    }
+
+    /// Runs pi and pith; returns both runs.
+    fn both(&self) -> (Run, Run) {
+        let tmp = pith_tests::files::dir();
+        // PITH_DIFF_KEEP=DIR keeps both runs' folders there, for a look after a failure.
+        let base = match std::env::var_os("PITH_DIFF_KEEP") {
+            Some(dir) => {
+                let dir = PathBuf::from(dir);
+                let _ = std::fs::remove_dir_all(&dir);
+                dir
+            }
+            None => tmp.path().to_path_buf(),
+        };
+        let pi = self.play(Agent::Pi, &base.join("pi"));
+        let pith = self.play(Agent::Pith, &base.join("pith"));
+        (pi, pith)
+    }
+}
+
+/// Every difference between pi's and pith's run, as readable lines (empty when equal).
+/// An invocation's stdout made comparable: JSON lines (json mode) as events named after the
+/// session file's ids, plain text with the scratch folder `<root>`.
+fn normalized_stdout(run: &Run, stdout: &str) -> Value {
+    let mut stdout = stdout.replace(&run.mock_url, "<mock>");
+    for (i, path) in run.session_paths.iter().enumerate() {
+        stdout = stdout.replace(&*path.to_string_lossy(), &format!("<session-file-{i}>"));
+    }
+    let events: Option<Vec<Value>> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect();
+    match events {
+        Some(events) if !events.is_empty() => {
+            let mut ids = std::collections::HashMap::new();
+            for lines in &run.sessions {
+                ids.extend(pi_oracle::id_names(lines));
+            }
+            let mut events: Vec<Value> = events
+                .iter()
+                .map(|e| pi_oracle::normalize_event(e, &ids, &run.root))
+                .collect();
+            in_call_order(&mut events);
+            Value::from(events)
+        }
+        _ => Value::from(stdout.replace(&*run.root.to_string_lossy(), "<root>")),
+    }
+}
+
+/// Parallel tool calls report `tool_execution_update`/`_end` in completion order, which timing
+/// decides; each run of such events is put in call order (stable, so one call's own events
+/// keep theirs).
+fn in_call_order(events: &mut [Value]) {
+    let is_report = |e: &Value| {
+        matches!(
+            e["type"].as_str(),
+            Some("tool_execution_update" | "tool_execution_end")
+        )
+    };
+    let mut i = 0;
+    while i < events.len() {
+        if !is_report(&events[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < events.len() && is_report(&events[i]) {
+            i += 1;
+        }
+        events[start..i].sort_by(|a, b| {
+            a["toolCallId"]
+                .as_str()
+                .unwrap_or_default()
+                .cmp(b["toolCallId"].as_str().unwrap_or_default())
+        });
+    }
+}
+
+fn differences(pi: &Run, pith: &Run) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, (a, b)) in pi.outputs.iter().zip(&pith.outputs).enumerate() {
+        let (a_out, b_out) = (normalized_stdout(pi, &a.1), normalized_stdout(pith, &b.1));
+        if a_out.is_array() && b_out.is_array() {
+            for d in pith_tests::compare(&a_out, &b_out, &pith_tests::CompareOptions::default()) {
+                out.push(format!("invocation {i} stdout: {d}"));
+            }
+        } else if a_out != b_out {
+            out.push(format!(
+                "invocation {i}: stdout differs\n  pi:   {a_out}\n  pith: {b_out}"
+            ));
+        }
+        if a.0 != b.0 {
+            out.push(format!(
+                "invocation {i}: exit {} (pi) vs {} (pith); stderr pi: {:?} pith: {:?}",
+                a.0, b.0, a.2, b.2
+            ));
+        }
+    }
+    let cmp = |what: &str, e: &Value, a: &Value, out: &mut Vec<String>| {
+        for d in pith_tests::compare(e, a, &pith_tests::CompareOptions::default()) {
+            out.push(format!("{what}: {d}"));
+        }
+    };
+    let normalized = |run: &Run| -> Value {
+        run.sessions
+            .iter()
+            .map(|lines| Value::from(pi_oracle::normalize_session(lines, &run.root)))
+            .collect()
+    };
+    cmp(
+        "session files",
+        &normalized(pi),
+        &normalized(pith),
+        &mut out,
+    );
+    cmp(
+        "requests",
+        &Value::from(pi.requests.clone()),
+        &Value::from(pith.requests.clone()),
+        &mut out,
+    );
+    out
+}
+
+/// pi's run with the differences docs/divergences.md agrees to set aside: pi's system-message
+/// entries (pith writes none; their children hang from the entry's parent) and the system
+/// prompt's `<docs>` block, its `PI_*` rule and the harness's name.
+fn without_agreed_divergences(mut pi: Run) -> Run {
+    // One system message per session file, on the path of its leaf.
+    let system_messages = pi
+        .sessions
+        .first()
+        .map(|lines| {
+            lines
+                .iter()
+                .filter(|e| e["type"] == "message" && e["message"]["role"] == "system")
+                .count() as u64
+        })
+        .unwrap_or(0);
+    for session in &mut pi.sessions {
+        let mut reparent: Vec<(Value, Value)> = Vec::new();
+        session.retain(|e| {
+            let system = e["type"] == "message" && e["message"]["role"] == "system";
+            if system {
+                reparent.push((e["id"].clone(), e["parentId"].clone()));
+            }
+            !system
+        });
+        for (id, parent) in reparent {
+            for e in session.iter_mut() {
+                if e["parentId"] == id {
+                    e["parentId"] = parent.clone();
+                }
+            }
+        }
+    }
+    // json mode: the system message's events, and the message in agent_end's list.
+    for output in &mut pi.outputs {
+        let Some(events) = output
+            .1
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect::<Option<Vec<Value>>>()
+        else {
+            continue;
+        };
+        let is_system = |m: &Value| m["role"] == "system";
+        let kept: Vec<String> = events
+            .into_iter()
+            .filter(|e| !is_system(&e["message"]))
+            .map(|mut e| {
+                if let Some(list) = e.get_mut("messages").and_then(Value::as_array_mut) {
+                    list.retain(|m| !is_system(m));
+                }
+                // rpc answers: get_messages' list, get_state's and get_session_stats' counts
+                // hold it too.
+                if let Some(data) = e.get_mut("data") {
+                    if let Some(list) = data.get_mut("messages").and_then(Value::as_array_mut) {
+                        list.retain(|m| !is_system(m));
+                    }
+                    for count in ["messageCount", "totalMessages"] {
+                        if let Some(n) = data.get(count).and_then(Value::as_u64) {
+                            data[count] = Value::from(n.saturating_sub(system_messages));
+                        }
+                    }
+                }
+                e.to_string()
+            })
+            .map(|l| l + "\n")
+            .collect();
+        output.1 = kept.concat();
+    }
+    for request in &mut pi.requests {
+        let Some(messages) = request["messages"].as_array_mut() else {
+            continue;
+        };
+        for m in messages {
+            if m["role"] != "system" && m["role"] != "developer" {
+                continue;
+            }
+            let Some(text) = m["content"].as_str() else {
+                continue;
+            };
+            let mut text = text.replacen("running inside pi,", "running inside pith,", 1);
+            if let (Some(start), Some(end)) = (text.find("<docs>\n"), text.find("</docs>\n\n")) {
+                text.replace_range(start..end + "</docs>\n\n".len(), "");
+            }
+            text = text.replace(
+                "- You can inspect PI_* environment variables for current model and session details.\n",
+                "",
+            );
+            m["content"] = Value::from(text);
+        }
+    }
+    pi
+}
+
+fn assert_same(scenario: Scenario) {
+    let (pi, mut pith) = scenario.both();
+    let mut pi = without_agreed_divergences(pi);
+    for &(i, exit, stderr) in &scenario.own_output {
+        assert_eq!(
+            (pith.outputs[i].0, pith.outputs[i].2.as_str()),
+            (exit, stderr),
+            "pith's own output of invocation {i}"
+        );
+        pi.outputs[i] = (0, String::new(), String::new());
+        pith.outputs[i] = (0, String::new(), String::new());
+    }
+    let diffs = differences(&pi, &pith);
+    assert!(
+        diffs.is_empty(),
+        "pith differs from pi 1.6.0:\n{}",
+        diffs.join("\n")
+    );
+}
+
+fn text(t: &str) -> Value {
+    json!({"text": t})
+}
+
+#[test]
+fn a_plain_print_run() {
+    assert_same(Scenario::new(json!([text("Hello there.")])).run(&["-p", "hi"]));
+}
+
+#[test]
+fn a_tool_call_and_its_result() {
+    assert_same(
+        Scenario::new(json!([
+            {"text": "Let me look.", "tool_calls": [{"id": "call_1", "name": "bash",
+                "arguments": {"command": "echo hi"}}]},
+            text("It printed hi.")
+        ]))
+        .run(&["-p", "run echo"]),
+    );
+}
+
+#[test]
+fn a_retried_server_error() {
+    assert_same(
+        Scenario::new(json!([
+            {"status": 500, "error": {"message": "boom", "type": "server_error"}},
+            text("After the retry.")
+        ]))
+        .run(&["-p", "hi"]),
+    );
+}
+
+#[test]
+fn two_prompts_then_continue() {
+    assert_same(
+        Scenario::new(json!([text("one"), text("two"), text("three")]))
+            .run(&["-p", "first", "second"])
+            .run(&["-c", "-p", "third"]),
+    );
+}
+
+#[test]
+fn a_named_session_with_a_thinking_level() {
+    assert_same(Scenario::new(json!([text("named")])).run(&[
+        "-n",
+        "my work",
+        "--thinking",
+        "high",
+        "-p",
+        "hi",
+    ]));
+}
+
+#[test]
+fn a_reply_cut_at_the_output_limit() {
+    assert_same(
+        Scenario::new(json!([{"text": "partial", "finish_reason": "length"}]))
+            .run(&["-p", "hi"])
+            .diverging_output(
+                1,
+                "Response was truncated: the model reached its output token limit.\n",
+            ),
+    );
+}
+
+#[test]
+fn a_client_error_is_not_retried() {
+    assert_same(
+        Scenario::new(json!([
+            {"status": 400, "error": {"message": "bad request", "type": "invalid_request_error"}}
+        ]))
+        .run(&["-p", "hi"]),
+    );
+}
+
+#[test]
+fn json_mode_events() {
+    assert_same(
+        Scenario::new(json!([
+            {"text": "Checking.", "tool_calls": [{"id": "call_1", "name": "bash",
+                "arguments": {"command": "echo hi"}}]},
+            text("Done.")
+        ]))
+        .run(&["--mode", "json", "-p", "go"]),
+    );
+}
+
+#[test]
+fn a_failing_command_and_a_file_read() {
+    assert_same(
+        Scenario::new(json!([
+            {"text": "", "tool_calls": [
+                {"id": "call_1", "name": "bash", "arguments": {"command": "echo oops; exit 3"}},
+                {"id": "call_2", "name": "read", "arguments": {"path": "notes.txt"}},
+                {"id": "call_3", "name": "read", "arguments": {"path": "missing.txt"}}
+            ]},
+            text("Seen.")
+        ]))
+        .file("notes.txt", "line one\nline two\n")
+        .run(&["--mode", "json", "-p", "go"]),
+    );
+}
+
+#[test]
+fn an_rpc_session_with_queries() {
+    let script = [
+        json!({"id": "1", "type": "prompt", "message": "hello"}),
+        json!({"id": "2", "type": "get_state"}),
+        json!({"id": "3", "type": "get_messages"}),
+        json!({"id": "4", "type": "set_thinking_level", "level": "high"}),
+        json!({"id": "5", "type": "prompt", "message": "again"}),
+        json!({"id": "6", "type": "get_session_stats"}),
+        json!({"id": "7", "type": "no_such_command"}),
+    ]
+    .iter()
+    .map(|c| format!("{c}\n"))
+    .collect::<String>();
+    assert_same(
+        Scenario::new(json!([text("Hi."), text("Again.")])).run_with(&["--mode", "rpc"], &script),
+    );
+}
+
+#[test]
+fn tool_flags_narrow_what_the_model_is_offered() {
+    assert_same(
+        Scenario::new(json!([text("a"), text("b"), text("c")]))
+            .run(&["--tools", "read,ls", "-p", "one"])
+            .run(&["-xt", "bash,edit", "-p", "two"])
+            .run(&["--no-tools", "-p", "three"]),
+    );
+}
+
+#[test]
+fn context_files_and_appended_prompts_reach_the_system_prompt() {
+    assert_same(
+        Scenario::new(json!([text("ok")]))
+            .file("AGENTS.md", "Always answer in French.\n")
+            .run(&["--append-system-prompt", "Be brief.", "-p", "hi"]),
+    );
+}
+
+#[test]
+fn a_session_id_then_a_named_resume() {
+    assert_same(
+        Scenario::new(json!([text("first"), text("second")]))
+            .run(&[
+                "--session-id",
+                "01a233d7-0000-7000-8000-000000000001",
+                "-p",
+                "one",
+            ])
+            .run(&[
+                "--session",
+                "01a233d7-0000-7000-8000-000000000001",
+                "-n",
+                "resumed",
+                "-p",
+                "two",
+            ]),
+    );
+}
+
+#[test]
+fn an_rpc_session_that_names_starts_over_and_compacts() {
+    let script = [
+        json!({"id": "1", "type": "prompt", "message": "first question"}),
+        json!({"id": "2", "type": "set_session_name", "name": "work"}),
+        json!({"id": "3", "type": "get_available_thinking_levels"}),
+        json!({"id": "4", "type": "new_session"}),
+        json!({"id": "5", "type": "prompt", "message": "in the new session"}),
+        json!({"id": "6", "type": "get_state"}),
+    ]
+    .iter()
+    .map(|c| format!("{c}\n"))
+    .collect::<String>();
+    assert_same(
+        Scenario::new(json!([text("One."), text("Two.")])).run_with(&["--mode", "rpc"], &script),
+    );
+}
