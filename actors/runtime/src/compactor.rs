@@ -36,8 +36,8 @@ use crate::extension::Verdict;
 use crate::extension_host::Extensions;
 use crate::projection::ProjectionRef;
 use crate::summarize::{
-    HISTORY_INSTRUCTIONS, SummaryFailure, SummaryOptions, TURN_PREFIX_INSTRUCTIONS,
-    UPDATE_INSTRUCTIONS, request_text, serialize_conversation, summarize_trimming,
+    HISTORY_INSTRUCTIONS, SummaryFailure, SummaryOptions, UPDATE_INSTRUCTIONS, request_text,
+    serialize_conversation, summarize_trimming, turn_prefix_text,
 };
 use crate::trace::ActorName;
 use crate::tree_navigator::LeafGuard;
@@ -325,8 +325,7 @@ impl Compactor {
             )
         };
         let model = &args.model;
-        let reserve = args.settings.reserve_tokens;
-        let history_options = SummaryOptions::history(reserve, args.thinking_level);
+        let history_options = SummaryOptions::history(args.thinking_level);
         let summarize_history = || {
             summarize_trimming(
                 provider,
@@ -340,25 +339,23 @@ impl Compactor {
         let mut summary = if prep.is_split_turn && !prep.turn_prefix_messages.is_empty() {
             // pi asks for both at once, history first; one after the other keeps a scripted
             // model's replies in that order.
+            // pi 1.6.0: with nothing before the turn, the previous summary stands as it is.
             let history_part = if prep.messages_to_summarize.is_empty() {
-                "No prior history.".to_owned()
+                prep.previous_summary
+                    .clone()
+                    .unwrap_or_else(|| "No prior history.".to_owned())
             } else {
                 summarize_history()
                     .await
                     .map_err(|e| failed("Summarization failed", e))?
             };
             let prefix_request = |messages: &[AgentMessage]| {
-                request_text(
-                    &serialize_conversation(messages),
-                    None,
-                    TURN_PREFIX_INSTRUCTIONS,
-                    None,
-                )
+                turn_prefix_text(&serialize_conversation(messages), focus.as_deref())
             };
             let prefix = summarize_trimming(
                 provider,
                 model,
-                &SummaryOptions::turn_prefix(reserve, args.thinking_level),
+                &history_options,
                 &prep.turn_prefix_messages,
                 prefix_request,
                 abort.clone(),

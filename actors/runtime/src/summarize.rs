@@ -39,9 +39,26 @@ Write a checkpoint of it with these sections:\n\
 ## Next Steps\nWhat was about to happen next.\n\
 Be brief. Keep exact file paths, names, commands and error messages.";
 
-/// Instructions for the beginning of a turn that was cut in two.
-pub const TURN_PREFIX_INSTRUCTIONS: &str = "The conversation above is the beginning of a turn whose end is kept verbatim. \
-Summarize it with these sections:\n## Original Request\n## Early Progress\n## Context for Suffix\nBe brief; keep exact paths and names.";
+/// Instructions for the beginning of a turn that was cut in two: pi 1.6.0's sections
+/// (compaction.md §7), sent under [`turn_prefix_text`]'s `# Instructions` heading.
+pub const TURN_PREFIX_INSTRUCTIONS: &str = "The conversation above is the first part of a turn; its later messages are kept \
+verbatim elsewhere and need not be rebuilt. Write a brief checkpoint of it with these sections:\n\
+## Original Request\nWhat the user asked for.\n\
+## Progress So Far\n- Decisions made and work done in these messages.\n\
+## Context Needed to Continue\n- What the later messages need from these.\n\
+Only use what the messages above say; keep exact paths and names.";
+
+/// The request text of a split turn's prefix summary (pi ≥ 1.4): the conversation under
+/// `# Conversation`, the instructions under `# Instructions`, custom instructions appended as
+/// `Additional focus`.
+pub fn turn_prefix_text(conversation: &str, focus: Option<&str>) -> String {
+    let mut text =
+        format!("# Conversation\n{conversation}\n\n# Instructions\n{TURN_PREFIX_INSTRUCTIONS}");
+    if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
+        text.push_str(&format!("\n\nAdditional focus: {f}"));
+    }
+    text
+}
 
 const TOOL_RESULT_LIMIT: usize = 2000;
 
@@ -147,44 +164,28 @@ pub fn request_text(
     text
 }
 
-/// How a summary is asked for: pi's `completeSimple` options (compaction.md §7, §9.3).
+/// How a summary is asked for: pi's `completeSimple` options (compaction.md §7, §9.3). pi
+/// 1.6.0 passes no token limit (pi ≥ 1.4): the model's own output limit applies, and
+/// `reserveTokens` only decides when compaction starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SummaryOptions {
     /// pi sends the session's level only when the model can reason; pith sends it always,
     /// because the providers clamp a level the model cannot use to `off`, which yields the
     /// same request.
     pub thinking_level: ThinkingLevel,
-    /// The reply's token limit ([`ProviderRequest::max_tokens`]).
-    pub max_tokens: u64,
 }
 
 impl SummaryOptions {
-    /// A history summary: the session's thinking level, `floor(0.8 × reserveTokens)` tokens
-    /// (13107 for the default 16384). Integer arithmetic gives the same floor as pi's
-    /// floating-point product, which never rounds below an exact integer.
-    pub fn history(reserve_tokens: u64, thinking_level: ThinkingLevel) -> SummaryOptions {
-        SummaryOptions {
-            thinking_level,
-            // 4/5 of each whole 5, then of the rest: no overflow for any setting.
-            max_tokens: reserve_tokens / 5 * 4 + reserve_tokens % 5 * 4 / 5,
-        }
+    /// A history summary or the prefix of a split turn: the session's thinking level.
+    pub fn history(thinking_level: ThinkingLevel) -> SummaryOptions {
+        SummaryOptions { thinking_level }
     }
 
-    /// The prefix of a split turn: the session's thinking level, `floor(0.5 ×
-    /// reserveTokens)` tokens.
-    pub fn turn_prefix(reserve_tokens: u64, thinking_level: ThinkingLevel) -> SummaryOptions {
-        SummaryOptions {
-            thinking_level,
-            max_tokens: reserve_tokens / 2,
-        }
-    }
-
-    /// A branch summary: no reasoning and 2048 tokens, whatever the settings (pi's
+    /// A branch summary: no reasoning (pi's `navigateTree` passes no thinking level to
     /// `generateBranchSummary`).
     pub fn branch() -> SummaryOptions {
         SummaryOptions {
             thinking_level: ThinkingLevel::Off,
-            max_tokens: 2048,
         }
     }
 }
@@ -218,7 +219,7 @@ pub async fn summarize(
         system_prompt: Some(SYSTEM_PROMPT.to_owned()),
         messages: vec![AgentMessage::user_text(text, 0)],
         tools: Vec::new(),
-        max_tokens: Some(options.max_tokens),
+        max_tokens: None,
         // pi 1.6.0 forwards a routing id here too (compaction.js `createSummarizationOptions`);
         // pith's summaries do not use one yet.
         session_id: None,
@@ -418,37 +419,20 @@ mod tests {
     }
 
     #[test]
-    fn limits_follow_the_reserve_as_in_pi() {
+    fn a_turn_prefix_request_has_pi_1_6s_headings() {
         assert_eq!(
-            SummaryOptions::history(16384, ThinkingLevel::High).max_tokens,
-            13107
+            turn_prefix_text("[User]: hi", Some("tests")),
+            format!(
+                "# Conversation\n[User]: hi\n\n# Instructions\n{TURN_PREFIX_INSTRUCTIONS}\n\nAdditional focus: tests"
+            )
         );
-        assert_eq!(
-            SummaryOptions::turn_prefix(16384, ThinkingLevel::High).max_tokens,
-            8192
-        );
-        // Math.floor(0.8 * r) for reserves whose product is near an integer.
-        for (r, floor) in [
-            (5, 4),
-            (15, 12),
-            (16385, 13108),
-            (12345, 9876),
-            (1, 0),
-            (0, 0),
+        for section in [
+            "## Original Request",
+            "## Progress So Far",
+            "## Context Needed to Continue",
         ] {
-            assert_eq!(
-                SummaryOptions::history(r, ThinkingLevel::Off).max_tokens,
-                floor,
-                "{r}"
-            );
+            assert!(TURN_PREFIX_INSTRUCTIONS.contains(section), "{section}");
         }
-        assert_eq!(
-            SummaryOptions::branch(),
-            SummaryOptions {
-                thinking_level: ThinkingLevel::Off,
-                max_tokens: 2048
-            }
-        );
     }
 
     #[test]

@@ -74,8 +74,8 @@ async fn compact_asks_the_model_for_history_and_turn_prefix_and_keeps_the_tail()
 
     let requests = provider.requests.lock().unwrap().clone();
     assert_eq!(requests.len(), 5);
-    // Turns use the model's own limit; the history summary gets floor(0.8 × reserveTokens),
-    // the turn prefix floor(0.5 × reserveTokens), both at the session's level.
+    // Turns and both summaries use the model's own limit (pi ≥ 1.4 passes none to a
+    // summary), all at the session's level.
     let limits: Vec<(&str, Option<u64>)> = requests
         .iter()
         .map(|r| (r.thinking_level.as_str(), r.max_tokens))
@@ -86,8 +86,8 @@ async fn compact_asks_the_model_for_history_and_turn_prefix_and_keeps_the_tail()
             ("high", None),
             ("high", None),
             ("high", None),
-            ("high", Some(13107)),
-            ("high", Some(8192))
+            ("high", None),
+            ("high", None)
         ]
     );
     let asked = |r: &pith_llm::provider::ProviderRequest| {
@@ -117,10 +117,12 @@ async fn compact_asks_the_model_for_history_and_turn_prefix_and_keeps_the_tail()
         history.ends_with("Additional focus: the parser"),
         "{history}"
     );
+    // pi ≥ 1.4's turn-prefix layout, with the focus too.
     assert_eq!(
-        prefix.lines().take(3).collect::<Vec<_>>(),
-        ["<conversation>", "[User]: two", "</conversation>"]
+        prefix.lines().take(4).collect::<Vec<_>>(),
+        ["# Conversation", "[User]: two", "", "# Instructions"]
     );
+    assert!(prefix.ends_with("Additional focus: the parser"), "{prefix}");
 
     let back = Session::open(&file, None, None, OpenMode::Inspect, &env).unwrap();
     let entry = back.tree().entries().last().unwrap();

@@ -52,15 +52,15 @@ async fn summary_bodies(
         .collect()
 }
 
-/// History (reserve 16384, level medium), turn prefix (same), branch: the members pi 0.73.1's
-/// `compact` and `generateBranchSummary` send for the same models and levels (recorded from
-/// node against a local server). A budget-thinking model gets its budget on top of the limit.
+/// A history or turn-prefix summary (level medium) and a branch summary: pi 1.6.0 passes no
+/// token limit (pi ≥ 1.4), so each request has the provider's default limit, `min(maxTokens,
+/// 32000)`, a budget-thinking model its budget on top (capped at the model's maxTokens); the
+/// history summary thinks at the session's level, the branch summary not at all.
 #[tokio::test]
 async fn summary_requests_think_at_the_session_level_within_the_reserve() {
     use pith_actors::summarize::SummaryOptions;
     let asks = [
-        SummaryOptions::history(16384, pith_events::ThinkingLevel::Medium),
-        SummaryOptions::turn_prefix(16384, pith_events::ThinkingLevel::Medium),
+        SummaryOptions::history(pith_events::ThinkingLevel::Medium),
         SummaryOptions::branch(),
     ];
     let enabled =
@@ -69,11 +69,9 @@ async fn summary_requests_think_at_the_session_level_within_the_reserve() {
     assert_eq!(
         sonnet_4_5,
         [
-            json!({"model": "claude-sonnet-4-5", "max_tokens": 21299, "stream": true,
+            json!({"model": "claude-sonnet-4-5", "max_tokens": 40192, "stream": true,
                 "thinking": enabled(8192)}),
-            json!({"model": "claude-sonnet-4-5", "max_tokens": 16384, "stream": true,
-                "thinking": enabled(8192)}),
-            json!({"model": "claude-sonnet-4-5", "max_tokens": 2048, "stream": true,
+            json!({"model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": true,
                 "thinking": {"type": "disabled"}}),
         ]
     );
@@ -87,11 +85,9 @@ async fn summary_requests_think_at_the_session_level_within_the_reserve() {
     assert_eq!(
         summary_bodies(anthropic_reply(), adaptive, &asks).await,
         [
-            json!({"model": "claude-sonnet-4-6", "max_tokens": 13107, "stream": true,
+            json!({"model": "claude-sonnet-4-6", "max_tokens": 32000, "stream": true,
                 "thinking": adaptive_thinking, "output_config": {"effort": "medium"}}),
-            json!({"model": "claude-sonnet-4-6", "max_tokens": 8192, "stream": true,
-                "thinking": adaptive_thinking, "output_config": {"effort": "medium"}}),
-            json!({"model": "claude-sonnet-4-6", "max_tokens": 2048, "stream": true,
+            json!({"model": "claude-sonnet-4-6", "max_tokens": 32000, "stream": true,
                 "thinking": {"type": "disabled"}}),
         ]
     );
@@ -115,18 +111,16 @@ async fn summary_requests_think_at_the_session_level_within_the_reserve() {
     assert_eq!(
         summary_bodies(openai_reply(), reasoning, &asks).await,
         [
-            openai_body("gpt-5-mini", 13107, Some("medium")),
-            openai_body("gpt-5-mini", 8192, Some("medium")),
-            openai_body("gpt-5-mini", 2048, None),
+            openai_body("gpt-5-mini", 32000, Some("medium")),
+            openai_body("gpt-5-mini", 32000, None),
         ]
     );
     // A model that cannot reason gets the limits and no reasoning member, as in pi.
     assert_eq!(
         summary_bodies(openai_reply(), openai, &asks).await,
         [
-            openai_body("gpt-4o-mini", 13107, None),
-            openai_body("gpt-4o-mini", 8192, None),
-            openai_body("gpt-4o-mini", 2048, None),
+            openai_body("gpt-4o-mini", 16384, None),
+            openai_body("gpt-4o-mini", 16384, None),
         ]
     );
 }

@@ -82,7 +82,7 @@ async fn tree_navigation_summarizes_the_branch_left_behind_and_returns_the_promp
             branch_request.thinking_level.as_str(),
             branch_request.max_tokens
         ),
-        ("off", Some(2048))
+        ("off", None)
     );
     let asked = serde_json::to_value(&branch_request.messages[0]).unwrap();
     let asked = asked["content"][0]["text"].as_str().unwrap().to_owned();
