@@ -78,6 +78,8 @@ impl MockLlm {
             .arg("--port-file")
             .arg(&port_file)
             .stdout(Stdio::null())
+            // A client that hangs up mid-reply makes the server print a traceback; noise here.
+            .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("python3 scripts/mock-llm.py: {e}"));
         let start = Instant::now();

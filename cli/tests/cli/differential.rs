@@ -106,6 +106,8 @@ struct Scenario {
     settings: Value,
     invocations: Vec<(Vec<String>, String)>,
     files: Vec<(String, String)>,
+    /// The models.json `api` of the mock provider.
+    api: &'static str,
     /// Invocations whose stdout, stderr and exit status differ on purpose (a row of
     /// docs/divergences.md): pith's `(exit, stderr)` is asserted instead.
     own_output: Vec<(usize, i32, &'static str)>,
@@ -119,6 +121,7 @@ impl Scenario {
             invocations: Vec::new(),
             files: Vec::new(),
             own_output: Vec::new(),
+            api: "openai-completions",
         }
     }
 
@@ -127,6 +130,18 @@ impl Scenario {
             args.iter().map(|a| (*a).to_owned()).collect(),
             stdin.to_owned(),
         ));
+        self
+    }
+
+    /// The provider speaks `api` (`anthropic-messages`, …) instead of Chat Completions.
+    fn api(mut self, api: &'static str) -> Scenario {
+        self.api = api;
+        self
+    }
+
+    /// The agent's settings.json.
+    fn settings(mut self, settings: Value) -> Scenario {
+        self.settings = settings;
         self
     }
 
@@ -159,7 +174,7 @@ impl Scenario {
         let mock = MockLlm::start(root, "mock", &self.replies);
         pith_tests::files::write(
             &agent_dir.join("models.json"),
-            json!({"providers": {"mock": {"baseUrl": mock.url, "api": "openai-completions",
+            json!({"providers": {"mock": {"baseUrl": mock.url, "api": self.api,
                 "apiKey": "none", "models": [{"id": "mock-1", "name": "Mock One",
                 "contextWindow": 100000, "maxTokens": 1000, "reasoning": true}]}}})
             .to_string(),
@@ -275,12 +290,39 @@ fn normalized_stdout(run: &Run, stdout: &str) -> Value {
             let mut events: Vec<Value> = events
                 .iter()
                 .map(|e| pi_oracle::normalize_event(e, &ids, &run.root))
+                .map(streaming_start_as_specified)
                 .collect();
             in_call_order(&mut events);
             Value::from(events)
         }
         _ => Value::from(stdout.replace(&*run.root.to_string_lossy(), "<root>")),
     }
+}
+
+/// An assistant `message_start` as agent-and-events.md §8.1 specifies it: no `responseId`,
+/// zero usage. pi writes its lines from live objects, so when it lags behind the stream (its
+/// first reply of a session, which also creates the file) an Anthropic `message_start`
+/// already shows what the stream's first event said; that lag is set aside.
+fn streaming_start_as_specified(mut event: Value) -> Value {
+    if event["type"] == "message_start" && event["message"]["role"] == "assistant" {
+        let message = &mut event["message"];
+        if let Some(m) = message.as_object_mut() {
+            m.remove("responseId");
+        }
+        let usage = &mut message["usage"];
+        for count in ["input", "output", "cacheRead", "cacheWrite", "totalTokens"] {
+            if usage.get(count).is_some() {
+                usage[count] = json!(0);
+            }
+        }
+        if let Some(u) = usage.as_object_mut() {
+            u.remove("cacheWrite1h");
+            if let Some(cost) = u.get_mut("cost").and_then(Value::as_object_mut) {
+                cost.remove("totalFromProvider");
+            }
+        }
+    }
+    event
 }
 
 /// Parallel tool calls report `tool_execution_update`/`_end` in completion order, which timing
@@ -312,6 +354,71 @@ fn in_call_order(events: &mut [Value]) {
     }
 }
 
+/// `<session-file-i>` for the run's session file paths wherever a string holds one (a clone's
+/// `parentSession`).
+fn name_session_files(v: &mut Value, run: &Run) {
+    match v {
+        Value::String(text) => {
+            for (i, path) in run.session_paths.iter().enumerate() {
+                let path = path.to_string_lossy();
+                if text.contains(&*path) {
+                    *text = text.replace(&*path, &format!("<session-file-{i}>"));
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|x| name_session_files(x, run)),
+        Value::Object(map) => map.values_mut().for_each(|x| name_session_files(x, run)),
+        _ => {}
+    }
+}
+
+/// A summary request with its wording set aside: compaction.md §7 gives pith its own words
+/// for the summarization system prompt and instructions, and fixes the structure — the
+/// conversation and previous summary in their tags or headings, and `Additional focus`.
+/// A summary request is one whose only message is a user message starting with
+/// `<conversation>` or `# Conversation`.
+fn summary_wording_aside(request: &Value) -> Value {
+    let mut r = request.clone();
+    let Some(messages) = r["messages"].as_array_mut() else {
+        return r;
+    };
+    let Some(user) = messages.iter().position(|m| m["role"] == "user") else {
+        return r;
+    };
+    let text = match &messages[user]["content"] {
+        Value::String(t) => t.clone(),
+        c => c[0]["text"].as_str().unwrap_or_default().to_owned(),
+    };
+    let cut = if text.starts_with("<conversation>") {
+        ["</previous-summary>\n\n", "</conversation>\n\n"]
+            .iter()
+            .find_map(|tag| text.find(tag).map(|i| i + tag.len()))
+    } else if text.starts_with("# Conversation") {
+        text.find("# Instructions\n")
+            .map(|i| i + "# Instructions\n".len())
+    } else {
+        None
+    };
+    let Some(cut) = cut else {
+        return r;
+    };
+    let focus = text
+        .find("\n\nAdditional focus: ")
+        .map(|i| &text[i..])
+        .unwrap_or("");
+    let kept = format!("{}<instructions>{focus}", &text[..cut]);
+    messages[user]["content"] = json!([{"type": "text", "text": kept}]);
+    for m in messages.iter_mut() {
+        if m["role"] == "system" || m["role"] == "developer" {
+            m["content"] = json!("<summarization prompt>");
+        }
+    }
+    if let Some(system) = r.get_mut("system") {
+        *system = json!("<summarization prompt>");
+    }
+    r
+}
+
 fn differences(pi: &Run, pith: &Run) -> Vec<String> {
     let mut out = Vec::new();
     for (i, (a, b)) in pi.outputs.iter().zip(&pith.outputs).enumerate() {
@@ -340,7 +447,12 @@ fn differences(pi: &Run, pith: &Run) -> Vec<String> {
     let normalized = |run: &Run| -> Value {
         run.sessions
             .iter()
-            .map(|lines| Value::from(pi_oracle::normalize_session(lines, &run.root)))
+            .map(|lines| {
+                let mut lines = Value::from(lines.clone());
+                name_session_files(&mut lines, run);
+                let lines = lines.as_array().cloned().unwrap_or_default();
+                Value::from(pi_oracle::normalize_session(&lines, &run.root))
+            })
             .collect()
     };
     cmp(
@@ -351,8 +463,18 @@ fn differences(pi: &Run, pith: &Run) -> Vec<String> {
     );
     cmp(
         "requests",
-        &Value::from(pi.requests.clone()),
-        &Value::from(pith.requests.clone()),
+        &Value::from(
+            pi.requests
+                .iter()
+                .map(summary_wording_aside)
+                .collect::<Vec<_>>(),
+        ),
+        &Value::from(
+            pith.requests
+                .iter()
+                .map(summary_wording_aside)
+                .collect::<Vec<_>>(),
+        ),
         &mut out,
     );
     out
@@ -361,34 +483,78 @@ fn differences(pi: &Run, pith: &Run) -> Vec<String> {
 /// pi's run with the differences docs/divergences.md agrees to set aside: pi's system-message
 /// entries (pith writes none; their children hang from the entry's parent) and the system
 /// prompt's `<docs>` block, its `PI_*` rule and the harness's name.
+fn is_system_entry(e: &Value) -> bool {
+    e["type"] == "message" && e["message"]["role"] == "system"
+}
+
+/// Removes pi's system-message entries from a list of entries; an entry that hung from one
+/// hangs from its parent.
+fn drop_system_entries(entries: &mut Vec<Value>) {
+    let mut reparent: Vec<(Value, Value)> = Vec::new();
+    entries.retain(|e| {
+        let system = is_system_entry(e);
+        if system {
+            reparent.push((e["id"].clone(), e["parentId"].clone()));
+        }
+        !system
+    });
+    for (id, parent) in reparent {
+        for e in entries.iter_mut() {
+            if e["parentId"] == id {
+                e["parentId"] = parent.clone();
+            }
+        }
+    }
+}
+
+/// get_tree's nodes without pi's system-message entries: such a node's children take its
+/// place, their entries hanging from its parent.
+fn drop_system_nodes(nodes: &mut Vec<Value>) {
+    let mut i = 0;
+    while i < nodes.len() {
+        if is_system_entry(&nodes[i]["entry"]) {
+            let node = nodes.remove(i);
+            let parent = node["entry"]["parentId"].clone();
+            let children = node["children"].as_array().cloned().unwrap_or_default();
+            for (k, mut child) in children.into_iter().enumerate() {
+                child["entry"]["parentId"] = parent.clone();
+                nodes.insert(i + k, child);
+            }
+            continue;
+        }
+        if let Some(children) = nodes[i].get_mut("children").and_then(Value::as_array_mut) {
+            drop_system_nodes(children);
+        }
+        i += 1;
+    }
+}
+
+/// pi's system prompt as pith words it (docs/divergences.md, "the system prompt"): no
+/// `<docs>` block, no `PI_*` rule, the harness named pith.
+fn agreed_prompt(prompt: &mut Value) {
+    let Some(text) = prompt.as_str() else {
+        return;
+    };
+    let mut text = text.replacen("running inside pi,", "running inside pith,", 1);
+    if let (Some(start), Some(end)) = (text.find("<docs>\n"), text.find("</docs>\n\n")) {
+        text.replace_range(start..end + "</docs>\n\n".len(), "");
+    }
+    text = text.replace(
+        "- You can inspect PI_* environment variables for current model and session details.\n",
+        "",
+    );
+    *prompt = Value::from(text);
+}
+
 fn without_agreed_divergences(mut pi: Run) -> Run {
     // One system message per session file, on the path of its leaf.
     let system_messages = pi
         .sessions
         .first()
-        .map(|lines| {
-            lines
-                .iter()
-                .filter(|e| e["type"] == "message" && e["message"]["role"] == "system")
-                .count() as u64
-        })
+        .map(|lines| lines.iter().filter(|e| is_system_entry(e)).count() as u64)
         .unwrap_or(0);
     for session in &mut pi.sessions {
-        let mut reparent: Vec<(Value, Value)> = Vec::new();
-        session.retain(|e| {
-            let system = e["type"] == "message" && e["message"]["role"] == "system";
-            if system {
-                reparent.push((e["id"].clone(), e["parentId"].clone()));
-            }
-            !system
-        });
-        for (id, parent) in reparent {
-            for e in session.iter_mut() {
-                if e["parentId"] == id {
-                    e["parentId"] = parent.clone();
-                }
-            }
-        }
+        drop_system_entries(session);
     }
     // json mode: the system message's events, and the message in agent_end's list.
     for output in &mut pi.outputs {
@@ -408,9 +574,15 @@ fn without_agreed_divergences(mut pi: Run) -> Run {
                 if let Some(list) = e.get_mut("messages").and_then(Value::as_array_mut) {
                     list.retain(|m| !is_system(m));
                 }
-                // rpc answers: get_messages' list, get_state's and get_session_stats' counts
-                // hold it too.
+                // rpc answers: get_messages' list, get_state's and get_session_stats' counts,
+                // get_entries' entries and get_tree's nodes hold it too.
                 if let Some(data) = e.get_mut("data") {
+                    if let Some(entries) = data.get_mut("entries").and_then(Value::as_array_mut) {
+                        drop_system_entries(entries);
+                    }
+                    if let Some(tree) = data.get_mut("tree").and_then(Value::as_array_mut) {
+                        drop_system_nodes(tree);
+                    }
                     if let Some(list) = data.get_mut("messages").and_then(Value::as_array_mut) {
                         list.retain(|m| !is_system(m));
                     }
@@ -427,25 +599,18 @@ fn without_agreed_divergences(mut pi: Run) -> Run {
         output.1 = kept.concat();
     }
     for request in &mut pi.requests {
-        let Some(messages) = request["messages"].as_array_mut() else {
-            continue;
-        };
-        for m in messages {
-            if m["role"] != "system" && m["role"] != "developer" {
-                continue;
+        // Chat Completions: a system or developer message; Anthropic: the `system` blocks.
+        if let Some(messages) = request.get_mut("messages").and_then(Value::as_array_mut) {
+            for m in messages {
+                if m["role"] == "system" || m["role"] == "developer" {
+                    agreed_prompt(&mut m["content"]);
+                }
             }
-            let Some(text) = m["content"].as_str() else {
-                continue;
-            };
-            let mut text = text.replacen("running inside pi,", "running inside pith,", 1);
-            if let (Some(start), Some(end)) = (text.find("<docs>\n"), text.find("</docs>\n\n")) {
-                text.replace_range(start..end + "</docs>\n\n".len(), "");
+        }
+        if let Some(blocks) = request.get_mut("system").and_then(Value::as_array_mut) {
+            for b in blocks {
+                agreed_prompt(&mut b["text"]);
             }
-            text = text.replace(
-                "- You can inspect PI_* environment variables for current model and session details.\n",
-                "",
-            );
-            m["content"] = Value::from(text);
         }
     }
     pi
@@ -648,5 +813,60 @@ fn an_rpc_session_that_names_starts_over_and_compacts() {
     .collect::<String>();
     assert_same(
         Scenario::new(json!([text("One."), text("Two.")])).run_with(&["--mode", "rpc"], &script),
+    );
+}
+
+#[test]
+fn anthropic_messages_with_thinking_and_a_tool_call() {
+    assert_same(
+        Scenario::new(json!([
+            {"thinking": "Let me check.", "text": "Looking.", "tool_calls": [
+                {"id": "toolu_1", "name": "bash", "arguments": {"command": "echo hi"}}]},
+            {"thinking": "Done.", "text": "It said hi."}
+        ]))
+        .api("anthropic-messages")
+        .run(&["--mode", "json", "-p", "run it"])
+        .run(&["-c", "-p", "and now?"]),
+    );
+}
+
+#[test]
+fn reasoning_content_from_an_openai_compatible_server() {
+    assert_same(
+        Scenario::new(json!([
+            {"thinking": "Thinking hard.", "text": "Answer."},
+            text("Second.")
+        ]))
+        .run(&["--thinking", "high", "-p", "one", "two"]),
+    );
+}
+
+#[test]
+fn an_rpc_session_that_compacts_forks_and_clones() {
+    let script = [
+        json!({"id": "1", "type": "prompt", "message": "first question with some words in it"}),
+        json!({"id": "2", "type": "prompt", "message": "second question with more words"}),
+        json!({"id": "3", "type": "compact"}),
+        json!({"id": "4", "type": "get_entries"}),
+        json!({"id": "5", "type": "get_tree"}),
+        json!({"id": "6", "type": "get_fork_messages"}),
+        json!({"id": "7", "type": "clone"}),
+        json!({"id": "8", "type": "get_state"}),
+        json!({"id": "9", "type": "bash", "command": "echo from the user"}),
+        json!({"id": "10", "type": "get_messages"}),
+    ]
+    .iter()
+    .map(|c| format!("{c}\n"))
+    .collect::<String>();
+    let mut settings = json!({"retry": {"baseDelayMs": 10}, "compaction": {"keepRecentTokens": 4}});
+    settings["compaction"]["reserveTokens"] = json!(1000);
+    assert_same(
+        Scenario::new(json!([
+            text("The first answer, with words."),
+            text("The second answer, with words."),
+            text("## Goal\nA summary.")
+        ]))
+        .settings(settings)
+        .run_with(&["--mode", "rpc"], &script),
     );
 }
