@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::Error;
 use crate::auth::Credentials;
 use crate::model::{Api, Model, ModelCost};
-use pith_events::ThinkingLevel;
+use pith_events::{ModelRef, ThinkingLevel};
 
 pub use crate::model::{clamp_thinking_level, supported_thinking_levels};
 
@@ -362,6 +362,27 @@ impl ModelRegistry {
                 m.api == Api::Faux || creds.has_key(&m.provider, self.configured_key(&m.provider))
             })
             .collect()
+    }
+
+    /// pi's `cycleModel` without a scope: the available model after `current` in registry
+    /// order (the first when `current` is not among them); `None` with one model or none. The
+    /// offline model takes part only while it is the current one, so a user with real models
+    /// cycles among them as in pi.
+    pub fn next_model(&self, creds: &Credentials, current: &ModelRef) -> Option<&Model> {
+        let is_current = |m: &Model| m.provider == current.provider && m.id == current.id;
+        let candidates: Vec<&Model> = self
+            .available(creds)
+            .into_iter()
+            .filter(|m| m.api != Api::Faux || is_current(m))
+            .collect();
+        if candidates.len() <= 1 {
+            return None;
+        }
+        let index = candidates
+            .iter()
+            .position(|m| is_current(m))
+            .map_or(0, |i| (i + 1) % candidates.len());
+        Some(candidates[index])
     }
 
     /// The model to use when none is asked for: pi's default of the first provider (in pi's

@@ -37,27 +37,18 @@ impl App {
         Ok(Flow::Go)
     }
 
-    /// Ctrl-P: the next model with a key, in the order of the selector (pi's
-    /// `cycleModel("forward")` over the available models).
+    /// Ctrl-P: the next model with a key (pi's `cycleModel("forward")` over the available
+    /// models, [`pith_llm::model_registry::ModelRegistry::next_model`]).
     async fn cycle_model(&mut self) -> Result<()> {
         let registry = pith_llm::model_registry::ModelRegistry::load(&self.env.agent_dir);
         let creds = pith_llm::auth::Credentials::load(&self.env.agent_dir);
-        let mut names: Vec<String> = registry
-            .available(&creds)
-            .iter()
-            .map(|m| format!("{}/{}", m.provider, m.id))
-            .collect();
-        names.sort();
-        if names.len() < 2 {
+        let current =
+            pith_events::ModelRef::new(&self.choice.model.provider, &self.choice.model.id);
+        let Some(next) = registry.next_model(&creds, &current) else {
             self.status("Only one model available");
             return Ok(());
-        }
-        let current = self.choice.model.qualified_id();
-        let next = names
-            .iter()
-            .position(|n| *n == current)
-            .map_or(0, |i| (i + 1) % names.len());
-        let target = names[next].clone();
+        };
+        let target = format!("{}/{}", next.provider, next.id);
         self.command(&format!("/model {target}")).await?;
         Ok(())
     }

@@ -111,20 +111,15 @@ impl Models {
         Ok(model)
     }
 
-    /// `cycle_model`: the available model after the current one (the first when the
-    /// current one is not available); `None` with one model or none.
+    /// `cycle_model`: [`ModelRegistry::next_model`] after the current model.
     ///
     /// Errors: as [`Models::set`].
     pub async fn cycle(&mut self, rt: &RuntimeHandle) -> Result<Option<Model>, String> {
-        let available = self.available();
-        if available.len() <= 1 {
+        let registry = ModelRegistry::load(&self.env.agent_dir);
+        let current = ModelRef::new(&self.current.provider, &self.current.id);
+        let Some(next) = registry.next_model(&self.credentials(), &current).cloned() else {
             return Ok(None);
-        }
-        let index = available
-            .iter()
-            .position(|m| m.provider == self.current.provider && m.id == self.current.id)
-            .map_or(0, |i| (i + 1) % available.len());
-        let next = available[index].clone();
+        };
         self.switch_to(rt, next.clone()).await?;
         Ok(Some(next))
     }

@@ -177,3 +177,41 @@ fn strips_comments_but_not_inside_strings() {
         "{\"a\": \"http://x//y\", \n \"b\": [1,2]}"
     );
 }
+
+#[test]
+fn cycling_goes_round_the_models_with_keys_and_leaves_the_offline_one_out() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("models.json"),
+        r#"{"providers": {"mock": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+            "apiKey": "none", "models": [{"id": "a"}, {"id": "b"}]}}}"#,
+    )
+    .unwrap();
+    let registry = ModelRegistry::load(dir.path());
+    let creds = Credentials::load(dir.path());
+    let next = |provider: &str, id: &str| {
+        registry
+            .next_model(&creds, &ModelRef::new(provider, id))
+            .map(|m| format!("{}/{}", m.provider, m.id))
+    };
+    assert_eq!(next("mock", "a").as_deref(), Some("mock/b"));
+    assert_eq!(next("mock", "b").as_deref(), Some("mock/a"));
+    // From the offline model the cycle enters the keyed ones.
+    assert_eq!(next("faux", "faux-1").as_deref(), Some("mock/a"));
+
+    let only_one = tempfile::tempdir().unwrap();
+    std::fs::write(
+        only_one.path().join("models.json"),
+        r#"{"providers": {"mock": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+            "apiKey": "none", "models": [{"id": "a"}]}}}"#,
+    )
+    .unwrap();
+    let registry = ModelRegistry::load(only_one.path());
+    let creds = Credentials::load(only_one.path());
+    assert!(
+        registry
+            .next_model(&creds, &ModelRef::new("mock", "a"))
+            .is_none(),
+        "one keyed model: nothing to cycle to, as in pi"
+    );
+}

@@ -15,8 +15,10 @@ use pith_events::js::to_js_json;
 
 use super::sse::{GeminiChunks, SseEvent, SseParser};
 
-/// The SDKs' `APIUserAbortError` text, for an abort before the response arrived.
-pub(crate) const ABORTED_BEFORE_RESPONSE: &str = "Request was aborted.";
+/// The text of an abort before the response arrived: pi-ai 1.6.0 sends every request through
+/// its own retry loop (`retryProviderRequest`), which answers an aborted signal with
+/// `Request aborted` whatever the SDK threw.
+pub(crate) const ABORTED_BEFORE_RESPONSE: &str = "Request aborted";
 /// The SDKs' `APIConnectionError` text (refused, reset, DNS, TLS …).
 const CONNECTION_ERROR: &str = "Connection error.";
 /// The SDKs' `APIConnectionTimeoutError` text.

@@ -334,11 +334,6 @@ pub(crate) trait ReplyStream: Send + 'static {
     /// How the body is cut into events.
     const FRAMING: Framing;
 
-    /// The error text of a reply aborted before the response came: the SDKs'
-    /// `Request was aborted.`, pi-ai 1.6.0's `Request aborted` where its own retry loop sees
-    /// the abort.
-    const ABORTED_BEFORE_RESPONSE: &'static str = http::ABORTED_BEFORE_RESPONSE;
-
     /// The error text of a body that broke off: Node's `terminated`, which pi-ai 1.6.0's
     /// providers complete with the cause (`terminated: other side closed (UND_ERR_SOCKET)`).
     const BODY_TERMINATED: &'static str = http::BODY_TERMINATED;
@@ -472,7 +467,7 @@ async fn run<R: ReplyStream>(
         match http::send(&call.client, &call.request, call.retry, call.shape, abort).await {
             Ok(r) => r,
             Err(SendFailure::Aborted) => {
-                return Err(Stop::Failed(R::ABORTED_BEFORE_RESPONSE.to_owned()));
+                return Err(Stop::Failed(http::ABORTED_BEFORE_RESPONSE.to_owned()));
             }
             Err(SendFailure::Failed(failure)) => {
                 return Err(Stop::Failed(reply.request_failed(failure)));

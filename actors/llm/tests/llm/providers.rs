@@ -915,7 +915,7 @@ async fn abort_before_the_response() {
     let (events, last) = collect(anthropic(&server).stream(ask("x"), abort)).await;
     assert_eq!(steps(&events), ["done"]);
     assert_eq!(last.stop_reason, StopReason::Aborted);
-    assert_eq!(last.error_message.as_deref(), Some("Request was aborted."));
+    assert_eq!(last.error_message.as_deref(), Some("Request aborted"));
     assert!(server.requests().is_empty());
 }
 
