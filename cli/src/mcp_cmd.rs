@@ -300,6 +300,10 @@ pub fn status_json(status: &ServerStatus) -> Value {
     v
 }
 
+/// What `/mcp` does, as the interactive command list and rpc `get_commands` describe it.
+pub const DESCRIPTION: &str =
+    "Show MCP servers and their tools (/mcp reconnect|enable|disable <server>)";
+
 /// pith's `/mcp` subcommands (pi 1.6.0 has `reconnect` as a subcommand and enable/disable in
 /// its manager; pith takes all three typed, in the interactive mode and through rpc).
 pub const MCP_USAGE: &str =

@@ -539,6 +539,7 @@ pub fn has_valid_header(path: &Path) -> bool {
 }
 
 mod append;
+pub use append::stored_session_name;
 mod branch;
 
 #[cfg(test)]

@@ -103,6 +103,11 @@ pub enum CompactorMsg {
         /// The level.
         level: ThinkingLevel,
     },
+    /// The session's `compaction.*` settings changed (rpc `set_auto_compaction`).
+    SetSettings {
+        /// The settings now.
+        settings: CompactionSettings,
+    },
 }
 
 impl MessageKind for CompactorMsg {
@@ -114,6 +119,7 @@ impl MessageKind for CompactorMsg {
             CompactorMsg::BeforePrompt { .. } => "before_prompt",
             CompactorMsg::SetModel { .. } => "set_model",
             CompactorMsg::SetThinkingLevel { .. } => "set_thinking_level",
+            CompactorMsg::SetSettings { .. } => "set_settings",
         }
     }
 }
@@ -441,6 +447,7 @@ impl Compactor {
                 state.model = model;
             }
             CompactorMsg::SetThinkingLevel { level } => state.thinking_level = level,
+            CompactorMsg::SetSettings { settings } => state.settings = settings,
             CompactorMsg::BeforePrompt { abort, reply } => {
                 Self::before_prompt(state, from, &abort).await;
                 let _ = reply.send(());

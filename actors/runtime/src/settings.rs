@@ -71,6 +71,67 @@ impl Settings {
         settings
     }
 
+    /// pi's `SettingsManager` setters (`setSteeringMode`, `setFollowUpMode`,
+    /// `setCompactionEnabled`, `setRetryEnabled`): `value` at the dotted `path` of the agent
+    /// directory's `settings.json` (created when missing), every other member kept, the
+    /// file replaced atomically and written as pi writes it (two-space indentation).
+    ///
+    /// Errors: the file cannot be read, is not a JSON object, or cannot be written; the
+    /// message names it, and the file is left as it was.
+    pub fn save_global(agent_dir: &Path, path: &str, value: Value) -> Result<(), String> {
+        let file = agent_dir.join("settings.json");
+        let mut root = match pith_llm::config_file::read_text_limited(
+            &file,
+            pith_llm::config_file::CONFIG_MAX_BYTES,
+        ) {
+            Ok(None) => Map::new(),
+            Ok(Some(text)) => match serde_json::from_str::<Value>(&text) {
+                Ok(Value::Object(map)) => map,
+                Ok(_) => {
+                    return Err(format!(
+                        "{}: not a JSON object; not changed",
+                        file.display()
+                    ));
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "{}: line {}, column {}: {e}; not changed",
+                        file.display(),
+                        e.line(),
+                        e.column()
+                    ));
+                }
+            },
+            Err(e) => return Err(format!("{e}; not changed")),
+        };
+        let mut keys: Vec<&str> = path.split('.').collect();
+        let last = keys.pop().unwrap_or(path);
+        let mut at = &mut root;
+        for key in keys {
+            let slot = at
+                .entry(key.to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !slot.is_object() {
+                *slot = Value::Object(Map::new());
+            }
+            let Value::Object(inner) = slot else {
+                return Err(format!("{}: {key} is not an object", file.display()));
+            };
+            at = inner;
+        }
+        at.insert(last.to_owned(), value);
+        let text = serde_json::to_string_pretty(&Value::Object(root))
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        std::fs::create_dir_all(agent_dir).map_err(|e| format!("{}: {e}", agent_dir.display()))?;
+        // pi's `JSON.stringify(settings, null, 2)`, with no newline after it.
+        pith_store::writer::replace_file(
+            &file,
+            pith_store::writer::Replace::RegularOrNothing,
+            |w| std::io::Write::write_all(w, text.as_bytes()),
+        )
+        .map_err(|e| e.to_string())
+    }
+
     /// The value at a dotted path (`compaction.reserveTokens`).
     pub fn get(&self, path: &str) -> Option<&Value> {
         let mut parts = path.split('.');
@@ -269,5 +330,34 @@ mod tests {
             with("{}"),
             pith_store::compaction::CompactionSettings::default()
         );
+    }
+
+    #[test]
+    fn a_saved_setting_keeps_the_rest_of_the_file_and_a_broken_file_is_left_alone() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let file = tmp.path().join("settings.json");
+        std::fs::write(
+            &file,
+            r#"{"theme":"dark","compaction":{"reserveTokens":100}}"#,
+        )
+        .expect("write");
+        Settings::save_global(tmp.path(), "compaction.enabled", Value::Bool(false)).expect("saved");
+        Settings::save_global(tmp.path(), "steeringMode", Value::from("all")).expect("saved");
+        assert_eq!(
+            std::fs::read_to_string(&file).expect("read"),
+            "{\n  \"theme\": \"dark\",\n  \"compaction\": {\n    \"reserveTokens\": 100,\n    \"enabled\": false\n  },\n  \"steeringMode\": \"all\"\n}"
+        );
+        let settings = Settings::load(tmp.path(), tmp.path());
+        assert!(!settings.compaction().enabled);
+        assert_eq!(settings.steering_mode(), QueueMode::All);
+
+        std::fs::write(&file, "{ not json").expect("write");
+        let err = Settings::save_global(tmp.path(), "retry.enabled", Value::Bool(false))
+            .expect_err("refused");
+        assert!(
+            err.contains("settings.json") && err.contains("not changed"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).expect("read"), "{ not json");
     }
 }

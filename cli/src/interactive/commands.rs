@@ -48,10 +48,7 @@ pub const BUILTIN: [(&str, &str); 20] = [
     ("resume", "Resume a different session"),
     ("copy", "Copy last agent message to clipboard"),
     ("hotkeys", "Show all keyboard shortcuts"),
-    (
-        "mcp",
-        "Show MCP servers and their tools (/mcp reconnect|enable|disable <server>)",
-    ),
+    ("mcp", crate::mcp_cmd::DESCRIPTION),
     ("help", "Show commands and keys"),
     ("quit", "Quit pith"),
     ("exit", "Quit pith"),

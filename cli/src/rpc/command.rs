@@ -95,10 +95,14 @@ pub enum Command {
     },
     /// Cancel the wait before a retry.
     AbortRetry,
-    /// Run a shell command as the user's `!command`.
+    /// Run a shell command as the user's `!command` (`!!command` with `excludeFromContext`,
+    /// pi ≥ 0.76).
     Bash {
         /// The command line.
         command: String,
+        /// Recorded but kept out of the model's context.
+        #[serde(rename = "excludeFromContext", default)]
+        exclude_from_context: bool,
     },
     /// Cancel the running shell command.
     AbortBash,

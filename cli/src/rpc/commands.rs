@@ -178,30 +178,18 @@ impl Rpc {
                     .await
                     .map(|l| Some(l.map_or(Value::Null, |level| json!({"level": level})))),
             ),
-            Command::SetSteeringMode { mode } => Answer::Now(
-                self.fixed_setting("steeringMode", json!(mode), |s| {
-                    json!(queue_mode_name(s.steering_mode()))
-                })
-                .await,
-            ),
-            Command::SetFollowUpMode { mode } => Answer::Now(
-                self.fixed_setting("followUpMode", json!(mode), |s| {
-                    json!(queue_mode_name(s.follow_up_mode()))
-                })
-                .await,
-            ),
-            Command::SetAutoCompaction { enabled } => Answer::Now(
-                self.fixed_setting("compaction.enabled", json!(enabled), |s| {
-                    json!(s.compaction().enabled)
-                })
-                .await,
-            ),
-            Command::SetAutoRetry { enabled } => Answer::Now(
-                self.fixed_setting("retry.enabled", json!(enabled), |s| {
-                    json!(s.retry().enabled)
-                })
-                .await,
-            ),
+            Command::SetSteeringMode { mode } => {
+                Answer::Now(save_setting(&rt, "steeringMode", json!(mode)).await)
+            }
+            Command::SetFollowUpMode { mode } => {
+                Answer::Now(save_setting(&rt, "followUpMode", json!(mode)).await)
+            }
+            Command::SetAutoCompaction { enabled } => {
+                Answer::Now(save_setting(&rt, "compaction.enabled", json!(enabled)).await)
+            }
+            Command::SetAutoRetry { enabled } => {
+                Answer::Now(save_setting(&rt, "retry.enabled", json!(enabled)).await)
+            }
             Command::Compact {
                 custom_instructions,
             } => self.later(id, name, compact(rt, custom_instructions)),
@@ -218,10 +206,13 @@ impl Rpc {
                 }
                 Answer::Now(Ok(None))
             }
-            Command::Bash { command } => {
+            Command::Bash {
+                command,
+                exclude_from_context,
+            } => {
                 self.bash_id.clone_from(&id);
                 self.later(id, name, async move {
-                    rt.bash(&command, false)
+                    rt.bash(&command, exclude_from_context)
                         .await
                         .map_err(failed)
                         .map(|run| Some(bash_result(run)))
@@ -292,15 +283,29 @@ impl Rpc {
                     .map_err(failed)
                     .map(|names| Some(json!({ "reloaded": names }))),
             ),
-            Command::GetCommands => Answer::Now(rt.commands().await.map_err(failed).map(|cmds| {
-                let commands: Vec<Value> = cmds
-                    .iter()
-                    .map(|c| {
-                        json!({"name": c.name, "description": c.description, "source": "extension"})
-                    })
-                    .collect();
-                Some(json!({ "commands": commands }))
-            })),
+            Command::GetCommands => {
+                let mcp = self.mcp.is_some();
+                Answer::Now(rt.commands().await.map_err(failed).map(|cmds| {
+                    let mut commands: Vec<Value> = cmds
+                        .iter()
+                        .map(|c| {
+                            json!({"name": c.name, "description": c.description, "source": "extension"})
+                        })
+                        .collect();
+                    // pi 1.6.0 lists `/mcp` as its built-in mcp extension's command; pith's
+                    // `/mcp` is built in, and said the same way (docs/divergences.md).
+                    if mcp {
+                        commands.push(json!({
+                            "name": "mcp",
+                            "description": crate::mcp_cmd::DESCRIPTION,
+                            "source": "extension",
+                            "sourceInfo": {"path": "builtin:mcp", "source": "builtin",
+                                "scope": "temporary", "origin": "top-level"}
+                        }));
+                    }
+                    Some(json!({ "commands": commands }))
+                }))
+            }
             Command::GetEntries { since } => Answer::Now(
                 rt.snapshot()
                     .await
@@ -416,25 +421,6 @@ impl Rpc {
         }
     }
 
-    /// Settings the runtime reads once per session: pith has no switch for them during a
-    /// session, so asking for the value they have succeeds and anything else is refused.
-    async fn fixed_setting(
-        &self,
-        key: &str,
-        requested: Value,
-        current: impl Fn(&Settings) -> Value,
-    ) -> Outcome {
-        let cwd = self.rt.current_session().await.map_err(failed)?.cwd;
-        let now = current(&Settings::load(&self.env.agent_dir, Path::new(&cwd)));
-        if now == requested {
-            return Ok(None);
-        }
-        Err(format!(
-            "pith cannot change {key} during a session yet (it is {now}); set \"{key}\" in {} and start a new session",
-            self.env.agent_dir.join("settings.json").display()
-        ))
-    }
-
     /// `get_state` with pi's members, in pi's order; undefined ones left out.
     async fn state(&self) -> Result<Value, String> {
         let snapshot = self.rt.snapshot().await.map_err(failed)?;
@@ -490,4 +476,12 @@ impl Rpc {
             .map_err(|e| format!("{e:#}"))?;
         Ok(json!({ "path": written.to_string_lossy() }))
     }
+}
+
+/// pi's `SettingsManager` setters behind `set_steering_mode`, `set_follow_up_mode`,
+/// `set_auto_compaction` and `set_auto_retry`: saved in the agent directory's
+/// `settings.json` and applied to the session at once; no data.
+async fn save_setting(rt: &RuntimeHandle, path: &str, value: Value) -> Outcome {
+    rt.set_setting(path, value).await.map_err(failed)?;
+    Ok(None)
 }

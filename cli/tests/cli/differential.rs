@@ -31,20 +31,70 @@ fn rpc_session(mut child: std::process::Child, script: &str) -> std::process::Ou
     });
     let mut seen = Vec::new();
     let mut input = child.stdin.take().unwrap();
+    let mut fork_ids: Vec<Value> = Vec::new();
+    let mut settled_runs = 0usize;
+    let mut runs = 0usize;
     for command in script.lines().filter(|l| !l.trim().is_empty()) {
-        let cmd: Value = serde_json::from_str(command).unwrap();
-        writeln!(input, "{command}").unwrap();
+        let mut cmd: Value = serde_json::from_str(command).unwrap();
+        // `{"type": "_settle"}`: wait until every started run has settled.
+        if cmd["type"] == "_settle" {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while settled_runs < runs {
+                let line = rx
+                    .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                    .unwrap_or_else(|_| panic!("never settled; got:\n{}", seen.join("\n")));
+                let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                if event["type"] == "agent_settled" {
+                    settled_runs += 1;
+                }
+                seen.push(line);
+            }
+            continue;
+        }
+        // `{"type": "_sleep", "ms": N}`: let the agents get as far (a request under way).
+        if cmd["type"] == "_sleep" {
+            std::thread::sleep(Duration::from_millis(cmd["ms"].as_u64().unwrap_or(0)));
+            continue;
+        }
+        // `"entryId": "$fork:N"`: the N-th entry of the last get_fork_messages answer.
+        if let Some(n) = cmd["entryId"]
+            .as_str()
+            .and_then(|v| v.strip_prefix("$fork:"))
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            cmd["entryId"] = fork_ids[n].clone();
+        }
+        // `"_nowait": true` on a prompt: go on once it is answered, without waiting for its run.
+        let nowait = cmd
+            .as_object_mut()
+            .and_then(|m| m.remove("_nowait"))
+            .is_some();
+        writeln!(input, "{cmd}").unwrap();
         input.flush().unwrap();
         let settles = cmd["type"] == "prompt";
-        let (mut answered, mut settled) = (false, !settles);
+        if settles {
+            runs += 1;
+        }
+        let (mut answered, mut settled) = (false, !settles || nowait);
         let deadline = Instant::now() + Duration::from_secs(30);
         while !(answered && settled) {
             let line = rx
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
                 .unwrap_or_else(|_| panic!("no answer to {command}; got:\n{}", seen.join("\n")));
             let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-            answered |= event["type"] == "response" && event["id"] == cmd["id"];
-            settled |= event["type"] == "agent_settled";
+            if event["type"] == "response" && event["id"] == cmd["id"] {
+                answered = true;
+                if cmd["type"] == "get_fork_messages" {
+                    fork_ids = event["data"]["messages"]
+                        .as_array()
+                        .map(|m| m.iter().map(|x| x["entryId"].clone()).collect())
+                        .unwrap_or_default();
+                }
+            }
+            if event["type"] == "agent_settled" {
+                settled = true;
+                settled_runs += 1;
+            }
             seen.push(line);
         }
     }
@@ -95,6 +145,8 @@ struct Run {
     /// URL (`<mock>`).
     session_paths: Vec<PathBuf>,
     mock_url: String,
+    /// The agent directory's settings.json after the run (rpc setters write it).
+    settings_file: String,
     /// Every request body, normalised.
     requests: Vec<Value>,
 }
@@ -220,6 +272,12 @@ impl Scenario {
                 }
                 child.wait_with_output().unwrap()
             };
+            // Kept beside the run for a look after a failure (PITH_DIFF_KEEP).
+            std::fs::write(
+                root.join(format!("stdout-{}.txt", outputs.len())),
+                &out.stdout,
+            )
+            .unwrap();
             let root_text = root.to_string_lossy().into_owned();
             outputs.push((
                 out.status.code().unwrap_or(-1),
@@ -248,6 +306,8 @@ impl Scenario {
             root: root.to_path_buf(),
             session_paths: files,
             mock_url: mock.url.clone(),
+            settings_file: std::fs::read_to_string(agent_dir.join("settings.json"))
+                .unwrap_or_default(),
         }
     }
 
@@ -300,10 +360,15 @@ fn normalized_stdout(run: &Run, stdout: &str) -> Value {
 }
 
 /// An assistant `message_start` as agent-and-events.md §8.1 specifies it: no `responseId`,
-/// zero usage. pi writes its lines from live objects, so when it lags behind the stream (its
+/// zero usage; a `message_update` without its usage. pi writes its lines from live objects, so when it lags behind the stream (its
 /// first reply of a session, which also creates the file) an Anthropic `message_start`
 /// already shows what the stream's first event said; that lag is set aside.
 fn streaming_start_as_specified(mut event: Value) -> Value {
+    // The same lag shows later usage in a `message_update` (§8.1): its usage is timing.
+    if event["type"] == "message_update" {
+        event["usage"] = json!("<usage as the line was written>");
+        return event;
+    }
     if event["type"] == "message_start" && event["message"]["role"] == "assistant" {
         let message = &mut event["message"];
         if let Some(m) = message.as_object_mut() {
@@ -444,6 +509,12 @@ fn differences(pi: &Run, pith: &Run) -> Vec<String> {
             out.push(format!("{what}: {d}"));
         }
     };
+    if pi.settings_file != pith.settings_file {
+        out.push(format!(
+            "settings.json differs\n  pi:   {:?}\n  pith: {:?}",
+            pi.settings_file, pith.settings_file
+        ));
+    }
     let normalized = |run: &Run| -> Value {
         run.sessions
             .iter()
@@ -574,6 +645,16 @@ fn without_agreed_divergences(mut pi: Run) -> Run {
                 if let Some(list) = e.get_mut("messages").and_then(Value::as_array_mut) {
                     list.retain(|m| !is_system(m));
                 }
+                // get_commands: pi's llama.cpp router command (pith has none); the mcp
+                // command's description is pith's own (docs/divergences.md).
+                if e["command"] == "get_commands"
+                    && let Some(list) = e["data"].get_mut("commands").and_then(Value::as_array_mut)
+                {
+                    list.retain(|c| c["name"] != "llama");
+                    for c in list.iter_mut().filter(|c| c["name"] == "mcp") {
+                        c["description"] = json!("<mcp>");
+                    }
+                }
                 // rpc answers: get_messages' list, get_state's and get_session_stats' counts,
                 // get_entries' entries and get_tree's nodes hold it too.
                 if let Some(data) = e.get_mut("data") {
@@ -616,8 +697,44 @@ fn without_agreed_divergences(mut pi: Run) -> Run {
     pi
 }
 
+/// pith's run with its own agreed extras set aside: the offline model in
+/// `get_available_models` (docs/divergences.md, "the models a session can use") and the
+/// wording of `/mcp`'s description.
+fn without_pith_extras(mut pith: Run) -> Run {
+    for output in &mut pith.outputs {
+        let Some(events) = output
+            .1
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect::<Option<Vec<Value>>>()
+        else {
+            continue;
+        };
+        output.1 = events
+            .into_iter()
+            .map(|mut e| {
+                if e["command"] == "get_available_models"
+                    && let Some(models) = e["data"].get_mut("models").and_then(Value::as_array_mut)
+                {
+                    models.retain(|m| m["provider"] != "faux");
+                }
+                if e["command"] == "get_commands"
+                    && let Some(list) = e["data"].get_mut("commands").and_then(Value::as_array_mut)
+                {
+                    for c in list.iter_mut().filter(|c| c["name"] == "mcp") {
+                        c["description"] = json!("<mcp>");
+                    }
+                }
+                format!("{e}\n")
+            })
+            .collect();
+    }
+    pith
+}
+
 fn assert_same(scenario: Scenario) {
-    let (pi, mut pith) = scenario.both();
+    let (pi, pith) = scenario.both();
+    let mut pith = without_pith_extras(pith);
     let mut pi = without_agreed_divergences(pi);
     for &(i, exit, stderr) in &scenario.own_output {
         assert_eq!(
@@ -868,5 +985,96 @@ fn an_rpc_session_that_compacts_forks_and_clones() {
         ]))
         .settings(settings)
         .run_with(&["--mode", "rpc"], &script),
+    );
+}
+
+fn rpc_script(commands: &[Value]) -> String {
+    commands.iter().map(|c| format!("{c}\n")).collect()
+}
+
+#[test]
+fn an_rpc_fork_before_an_earlier_prompt() {
+    let script = rpc_script(&[
+        json!({"id": "1", "type": "prompt", "message": "first"}),
+        json!({"id": "2", "type": "prompt", "message": "second"}),
+        json!({"id": "3", "type": "get_fork_messages"}),
+        json!({"id": "4", "type": "fork", "entryId": "$fork:1"}),
+        json!({"id": "5", "type": "get_state"}),
+        json!({"id": "6", "type": "prompt", "message": "second, again"}),
+        json!({"id": "7", "type": "get_messages"}),
+        json!({"id": "8", "type": "fork", "entryId": "no-such-entry"}),
+    ]);
+    assert_same(
+        Scenario::new(json!([text("One."), text("Two."), text("Two, again.")]))
+            .run_with(&["--mode", "rpc"], &script),
+    );
+}
+
+#[test]
+fn an_rpc_steer_and_follow_up_during_a_slow_reply() {
+    let script = rpc_script(&[
+        json!({"id": "1", "type": "prompt", "message": "start", "_nowait": true}),
+        // Both agents are then waiting for the slow reply's headers.
+        json!({"type": "_sleep", "ms": 500}),
+        json!({"id": "2", "type": "steer", "message": "also this"}),
+        json!({"id": "3", "type": "follow_up", "message": "and then that"}),
+        json!({"type": "_settle"}),
+        json!({"id": "4", "type": "get_messages"}),
+    ]);
+    let mut slow = text("Working on it.");
+    slow["delay_ms"] = json!(1500);
+    assert_same(
+        Scenario::new(json!([slow, text("Steered."), text("Followed up.")]))
+            .run_with(&["--mode", "rpc"], &script),
+    );
+}
+
+#[test]
+fn an_rpc_abort_of_a_slow_reply() {
+    let script = rpc_script(&[
+        json!({"id": "1", "type": "prompt", "message": "start", "_nowait": true}),
+        json!({"type": "_sleep", "ms": 700}),
+        json!({"id": "2", "type": "abort"}),
+        json!({"type": "_settle"}),
+        json!({"id": "3", "type": "get_messages"}),
+        json!({"id": "4", "type": "set_model", "provider": "mock", "modelId": "nope"}),
+        json!({"id": "5", "type": "cycle_model"}),
+    ]);
+    let mut slow = text("Too late.");
+    slow["delay_ms"] = json!(3000);
+    assert_same(Scenario::new(json!([slow])).run_with(&["--mode", "rpc"], &script));
+}
+
+#[test]
+fn an_rpc_session_with_settings_and_queries() {
+    let script = rpc_script(&[
+        json!({"id": "1", "type": "get_available_models"}),
+        json!({"id": "2", "type": "get_available_thinking_levels"}),
+        json!({"id": "3", "type": "cycle_thinking_level"}),
+        json!({"id": "4", "type": "set_thinking_level", "level": "max"}),
+        json!({"id": "5", "type": "set_steering_mode", "mode": "one-at-a-time"}),
+        json!({"id": "6", "type": "set_follow_up_mode", "mode": "all"}),
+        json!({"id": "7", "type": "set_auto_compaction", "enabled": false}),
+        json!({"id": "8", "type": "set_auto_retry", "enabled": false}),
+        json!({"id": "9", "type": "abort_retry"}),
+        json!({"id": "10", "type": "get_state"}),
+        json!({"id": "11", "type": "steer", "message": "while idle"}),
+        json!({"id": "12", "type": "follow_up", "message": "also while idle"}),
+        json!({"id": "13", "type": "clear_queue"}),
+        json!({"id": "14", "type": "prompt", "message": "hello there"}),
+        json!({"id": "15", "type": "get_last_assistant_text"}),
+        json!({"id": "16", "type": "bash", "command": "echo hidden", "excludeFromContext": true}),
+        json!({"id": "17", "type": "bash", "command": "echo shown; exit 2"}),
+        json!({"id": "18", "type": "abort_bash"}),
+        json!({"id": "19", "type": "set_session_name", "name": "Tree\nand labels  "}),
+        json!({"id": "20", "type": "set_session_name", "name": "   "}),
+        json!({"id": "21", "type": "get_commands"}),
+        json!({"id": "22", "type": "get_session_stats"}),
+        json!({"id": "23", "type": "prompt", "message": "and again"}),
+        json!({"id": "24", "type": "get_messages"}),
+    ]);
+    assert_same(
+        Scenario::new(json!([text("Hello yourself."), text("Again.")]))
+            .run_with(&["--mode", "rpc"], &script),
     );
 }

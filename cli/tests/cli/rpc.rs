@@ -382,7 +382,10 @@ fn protocol_errors_ids_and_framing() {
         client.call(json!({"id": {"n": [1]}, "type": "get_commands"})),
         json!({
             "id": {"n": [1]}, "type": "response", "command": "get_commands", "success": true,
-            "data": {"commands": []}
+            "data": {"commands": [{"name": "mcp",
+                "description": "Show MCP servers and their tools (/mcp reconnect|enable|disable <server>)",
+                "source": "extension", "sourceInfo": {"path": "builtin:mcp", "source": "builtin",
+                "scope": "temporary", "origin": "top-level"}}]}
         })
     );
     assert_eq!(
@@ -424,9 +427,14 @@ fn protocol_errors_ids_and_framing() {
         client.call(json!({"type": "set_steering_mode", "mode": "one-at-a-time"})),
         json!({"type": "response", "command": "set_steering_mode", "success": true})
     );
+    // Saved in settings.json as pi saves it, and in effect at once.
     assert_eq!(
         client.call(json!({"type": "set_follow_up_mode", "mode": "all"}))["success"],
-        false
+        true
+    );
+    assert_eq!(
+        client.call(json!({"type": "get_state"}))["data"]["followUpMode"],
+        "all"
     );
     assert_eq!(
         client.call(json!({"type": "get_last_assistant_text"})),

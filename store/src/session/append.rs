@@ -221,7 +221,7 @@ impl Session {
     ///
     /// Errors: as [`Session::flush`].
     pub fn append_session_info(&mut self, name: &str) -> Result<String> {
-        let name = js_trim(&collapse_breaks(name)).to_owned();
+        let name = stored_session_name(name);
         self.append(|id, parent_id, timestamp| {
             SessionEntry::SessionInfo(SessionInfoEntry {
                 id,
@@ -360,6 +360,12 @@ impl Session {
             })
         })
     }
+}
+
+/// A session name as pi ≥ 0.80 stores it: every run of line breaks one space, then trimmed
+/// (`"Tree\nand labels  "` ⇒ `"Tree and labels"`); empty means no name.
+pub fn stored_session_name(name: &str) -> String {
+    js_trim(&collapse_breaks(name)).to_owned()
 }
 
 /// `name.replace(/[\r\n]+/g, " ")`: every run of CR/LF characters becomes one space.

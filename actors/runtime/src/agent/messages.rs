@@ -104,6 +104,11 @@ pub enum AgentMsg {
         /// The level.
         level: ThinkingLevel,
     },
+    /// The session cwd's settings changed (queue modes, retries): used from now on.
+    SetSettings {
+        /// The settings now.
+        settings: crate::settings::Settings,
+    },
     /// An extension's `sendMessage` (spec: agent-and-events.md §3.3): `nextTurn` is held for
     /// the next prompt; during a run it is steered (or queued as a follow-up); when idle it
     /// starts a run (`trigger_turn`) or is recorded as it is.
@@ -141,6 +146,7 @@ impl MessageKind for AgentMsg {
             AgentMsg::AbortBash => "abort_bash",
             AgentMsg::SetModel { .. } => "set_model",
             AgentMsg::SetThinkingLevel { .. } => "set_thinking_level",
+            AgentMsg::SetSettings { .. } => "set_settings",
             AgentMsg::BashDone { .. } => "bash_done",
             AgentMsg::CustomMessage { .. } => "custom_message",
         }

@@ -94,6 +94,11 @@ pub struct AgentArgs {
 struct Queues {
     steering: VecDeque<String>,
     follow_up: VecDeque<String>,
+    /// What `queue_update` shows: pi keeps the displayed lists apart from the agent's
+    /// queues and takes a text off them when its user message starts (agent-and-events.md
+    /// §2 step 1), so a queued message leaves the display as it enters the transcript.
+    shown_steering: Vec<String>,
+    shown_follow_up: Vec<String>,
     /// Extension messages steered into the run, with their `triggerTurn`.
     custom_steering: VecDeque<(pith_events::CustomMessage, bool)>,
     /// Extension messages delivered when the run would end, with their `triggerTurn`.
@@ -267,7 +272,6 @@ impl Agent {
                 .ok()
                 .and_then(|mut q| q.steering.pop_front().or_else(|| q.follow_up.pop_front()));
             if let Some(text) = next {
-                emit_queue(&state.args.events, &state.queues);
                 Self::start_run(me, state, cause, Some(text), Vec::new());
                 return;
             }
@@ -333,14 +337,19 @@ impl Agent {
             AgentMsg::SetThinkingLevel { level } => {
                 Self::with_args(state, |args| args.thinking_level = level)
             }
+            AgentMsg::SetSettings { settings } => {
+                Self::with_args(state, |args| args.settings = settings)
+            }
             AgentMsg::Steer { text } => {
                 if let Ok(mut q) = state.queues.lock() {
+                    q.shown_steering.push(text.clone());
                     q.steering.push_back(text);
                 }
                 emit_queue(&state.args.events, &state.queues);
             }
             AgentMsg::FollowUp { text } => {
                 if let Ok(mut q) = state.queues.lock() {
+                    q.shown_follow_up.push(text.clone());
                     q.follow_up.push_back(text);
                 }
                 emit_queue(&state.args.events, &state.queues);
@@ -349,9 +358,13 @@ impl Agent {
                 let removed = state
                     .queues
                     .lock()
-                    .map(|mut q| QueuedMessages {
-                        steering: q.steering.drain(..).collect(),
-                        follow_up: q.follow_up.drain(..).collect(),
+                    .map(|mut q| {
+                        q.shown_steering.clear();
+                        q.shown_follow_up.clear();
+                        QueuedMessages {
+                            steering: q.steering.drain(..).collect(),
+                            follow_up: q.follow_up.drain(..).collect(),
+                        }
                     })
                     .unwrap_or_default();
                 // The event first: a client sees `queue_update`, then the response.
@@ -396,7 +409,10 @@ impl Agent {
                     // Later ones follow it, as prompts queued during a run would. Whoever
                     // waits for the rest waits for this run too: it was asked for before.
                     if let Ok(mut q) = state.queues.lock() {
-                        q.follow_up.extend(state.deferred.drain(..).map(|(_, t)| t));
+                        for (_, t) in state.deferred.drain(..) {
+                            q.shown_follow_up.push(t.clone());
+                            q.follow_up.push_back(t);
+                        }
                     }
                     Self::start_run(me, state, &cause, Some(text), Vec::new());
                     return;
@@ -471,8 +487,27 @@ impl Actor for Agent {
 fn emit_queue(events: &EventSink, queues: &Arc<Mutex<Queues>>) {
     if let Ok(q) = queues.lock() {
         events.emit(AgentEvent::QueueUpdate {
-            steering: q.steering.iter().cloned().collect(),
-            follow_up: q.follow_up.iter().cloned().collect(),
+            steering: q.shown_steering.clone(),
+            follow_up: q.shown_follow_up.clone(),
         });
+    }
+}
+
+/// pi's step 1 for a user message that starts: its text leaves the shown steering list, else
+/// the shown follow-up list, and `queue_update` says so (nothing when neither held it).
+fn unshow_queued(events: &EventSink, queues: &Arc<Mutex<Queues>>, text: &str) {
+    let removed = queues.lock().is_ok_and(|mut q| {
+        if let Some(i) = q.shown_steering.iter().position(|t| t == text) {
+            q.shown_steering.remove(i);
+            true
+        } else if let Some(i) = q.shown_follow_up.iter().position(|t| t == text) {
+            q.shown_follow_up.remove(i);
+            true
+        } else {
+            false
+        }
+    });
+    if removed {
+        emit_queue(events, queues);
     }
 }

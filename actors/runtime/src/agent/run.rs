@@ -14,7 +14,7 @@ use pith_llm::provider::{ProviderEvent, ProviderRequest};
 use pith_llm::tool_pairs::pair_tool_calls;
 use pith_store::llm::convert_to_llm;
 
-use super::{After, AgentArgs, AgentMsg, Queues, emit_queue};
+use super::{After, AgentArgs, AgentMsg, Queues, unshow_queued};
 use crate::compactor::{CompactorMsg, NextStep};
 use crate::envelope::{Envelope, Origin};
 use crate::extension_host::InputOutcome;
@@ -77,9 +77,6 @@ impl Run {
                 }
             })
             .unwrap_or_default();
-        if !texts.is_empty() {
-            emit_queue(&self.args.events, &self.queues);
-        }
         texts
     }
 
@@ -181,6 +178,9 @@ impl Run {
 
     /// A message that is persisted on `message_end`: start, end, append.
     async fn deliver(&self, message: AgentMessage) -> Option<String> {
+        if let AgentMessage::User(u) = &message {
+            unshow_queued(&self.args.events, &self.queues, &u.content.joined_text(""));
+        }
         self.emit(AgentEvent::MessageStart {
             message: message.clone(),
         })

@@ -85,14 +85,40 @@ impl Runtime {
         Ok(())
     }
 
-    /// pi's `setSessionName`: the trimmed name as a `session_info` entry, then
-    /// `session_info_changed`. An empty name is pi's error.
+    /// Saves a setting ([`crate::settings::Settings::save_global`]) and hands the session
+    /// cwd's settings, read again, to the agent (queue modes, retries) and the Compactor.
+    pub(super) fn set_setting(
+        state: &mut RuntimeState,
+        from: &Origin,
+        path: &str,
+        value: serde_json::Value,
+    ) -> Result<(), RuntimeError> {
+        let agent_dir = state.config.env.agent_dir.clone();
+        crate::settings::Settings::save_global(&agent_dir, path, value)
+            .map_err(RuntimeError::SettingNotSaved)?;
+        if let Some(sub) = &state.subtree {
+            let settings =
+                crate::settings::Settings::load(&agent_dir, std::path::Path::new(&sub.cwd));
+            from.cast(
+                &sub.compactor,
+                CompactorMsg::SetSettings {
+                    settings: settings.compaction(),
+                },
+            );
+            from.cast(&sub.agent, AgentMsg::SetSettings { settings });
+        }
+        Ok(())
+    }
+
+    /// pi's `setSessionName`: the name as stored ([`pith_store::session::stored_session_name`])
+    /// as a `session_info` entry, then `session_info_changed` with it. An empty name is pi's
+    /// error.
     pub(super) async fn set_session_name(
         state: &mut RuntimeState,
         from: &Origin,
         name: String,
     ) -> Result<(), RuntimeError> {
-        let name = name.trim().to_owned();
+        let name = pith_store::session::stored_session_name(&name);
         if name.is_empty() {
             return Err(RuntimeError::EmptySessionName);
         }

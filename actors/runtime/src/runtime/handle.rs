@@ -163,6 +163,21 @@ impl RuntimeHandle {
             .await?
     }
 
+    /// Saves a setting as pi's rpc `set_steering_mode`, `set_follow_up_mode`,
+    /// `set_auto_compaction` and `set_auto_retry` do (in the agent directory's
+    /// `settings.json`) and applies it to the running session at once.
+    ///
+    /// Errors: [`RuntimeError::SettingNotSaved`] naming the file.
+    pub async fn set_setting(
+        &self,
+        path: &str,
+        value: serde_json::Value,
+    ) -> Result<(), RuntimeError> {
+        let path = path.to_owned();
+        self.ask(|reply| RuntimeMsg::SetSetting { path, value, reply })
+            .await?
+    }
+
     /// `/name`: names the session (`session_info`), trimmed.
     ///
     /// Errors: [`RuntimeError::EmptySessionName`].

@@ -116,6 +116,17 @@ pub enum RuntimeMsg {
         /// Done, or why not.
         reply: RpcReplyPort<Result<(), RuntimeError>>,
     },
+    /// rpc `set_steering_mode` & co.: saves `value` at `path` in the agent directory's
+    /// `settings.json` (pi's `SettingsManager` setters) and applies the session cwd's settings
+    /// again to the agent and the Compactor.
+    SetSetting {
+        /// Dotted settings path (`steeringMode`, `compaction.enabled`, …).
+        path: String,
+        /// The new value.
+        value: serde_json::Value,
+        /// Done, or why not.
+        reply: RpcReplyPort<Result<(), RuntimeError>>,
+    },
     /// `/name`: appends `session_info` and emits `session_info_changed`.
     SetSessionName {
         /// The name.
@@ -221,6 +232,7 @@ impl MessageKind for RuntimeMsg {
             RuntimeMsg::SetModel { .. } => "set_model",
             RuntimeMsg::SetThinkingLevel { .. } => "set_thinking_level",
             RuntimeMsg::SetSessionName { .. } => "set_session_name",
+            RuntimeMsg::SetSetting { .. } => "set_setting",
             RuntimeMsg::SetLabel { .. } => "set_label",
             RuntimeMsg::Command { .. } => "command",
             RuntimeMsg::Commands { .. } => "commands",

@@ -430,6 +430,10 @@ impl Runtime {
                 let r = Self::set_thinking_level(state, from, level).await;
                 let _ = reply.send(r);
             }
+            RuntimeMsg::SetSetting { path, value, reply } => {
+                let r = Self::set_setting(state, from, &path, value);
+                let _ = reply.send(r);
+            }
             RuntimeMsg::SetSessionName { name, reply } => {
                 let r = Self::set_session_name(state, from, name).await;
                 let _ = reply.send(r);
