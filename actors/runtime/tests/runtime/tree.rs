@@ -169,3 +169,70 @@ async fn tree_navigation_without_a_summary_only_moves_the_leaf() {
     rt.shutdown().await.unwrap();
     assert_eq!(provider.requests.lock().unwrap().len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn tree_navigation_keeps_the_thinking_level_and_records_no_change() {
+    // pi 1.6.0's navigateTree moves the leaf and rebuilds the context; it does not touch the
+    // thinking level (no thinking_level_change, no thinking_level_changed), and setting the
+    // level it already has records nothing. Checked against pi 1.6.0 over rpc with
+    // set_thinking_level twice.
+    use pith_actors::tree_navigator::NavigateOptions;
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env) = start(
+        tmp.path(),
+        script(
+            r#"[{"content":[{"type":"text","text":"r1"}]},
+                {"content":[{"type":"text","text":"r2"}]}]"#,
+        ),
+    )
+    .await;
+    rt.prompt("one").await.unwrap();
+    run_names(&mut events).await;
+    for _ in 0..2 {
+        rt.set_thinking_level(pith_events::ThinkingLevel::High)
+            .await
+            .unwrap();
+    }
+    let snap = rt.snapshot().await.unwrap();
+    let first_prompt = snap
+        .entries
+        .iter()
+        .find(|e| e.raw().contains(r#""text":"one""#))
+        .unwrap()
+        .id()
+        .to_owned();
+    rt.navigate_tree(&first_prompt, NavigateOptions::default())
+        .await
+        .unwrap();
+    rt.prompt("two").await.unwrap();
+    rt.wait_idle().await.unwrap();
+    let seen = agent_events(&mut events, 1).await;
+    let file = rt.current_session().await.unwrap().session_file.unwrap();
+    rt.shutdown().await.unwrap();
+
+    let changed: Vec<&serde_json::Value> = seen
+        .iter()
+        .filter(|e| e["type"] == "thinking_level_changed")
+        .collect();
+    assert_eq!(
+        changed,
+        [&serde_json::json!({"type": "thinking_level_changed", "level": "high"})]
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let levels: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "thinking_level_change")
+        .map(|l| &l["thinkingLevel"])
+        .collect();
+    assert_eq!(levels, ["off", "high"]);
+    // The reply after the move asked at the level set before it (pi ≥ 1.x records it).
+    let last = &lines.last().unwrap()["message"];
+    assert_eq!(
+        (&last["content"][0]["text"], &last["thinkingLevel"]),
+        (&serde_json::json!("r2"), &serde_json::json!("high"))
+    );
+}
