@@ -36,13 +36,14 @@ use crate::extension::Verdict;
 use crate::extension_host::Extensions;
 use crate::projection::ProjectionRef;
 use crate::summarize::{
-    HISTORY_INSTRUCTIONS, SummaryFailure, SummaryOptions, TURN_PREFIX_INSTRUCTIONS,
+    HISTORY_INSTRUCTIONS, SummaryFailure, SummaryOptions, SummaryRetry, TURN_PREFIX_INSTRUCTIONS,
     UPDATE_INSTRUCTIONS, request_text, serialize_conversation, summarize_trimming,
 };
 use crate::trace::ActorName;
 use crate::tree_navigator::LeafGuard;
 use crate::writer::{Append, Snapshot, WriterRef};
 use pith_llm::provider::Provider;
+use pith_llm::retry::RetrySettings;
 
 /// Messages of the Compactor.
 #[derive(Debug)]
@@ -159,6 +160,9 @@ pub struct CompactorArgs {
     pub thinking_level: ThinkingLevel,
     /// `compaction.*` settings of the session's cwd.
     pub settings: CompactionSettings,
+    /// `retry.*` settings: a summary request that fails transiently is retried (pi-ai's
+    /// `retryAssistantCall`).
+    pub retry: RetrySettings,
     /// The session's extensions.
     pub extensions: Extensions,
     /// Where `compaction_start` / `compaction_end` go.
@@ -251,7 +255,7 @@ impl Compactor {
             | Verdict::Transform { .. }
             | Verdict::Handled
             | Verdict::Inject(_) => {
-                let summary = Self::model_summary(args, &prep, focus, abort).await?;
+                let summary = Self::model_summary(args, &prep, focus, reason, abort).await?;
                 (summary, Some(prep.file_ops.details()), false)
             }
         };
@@ -300,8 +304,17 @@ impl Compactor {
         args: &CompactorArgs,
         prep: &CompactionPreparation,
         focus: Option<String>,
+        reason: &str,
         abort: &CancellationToken,
     ) -> Result<String, Refusal> {
+        // pi retries a transient failure of each request, announcing it with the
+        // compaction's reason.
+        let retry = SummaryRetry {
+            settings: args.retry,
+            events: args.events.clone(),
+            source: "compaction",
+            reason: Some(reason.to_owned()),
+        };
         // A cancelled request is a cancelled compaction, not a failed one.
         let failed = |what: &str, e: SummaryFailure| {
             if abort.is_cancelled() {
@@ -335,6 +348,7 @@ impl Compactor {
                 &prep.messages_to_summarize,
                 history,
                 abort.clone(),
+                Some(&retry),
             )
         };
         let mut summary = if prep.is_split_turn && !prep.turn_prefix_messages.is_empty() {
@@ -362,6 +376,7 @@ impl Compactor {
                 &prep.turn_prefix_messages,
                 prefix_request,
                 abort.clone(),
+                Some(&retry),
             )
             .await
             .map_err(|e| failed("Turn prefix summarization failed", e))?;

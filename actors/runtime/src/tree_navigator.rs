@@ -19,14 +19,17 @@ use pith_store::{Leaf, SessionTree};
 
 use crate::RuntimeError;
 use crate::envelope::{Envelope, MessageKind, Origin};
+use crate::event::EventSink;
 use crate::extension::Verdict;
 use crate::extension_host::Extensions;
 use crate::summarize::{
-    BRANCH_INSTRUCTIONS, SummaryOptions, request_text, serialize_conversation, summarize_trimming,
+    BRANCH_INSTRUCTIONS, SummaryOptions, SummaryRetry, request_text, serialize_conversation,
+    summarize_trimming,
 };
 use crate::trace::ActorName;
 use crate::writer::{Append, WriterRef};
 use pith_llm::provider::Provider;
+use pith_llm::retry::RetrySettings;
 
 /// Held by whoever works from a snapshot of the leaf and then writes at it (a compaction, a
 /// `/tree` move), so the two never interleave.
@@ -108,6 +111,10 @@ pub struct NavigatorArgs {
     pub model: ModelRef,
     /// `branchSummary.reserveTokens` of the session's cwd.
     pub branch_reserve_tokens: u64,
+    /// `retry.*` settings: a summary request that fails transiently is retried.
+    pub retry: RetrySettings,
+    /// Where `summarization_retry_*` go.
+    pub events: EventSink,
     /// The session's extensions.
     pub extensions: Extensions,
     /// Shared with the Compactor.
@@ -293,6 +300,12 @@ impl TreeNavigator {
             &messages,
             request,
             abort.clone(),
+            Some(&SummaryRetry {
+                settings: args.retry,
+                events: args.events.clone(),
+                source: "branchSummary",
+                reason: None,
+            }),
         )
         .await?;
         Ok((

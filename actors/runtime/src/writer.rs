@@ -255,10 +255,10 @@ impl SessionWriter {
     ) -> Result<String, pith_store::Error> {
         let s = &mut state.session;
         let before = s.entries().len();
-        // A retry's or an overflow's `context_edit` is announced as pi 1.6.0 announces entries
-        // appended outside message persistence (`entry_appended`, spec: agent-and-events.md
-        // §2, §4). (An extension's `appendEntry` is not announced yet.)
-        let announce = matches!(append, Append::ContextEdit { .. });
+        // A retry's or an overflow's `context_edit` and an extension's `appendEntry` (the only
+        // `custom` entries pith writes) are announced as pi 1.6.0 announces entries appended
+        // outside message persistence (`entry_appended`, spec: agent-and-events.md §2, §4).
+        let announce = matches!(append, Append::ContextEdit { .. } | Append::Custom { .. });
         let result = match append {
             Append::Message(m) => s.append_message(*m),
             Append::CustomMessage {

@@ -612,6 +612,38 @@ fn compact_with_nothing_to_summarize_fails_as_pi_1_6_does() {
 }
 
 #[test]
+fn a_failed_summary_request_is_retried_and_announced_as_pi_1_6_does() {
+    // The same script, settings and commands as a run of pi 1.6.0 over rpc against
+    // scripts/mock-llm.py (a 500, then the summary): pi's events, in pi's order.
+    let boom = r#"500: {"message":"boom","type":"server_error"}"#;
+    let mut client = Client::start(
+        json!([reply("a1"), reply("a2"), {"content": [], "errorMessage": boom}, reply("the summary")]),
+        json!({"retry": {"baseDelayMs": 10}, "compaction": {"keepRecentTokens": 2}}),
+    );
+    prompt(&mut client, "hi");
+    prompt(&mut client, "again");
+    let (seen, response) = client.call_with_events(json!({"id": "c", "type": "compact"}));
+    assert_eq!(
+        seen[..4],
+        [
+            json!({"type": "compaction_start", "reason": "manual"}),
+            json!({"type": "summarization_retry_scheduled", "attempt": 1, "maxAttempts": 3,
+                "delayMs": 10, "errorMessage": boom}),
+            json!({"type": "summarization_retry_attempt_start", "source": "compaction",
+                "reason": "manual"}),
+            json!({"type": "summarization_retry_finished"}),
+        ]
+    );
+    assert_eq!(seen[4]["type"], "compaction_end");
+    assert_eq!(seen[4]["result"]["summary"], "the summary");
+    assert_eq!(
+        (&response["success"], &response["data"]["summary"]),
+        (&json!(true), &json!("the summary"))
+    );
+    client.close();
+}
+
+#[test]
 fn abort_cancels_a_compaction_summary_and_writes_nothing() {
     // The summary's reply would take ten minutes.
     let late = json!({"content": [{"type": "text", "text": "LATE"}], "delayMs": 600000});

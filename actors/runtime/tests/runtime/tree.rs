@@ -236,3 +236,66 @@ async fn tree_navigation_keeps_the_thinking_level_and_records_no_change() {
         (&serde_json::json!("r2"), &serde_json::json!("high"))
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_branch_summary_request_is_retried_with_pis_events() {
+    use pith_actors::tree_navigator::NavigateOptions;
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env, provider) = start_with_settings(
+        tmp.path(),
+        r#"{"retry":{"baseDelayMs":100}}"#,
+        r#"[{"content":[{"type":"text","text":"r1"}]},
+            {"content":[{"type":"text","text":"r2"}]},
+            {"content":[],"errorMessage":"503 overloaded"},
+            {"content":[],"errorMessage":"503 overloaded"},
+            {"content":[{"type":"text","text":"THE BRANCH"}]}]"#,
+    )
+    .await;
+    for prompt in ["one", "two"] {
+        rt.prompt(prompt).await.unwrap();
+        run_names(&mut events).await;
+    }
+    let snap = rt.snapshot().await.unwrap();
+    let r1 = snap
+        .entries
+        .iter()
+        .find(|e| e.raw().contains(r#""text":"r1""#))
+        .unwrap()
+        .id()
+        .to_owned();
+    let moved = rt
+        .navigate_tree(
+            &r1,
+            NavigateOptions {
+                summarize: true,
+                ..NavigateOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while let Ok(RuntimeEvent::Agent(e)) = events.try_recv() {
+        seen.push(serde_json::to_value(&e).unwrap());
+    }
+    rt.shutdown().await.unwrap();
+    assert!(moved.summary_entry_id.is_some());
+    // Two failures: two waits (100 ms, then 200 ms), one `finished` at the end; a branch
+    // summary's attempts carry no reason.
+    let scheduled = |attempt: u32, delay: u64| {
+        serde_json::json!({"type": "summarization_retry_scheduled", "attempt": attempt,
+            "maxAttempts": 3, "delayMs": delay, "errorMessage": "503 overloaded"})
+    };
+    let start =
+        serde_json::json!({"type": "summarization_retry_attempt_start", "source": "branchSummary"});
+    assert_eq!(
+        seen,
+        [
+            scheduled(1, 100),
+            start.clone(),
+            scheduled(2, 200),
+            start,
+            serde_json::json!({"type": "summarization_retry_finished"}),
+        ]
+    );
+    assert_eq!(provider.requests.lock().unwrap().len(), 5);
+}
