@@ -396,6 +396,8 @@ impl GeminiStream {
             .filter(|r| truthy(r))
         {
             let reason = js_string(reason);
+            // pi ≥ 1.x keeps the provider's own reason.
+            out.msg.raw_stop_reason = Some(reason.clone());
             let mut stop = stop_reason(&reason)?;
             let calls = out
                 .msg
@@ -416,6 +418,7 @@ impl GeminiStream {
                 output: count(meta, "candidatesTokenCount") + thoughts,
                 cache_read: cached,
                 cache_write: 0,
+                reasoning: Some(thoughts),
                 total_tokens: count(meta, "totalTokenCount"),
                 ..Usage::default()
             };
