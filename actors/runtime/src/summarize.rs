@@ -3,7 +3,7 @@
 
 use pith_events::{
     AgentEvent, AgentMessage, AssistantMessage, ContentBlock, ModelRef, StopReason, ThinkingLevel,
-    UserContent,
+    Usage, UserContent,
 };
 use pith_store::compaction::estimate_tokens;
 use pith_store::llm::convert_to_llm;
@@ -224,6 +224,16 @@ pub struct SummaryRetry {
     pub reason: Option<String>,
 }
 
+/// A summary: the reply's text blocks joined by `\n`, and what the request cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryReply {
+    /// The summary text.
+    pub text: String,
+    /// The final reply's usage (pi records it on the compaction or branch summary entry,
+    /// pi ≥ 0.81).
+    pub usage: Usage,
+}
+
 /// Asks `provider` for a summary with `options`; the reply's text blocks joined by `\n`.
 /// Cancelling `abort` ends the request at once; the caller tells a cancel by the token.
 /// A reply with a transient error (pith_llm's `is_retryable`) is asked again up to
@@ -240,7 +250,7 @@ pub async fn summarize(
     text: String,
     abort: CancellationToken,
     retry: Option<&SummaryRetry>,
-) -> Result<String, SummaryFailure> {
+) -> Result<SummaryReply, SummaryFailure> {
     let max_attempts = retry
         .filter(|r| r.settings.enabled)
         .map_or(0, |r| r.settings.max_retries);
@@ -262,7 +272,10 @@ pub async fn summarize(
         // Only an error fails, as in pi: an aborted reply's text is still a summary.
         if reply.stop_reason != StopReason::Error {
             finished(attempt > 0);
-            return Ok(reply.texts().collect::<Vec<_>>().join("\n"));
+            return Ok(SummaryReply {
+                text: reply.texts().collect::<Vec<_>>().join("\n"),
+                usage: reply.usage,
+            });
         }
         let overflow = is_context_overflow(&reply, window);
         let message = reply
@@ -358,7 +371,7 @@ pub async fn summarize_trimming(
     request: impl Fn(&[AgentMessage]) -> String,
     abort: CancellationToken,
     retry: Option<&SummaryRetry>,
-) -> Result<String, SummaryFailure> {
+) -> Result<SummaryReply, SummaryFailure> {
     let mut start = 0;
     loop {
         let rest = &messages[start..];
@@ -495,7 +508,8 @@ mod tests {
             None,
         )
         .await
-        .expect("summary");
+        .expect("summary")
+        .text;
         // 8 messages overflow, then 4, the newest 2 fit: the summary starts at message 6.
         assert_eq!(
             summary,
@@ -601,7 +615,7 @@ mod tests {
             None,
         )
         .await;
-        assert_eq!(aborted, Ok("partial".to_owned()));
+        assert_eq!(aborted.map(|r| r.text), Ok("partial".to_owned()));
         let failed = summarize(
             &Fixed(reply(StopReason::Error)),
             &model,
@@ -612,7 +626,7 @@ mod tests {
         )
         .await;
         assert_eq!(
-            failed,
+            failed.map(|r| r.text),
             Err(SummaryFailure {
                 message: "Unknown error".into(),
                 overflow: false

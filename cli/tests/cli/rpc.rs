@@ -246,6 +246,13 @@ fn names_bash_and_compaction() {
         "summary": "the summary",
         "firstKeptEntryId": second,
         "tokensBefore": 0,
+        // The summary, the kept prompt and reply: pi's estimateMessagesTokens.
+        "estimatedTokensAfter": 7,
+        // The offline model reports no tokens.
+        "usage": {
+            "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+        },
         "details": {"readFiles": [], "modifiedFiles": []}
     });
     let (events, response) = client
@@ -636,11 +643,51 @@ fn a_failed_summary_request_is_retried_and_announced_as_pi_1_6_does() {
     );
     assert_eq!(seen[4]["type"], "compaction_end");
     assert_eq!(seen[4]["result"]["summary"], "the summary");
+    // pi 1.6.0's result members, in its order; the usage is the summary request's (the faux
+    // model reports none), recorded on the entry too.
+    assert_eq!(
+        seen[4]["result"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        [
+            "summary",
+            "firstKeptEntryId",
+            "tokensBefore",
+            "estimatedTokensAfter",
+            "usage",
+            "details"
+        ]
+    );
     assert_eq!(
         (&response["success"], &response["data"]["summary"]),
         (&json!(true), &json!("the summary"))
     );
-    client.close();
+    let (_, root) = client.close();
+    let file = session_files(&root.path().join("agent")).pop().unwrap();
+    let compaction: Value = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["type"] == "compaction")
+        .unwrap();
+    assert_eq!(compaction["usage"], seen[4]["result"]["usage"]);
+    assert_eq!(
+        compaction.as_object().unwrap().keys().collect::<Vec<_>>(),
+        [
+            "type",
+            "id",
+            "parentId",
+            "timestamp",
+            "summary",
+            "firstKeptEntryId",
+            "tokensBefore",
+            "details",
+            "usage",
+            "fromHook"
+        ]
+    );
 }
 
 #[test]

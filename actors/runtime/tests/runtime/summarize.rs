@@ -39,7 +39,7 @@ async fn summary_bodies(
             None,
         )
         .await;
-        assert_eq!(summary, Ok("S".to_owned()));
+        assert_eq!(summary.map(|r| r.text), Ok("S".to_owned()));
     }
     server
         .requests()
