@@ -938,7 +938,11 @@ async fn connection_refused() {
         let (events, last) = run(&provider, ask("x")).await;
         assert_eq!(steps(&events), ["done"]);
         assert_eq!(last.stop_reason, StopReason::Error);
-        assert_eq!(last.error_message.as_deref(), Some("Connection error."));
+        // pi-ai 1.6.0 appends the deepest cause (withCauseDetail), as Node names it.
+        assert_eq!(
+            last.error_message.as_deref(),
+            Some(format!("Connection error.: connect ECONNREFUSED 127.0.0.1:{port}").as_str())
+        );
         assert!(is_retryable(&last, 0));
         assert!(last.content.is_empty());
     }
