@@ -432,7 +432,6 @@ impl GeminiStream {
 impl ReplyStream for GeminiStream {
     const FRAMING: Framing = Framing::Gemini;
     const ABORTED_BEFORE_RESPONSE: &'static str = "Request aborted";
-    const BODY_TERMINATED: &'static str = "terminated: other side closed (UND_ERR_SOCKET)";
 
     fn event(&mut self, sse: SseEvent, out: &mut Output) -> Result<(), crate::Error> {
         let chunk: Value =

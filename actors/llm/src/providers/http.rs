@@ -21,9 +21,11 @@ pub(crate) const ABORTED_BEFORE_RESPONSE: &str = "Request was aborted.";
 const CONNECTION_ERROR: &str = "Connection error.";
 /// The SDKs' `APIConnectionTimeoutError` text.
 const TIMED_OUT: &str = "Request timed out.";
-/// What Node's fetch (undici) says when the body breaks off; pi passes it on unchanged, and
-/// the retry classifier matches it (`terminated`).
-pub(crate) const BODY_TERMINATED: &str = "terminated";
+/// What pi 1.6.0 writes when the server closes the connection mid-body: Node's fetch (undici)
+/// says `terminated`, and pi-ai's providers append the cause (`withCauseDetail`); checked
+/// against pi 1.6.0 for OpenAI Chat Completions and Anthropic. The retry classifier matches
+/// it (`terminated`).
+pub(crate) const BODY_TERMINATED: &str = "terminated: other side closed (UND_ERR_SOCKET)";
 
 /// One request, ready to send (and to send again on a retry).
 pub(crate) struct HttpRequest {

@@ -339,8 +339,8 @@ pub(crate) trait ReplyStream: Send + 'static {
     /// the abort.
     const ABORTED_BEFORE_RESPONSE: &'static str = http::ABORTED_BEFORE_RESPONSE;
 
-    /// The error text of a body that broke off: Node's `terminated`, which pi-ai 1.6.0's
-    /// providers complete with the cause (`terminated: other side closed (UND_ERR_SOCKET)`).
+    /// The error text of a body that broke off: Node's `terminated` completed with the cause
+    /// by every pi-ai 1.6.0 provider (`terminated: other side closed (UND_ERR_SOCKET)`).
     const BODY_TERMINATED: &'static str = http::BODY_TERMINATED;
 
     /// Applies one event. `Err` ends the reply with that error text.

@@ -581,7 +581,6 @@ impl ReplyStream for ResponsesStream {
         dispatch_trailing: false,
     };
     const ABORTED_BEFORE_RESPONSE: &'static str = "Request aborted";
-    const BODY_TERMINATED: &'static str = "terminated: other side closed (UND_ERR_SOCKET)";
 
     fn event(&mut self, sse: SseEvent, out: &mut Output) -> Result<(), crate::Error> {
         if self.done {

@@ -779,13 +779,16 @@ async fn a_cut_stream_keeps_the_partial_reply() {
         "error",
     );
     expected["responseId"] = json!("msg_08");
-    expected["errorMessage"] = json!("terminated");
+    expected["errorMessage"] = json!("terminated: other side closed (UND_ERR_SOCKET)");
     assert_eq!(to_json(&a), expected);
     assert!(is_retryable(&a, 200_000));
 
     let (_, o) = run(&openai(&server), ask("x")).await;
     assert_eq!(o.stop_reason, StopReason::Error);
-    assert_eq!(o.error_message.as_deref(), Some("terminated"));
+    assert_eq!(
+        o.error_message.as_deref(),
+        Some("terminated: other side closed (UND_ERR_SOCKET)")
+    );
     assert_eq!(o.texts().collect::<String>(), "Hal");
 
     let (_, clean) = run(&anthropic(&server), ask("x")).await;
