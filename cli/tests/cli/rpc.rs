@@ -691,6 +691,57 @@ fn a_failed_summary_request_is_retried_and_announced_as_pi_1_6_does() {
 }
 
 #[test]
+fn an_extensions_append_entry_is_announced_where_pi_1_6_announces_it() {
+    // pi 1.6.0, with a TypeScript extension appending on the prompt's message_end, emits
+    // message_start, entry_appended {entry}, message_end; the Python prompt counter (a
+    // process extension) does the same in pith.
+    let counter = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("examples/extensions/python/prompt_counter.py");
+    let mut client = Client::start(json!([reply("a1")]), json!({"extensions": [counter]}));
+    let seen = prompt(&mut client, "hi");
+    let names: Vec<&str> = types(&seen)
+        .into_iter()
+        .filter(|t| *t != "message_update")
+        .collect();
+    assert_eq!(
+        names[..6],
+        [
+            "response",
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "entry_appended",
+            "message_end"
+        ]
+    );
+    let appended = seen.iter().find(|e| e["type"] == "entry_appended").unwrap();
+    assert_eq!(
+        (
+            &appended["entry"]["type"],
+            &appended["entry"]["customType"],
+            &appended["entry"]["data"]
+        ),
+        (
+            &json!("custom"),
+            &json!("prompt-counter"),
+            &json!({"count": 1})
+        )
+    );
+    let (_, root) = client.close();
+    let file = session_files(&root.path().join("agent")).pop().unwrap();
+    let ids: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["type"] == "custom")
+        .map(|l| l["id"].clone())
+        .collect();
+    assert_eq!(ids, [appended["entry"]["id"].clone()]);
+}
+
+#[test]
 fn abort_cancels_a_compaction_summary_and_writes_nothing() {
     // The summary's reply would take ten minutes.
     let late = json!({"content": [{"type": "text", "text": "LATE"}], "delayMs": 600000});
