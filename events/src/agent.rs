@@ -421,7 +421,20 @@ pub struct CompactionResult {
     /// Estimated context tokens before compacting.
     #[serde(rename = "tokensBefore")]
     pub tokens_before: u64,
-    /// `{readFiles, modifiedFiles}`.
+    /// The context's estimated tokens once compacted (pi ≥ 1.x: the sum of its messages'
+    /// estimates); absent when unknown.
+    #[serde(
+        rename = "estimatedTokensAfter",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub estimated_tokens_after: Option<u64>,
+    /// What the summary requests cost (pi ≥ 0.81); absent for a summary an extension gave.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub usage: Option<crate::Usage>,
+    /// `{readFiles, modifiedFiles}`; absent (`null` here) when an extension's summary gave
+    /// none, as pi leaves `undefined` out.
+    #[serde(skip_serializing_if = "Value::is_null", default)]
     pub details: Value,
 }
 

@@ -349,6 +349,10 @@ struct ProviderOrder<'a> {
     raw_stop_reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     diagnostics: Option<&'a Value>,
+    /// The Responses API records its diagnostics while it reads the final response, before
+    /// it maps the status: there `rawStopReason` comes after them.
+    #[serde(rename = "rawStopReason", skip_serializing_if = "Option::is_none")]
+    raw_stop_reason_after_diagnostics: Option<&'a str>,
     #[serde(rename = "errorMessage", skip_serializing_if = "Option::is_none")]
     error_message: Option<&'a str>,
     #[serde(rename = "durationMs", skip_serializing_if = "Option::is_none")]
@@ -421,6 +425,8 @@ impl Serialize for AssistantMessage {
             }
             .serialize(s)
         } else {
+            let responses_api = self.api.ends_with("-responses");
+            let raw = self.raw_stop_reason.as_deref();
             ProviderOrder {
                 content: &self.content,
                 api: &self.api,
@@ -431,8 +437,9 @@ impl Serialize for AssistantMessage {
                 timestamp: self.timestamp,
                 response_id: self.response_id.as_deref(),
                 response_model: self.response_model.as_deref(),
-                raw_stop_reason: self.raw_stop_reason.as_deref(),
+                raw_stop_reason: raw.filter(|_| !responses_api),
                 diagnostics: self.diagnostics.as_ref(),
+                raw_stop_reason_after_diagnostics: raw.filter(|_| responses_api),
                 error_message: self.error_message.as_deref(),
                 duration_ms: self.duration_ms,
                 thinking_level: self.thinking_level.as_deref(),

@@ -22,10 +22,11 @@ use tracing::Instrument;
 
 use pith_events::{
     AgentMessage, AssistantMessage, CompactionPlan, CompactionResult, EntryType, ExtensionEvent,
-    ModelRef, ThinkingLevel,
+    ModelRef, ThinkingLevel, Usage,
 };
 use pith_store::compaction::{
-    CompactionPreparation, CompactionSettings, estimate_context_tokens, prepare_compaction,
+    CompactionPreparation, CompactionSettings, estimate_context_tokens, estimate_tokens,
+    prepare_compaction,
 };
 use pith_store::{Leaf, SessionTree};
 
@@ -36,13 +37,14 @@ use crate::extension::Verdict;
 use crate::extension_host::Extensions;
 use crate::projection::ProjectionRef;
 use crate::summarize::{
-    HISTORY_INSTRUCTIONS, SummaryFailure, SummaryOptions, UPDATE_INSTRUCTIONS, request_text,
-    serialize_conversation, summarize_trimming, turn_prefix_text,
+    HISTORY_INSTRUCTIONS, SummaryFailure, SummaryOptions, SummaryRetry, UPDATE_INSTRUCTIONS,
+    request_text, serialize_conversation, summarize_trimming, turn_prefix_text,
 };
 use crate::trace::ActorName;
 use crate::tree_navigator::LeafGuard;
 use crate::writer::{Append, Snapshot, WriterRef};
 use pith_llm::provider::Provider;
+use pith_llm::retry::RetrySettings;
 
 /// Messages of the Compactor.
 #[derive(Debug)]
@@ -56,16 +58,16 @@ pub enum CompactorMsg {
         reply: RpcReplyPort<Result<String, RuntimeError>>,
     },
     /// `/compact [focus]`: prepare as pi does, summarize through the model, append; answered
-    /// with the entry's id, or pi's error (`Already compacted`, `Nothing to compact (session
-    /// too small)`, `Summarization failed: …`).
+    /// with the entry's id and pi's `CompactionResult`, or pi's error (`Already compacted`,
+    /// `Nothing to compact (session too small)`, `Summarization failed: …`).
     Compact {
         /// What the summary should focus on.
         focus: Option<String>,
         /// Cancelled by the user's abort: the compaction ends with `Compaction cancelled`
         /// and writes nothing.
         abort: CancellationToken,
-        /// The entry's id.
-        reply: RpcReplyPort<Result<String, RuntimeError>>,
+        /// The entry's id and what `compaction_end` reported.
+        reply: RpcReplyPort<Result<(String, CompactionResult), RuntimeError>>,
     },
     /// A run ended with this reply: compact on overflow or over the threshold
     /// (compaction.md §3); answered when done, so the Agent starts nothing meanwhile.
@@ -165,6 +167,9 @@ pub struct CompactorArgs {
     pub thinking_level: ThinkingLevel,
     /// `compaction.*` settings of the session's cwd.
     pub settings: CompactionSettings,
+    /// `retry.*` settings: a summary request that fails transiently is retried (pi-ai's
+    /// `retryAssistantCall`).
+    pub retry: RetrySettings,
     /// The session's extensions.
     pub extensions: Extensions,
     /// Where `compaction_start` / `compaction_end` go.
@@ -205,6 +210,7 @@ impl Compactor {
                     first_kept_entry_id,
                     tokens_before,
                     details: None,
+                    usage: None,
                     from_hook: Some(false),
                 },
             )
@@ -246,29 +252,33 @@ impl Compactor {
             preparation: Box::new(plan),
             custom_instructions: focus.clone(),
         };
-        let (summary, details, from_extension) = match args.extensions.consult(from, asked).await {
-            Verdict::Cancel(_) => return Err(Refusal::Cancelled),
-            Verdict::Summary(s) => (s.summary, s.details, true),
-            // consult() keeps only the answers session_before_compact accepts.
-            Verdict::Continue
-            | Verdict::Block(_)
-            | Verdict::ReplaceInput(_)
-            | Verdict::PatchResult(_)
-            | Verdict::Transform { .. }
-            | Verdict::Handled
-            | Verdict::Inject(_) => {
-                let summary = Self::model_summary(args, &prep, focus, abort).await?;
-                (summary, Some(prep.file_ops.details()), false)
-            }
-        };
+        let (summary, details, usage, from_extension) =
+            match args.extensions.consult(from, asked).await {
+                Verdict::Cancel(_) => return Err(Refusal::Cancelled),
+                Verdict::Summary(s) => (s.summary, s.details, None, true),
+                // consult() keeps only the answers session_before_compact accepts.
+                Verdict::Continue
+                | Verdict::Block(_)
+                | Verdict::ReplaceInput(_)
+                | Verdict::PatchResult(_)
+                | Verdict::Transform { .. }
+                | Verdict::Handled
+                | Verdict::Inject(_) => {
+                    let (summary, usage) =
+                        Self::model_summary(args, &prep, focus, reason, abort).await?;
+                    (summary, Some(prep.file_ops.details()), Some(usage), false)
+                }
+            };
         // pi: "If the abort signal fired ⇒ Compaction cancelled"; nothing is written.
         if abort.is_cancelled() {
             return Err(Refusal::Cancelled);
         }
-        let result = CompactionResult {
+        let mut result = CompactionResult {
             summary,
             first_kept_entry_id,
             tokens_before: prep.tokens_before,
+            estimated_tokens_after: None,
+            usage,
             details: details.clone().unwrap_or(serde_json::Value::Null),
         };
         let id = args
@@ -280,11 +290,23 @@ impl Compactor {
                     first_kept_entry_id: result.first_kept_entry_id.clone(),
                     tokens_before: result.tokens_before,
                     details,
+                    usage: result
+                        .usage
+                        .as_ref()
+                        .and_then(|u| serde_json::to_value(u).ok()),
                     from_hook: Some(from_extension),
                 },
             )
             .await
             .map_err(|e| Refusal::Failed(e.to_string()))?;
+        // pi's `estimateMessagesTokens` of the compacted context (the Projection has the
+        // entry: the writer told it before answering).
+        result.estimated_tokens_after = args
+            .projection
+            .context(from)
+            .await
+            .ok()
+            .map(|ctx| ctx.messages.iter().map(estimate_tokens).sum());
         args.extensions
             .tell(
                 from,
@@ -306,8 +328,17 @@ impl Compactor {
         args: &CompactorArgs,
         prep: &CompactionPreparation,
         focus: Option<String>,
+        reason: &str,
         abort: &CancellationToken,
-    ) -> Result<String, Refusal> {
+    ) -> Result<(String, Usage), Refusal> {
+        // pi retries a transient failure of each request, announcing it with the
+        // compaction's reason.
+        let retry = SummaryRetry {
+            settings: args.retry,
+            events: args.events.clone(),
+            source: "compaction",
+            reason: Some(reason.to_owned()),
+        };
         // A cancelled request is a cancelled compaction, not a failed one.
         let failed = |what: &str, e: SummaryFailure| {
             if abort.is_cancelled() {
@@ -340,6 +371,7 @@ impl Compactor {
                 &prep.messages_to_summarize,
                 history,
                 abort.clone(),
+                Some(&retry),
             )
         };
         let mut summary = if prep.is_split_turn && !prep.turn_prefix_messages.is_empty() {
@@ -347,13 +379,13 @@ impl Compactor {
             // model's replies in that order.
             // pi 1.6.0: with nothing before the turn, the previous summary stands as it is.
             let history_part = if prep.messages_to_summarize.is_empty() {
-                prep.previous_summary
-                    .clone()
-                    .unwrap_or_else(|| "No prior history.".to_owned())
+                None
             } else {
-                summarize_history()
-                    .await
-                    .map_err(|e| failed("Summarization failed", e))?
+                Some(
+                    summarize_history()
+                        .await
+                        .map_err(|e| failed("Summarization failed", e))?,
+                )
             };
             let prefix_request = |messages: &[AgentMessage]| {
                 turn_prefix_text(&serialize_conversation(messages), focus.as_deref())
@@ -365,17 +397,61 @@ impl Compactor {
                 &prep.turn_prefix_messages,
                 prefix_request,
                 abort.clone(),
+                Some(&retry),
             )
             .await
             .map_err(|e| failed("Turn prefix summarization failed", e))?;
-            format!("{history_part}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix}")
+            let (history_text, usage) = match history_part {
+                Some(h) => (h.text, combine_usage(&h.usage, &prefix.usage)),
+                None => (
+                    prep.previous_summary
+                        .clone()
+                        .unwrap_or_else(|| "No prior history.".to_owned()),
+                    prefix.usage,
+                ),
+            };
+            let text = format!(
+                "{history_text}\n\n---\n\n**Turn Context (split turn):**\n\n{}",
+                prefix.text
+            );
+            (text, usage)
         } else {
-            summarize_history()
+            let history = summarize_history()
                 .await
-                .map_err(|e| failed("Summarization failed", e))?
+                .map_err(|e| failed("Summarization failed", e))?;
+            (history.text, history.usage)
         };
-        summary.push_str(&prep.file_ops.summary_suffix());
+        summary.0.push_str(&prep.file_ops.summary_suffix());
         Ok(summary)
+    }
+}
+
+/// pi's `combineUsage` (usage-totals.js): the two usages of a split turn's summary added up;
+/// `reasoning` and `cacheWrite1h` when either has them; the sum's cost is the provider's only
+/// when both are.
+fn combine_usage(a: &Usage, b: &Usage) -> Usage {
+    let either = |x: Option<u64>, y: Option<u64>| {
+        (x.is_some() || y.is_some()).then(|| x.unwrap_or(0) + y.unwrap_or(0))
+    };
+    Usage {
+        input: a.input + b.input,
+        output: a.output + b.output,
+        cache_read: a.cache_read + b.cache_read,
+        cache_write: a.cache_write + b.cache_write,
+        reasoning: either(a.reasoning, b.reasoning),
+        total_tokens: a.total_tokens + b.total_tokens,
+        cost: pith_events::Cost {
+            input: a.cost.input + b.cost.input,
+            output: a.cost.output + b.cost.output,
+            cache_read: a.cost.cache_read + b.cost.cache_read,
+            cache_write: a.cost.cache_write + b.cost.cache_write,
+            total: a.cost.total + b.cost.total,
+            total_from_provider: Some(
+                a.cost.total_from_provider == Some(true)
+                    && b.cost.total_from_provider == Some(true),
+            ),
+        },
+        cache_write_1h: either(a.cache_write_1h, b.cache_write_1h),
     }
 }
 
@@ -440,7 +516,7 @@ impl Compactor {
                     .map_err(RuntimeError::from),
                     Err(e) => Err(e),
                 };
-                let _ = reply.send(answer.map(|(id, _)| id));
+                let _ = reply.send(answer);
             }
             CompactorMsg::SetModel { provider, model } => {
                 state.provider = provider;

@@ -1,13 +1,19 @@
 //! Summaries through the current model (spec: compaction.md §7): the conversation serialized
 //! as pi does, pi's request layout and section structure, pith's own wording.
 
-use pith_events::{AgentMessage, ContentBlock, ModelRef, StopReason, ThinkingLevel, UserContent};
+use pith_events::{
+    AgentEvent, AgentMessage, AssistantMessage, ContentBlock, ModelRef, StopReason, ThinkingLevel,
+    Usage, UserContent,
+};
 use pith_store::compaction::estimate_tokens;
 use pith_store::llm::convert_to_llm;
 use tokio_util::sync::CancellationToken;
 
 use pith_llm::overflow::is_context_overflow;
 use pith_llm::provider::{Provider, ProviderEvent, ProviderRequest};
+use pith_llm::retry::{RetrySettings, is_retryable};
+
+use crate::event::EventSink;
 
 /// System prompt of every summary request.
 pub const SYSTEM_PROMPT: &str = "You condense coding-agent conversations into checkpoints another model will continue from. \
@@ -200,18 +206,123 @@ pub struct SummaryFailure {
     pub overflow: bool,
 }
 
+/// pi-ai's cap on one retry wait (`DEFAULT_MAX_AGENT_RETRY_DELAY_MS`), in ms.
+const MAX_RETRY_DELAY_MS: u64 = 60_000;
+
+/// How a summary request that failed transiently is retried and announced: pi-ai's
+/// `retryAssistantCall` with AgentSession's `_summarizationRetryCallbacks` (spec:
+/// agent-and-events.md §7).
+#[derive(Clone)]
+pub struct SummaryRetry {
+    /// `retry.*`: whether, how often and after how long (`maxRetries`, `baseDelayMs`).
+    pub settings: RetrySettings,
+    /// Where `summarization_retry_*` go.
+    pub events: EventSink,
+    /// `compaction` or `branchSummary`: the `source` of `summarization_retry_attempt_start`.
+    pub source: &'static str,
+    /// The compaction's `reason` (`manual`, `threshold`, `overflow`); none for a branch
+    /// summary.
+    pub reason: Option<String>,
+}
+
+/// A summary: the reply's text blocks joined by `\n`, and what the request cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryReply {
+    /// The summary text.
+    pub text: String,
+    /// The final reply's usage (pi records it on the compaction or branch summary entry,
+    /// pi ≥ 0.81).
+    pub usage: Usage,
+}
+
 /// Asks `provider` for a summary with `options`; the reply's text blocks joined by `\n`.
 /// Cancelling `abort` ends the request at once; the caller tells a cancel by the token.
+/// A reply with a transient error (pith_llm's `is_retryable`) is asked again up to
+/// `retry.maxRetries` times after `baseDelayMs × 2^(n−1)` ms (at most 60 s), announced with
+/// `summarization_retry_scheduled`, `summarization_retry_attempt_start` and, once retries
+/// were scheduled, `summarization_retry_finished` whatever the outcome.
 ///
-/// Errors: the provider's error message (`Unknown error` without one) when the reply is an
-/// error; `Request was aborted` when `abort` was cancelled.
+/// Errors: the provider's error message (`Unknown error` without one) when the (last) reply
+/// is an error; `Request was aborted` when `abort` was cancelled.
 pub async fn summarize(
     provider: &dyn Provider,
     model: &ModelRef,
     options: &SummaryOptions,
     text: String,
     abort: CancellationToken,
-) -> Result<String, SummaryFailure> {
+    retry: Option<&SummaryRetry>,
+) -> Result<SummaryReply, SummaryFailure> {
+    let max_attempts = retry
+        .filter(|r| r.settings.enabled)
+        .map_or(0, |r| r.settings.max_retries);
+    let window = provider.context_window(&model.id).unwrap_or(0);
+    let mut attempt = 0;
+    let finished = |scheduled: bool| {
+        if let Some(r) = retry.filter(|_| scheduled) {
+            r.events.emit(AgentEvent::SummarizationRetryFinished);
+        }
+    };
+    loop {
+        let reply = match ask(provider, model, options, text.clone(), abort.clone()).await {
+            Ok(reply) => reply,
+            Err(failure) => {
+                finished(attempt > 0);
+                return Err(failure);
+            }
+        };
+        // Only an error fails, as in pi: an aborted reply's text is still a summary.
+        if reply.stop_reason != StopReason::Error {
+            finished(attempt > 0);
+            return Ok(SummaryReply {
+                text: reply.texts().collect::<Vec<_>>().join("\n"),
+                usage: reply.usage,
+            });
+        }
+        let overflow = is_context_overflow(&reply, window);
+        let message = reply
+            .error_message
+            .clone()
+            .unwrap_or_else(|| "Unknown error".into());
+        let Some(r) = retry.filter(|_| attempt < max_attempts && is_retryable(&reply, window))
+        else {
+            finished(attempt > 0);
+            return Err(SummaryFailure { message, overflow });
+        };
+        attempt += 1;
+        let delay_ms = r.settings.delay_ms(attempt).min(MAX_RETRY_DELAY_MS);
+        r.events.emit(AgentEvent::SummarizationRetryScheduled {
+            attempt,
+            max_attempts,
+            delay_ms,
+            error_message: message,
+        });
+        tokio::select! {
+            biased;
+            () = abort.cancelled() => {
+                finished(true);
+                return Err(SummaryFailure {
+                    message: "Request was aborted".into(),
+                    overflow: false,
+                });
+            }
+            () = tokio::time::sleep(std::time::Duration::from_millis(delay_ms)) => {}
+        }
+        r.events.emit(AgentEvent::SummarizationRetryAttemptStart {
+            source: r.source.to_owned(),
+            reason: r.reason.clone(),
+        });
+    }
+}
+
+/// One summary request: the final reply, or why there is none (`Request was aborted`, a
+/// stream without a final message).
+async fn ask(
+    provider: &dyn Provider,
+    model: &ModelRef,
+    options: &SummaryOptions,
+    text: String,
+    abort: CancellationToken,
+) -> Result<AssistantMessage, SummaryFailure> {
     let request = ProviderRequest {
         provider: model.provider.clone(),
         model: model.id.clone(),
@@ -239,17 +350,7 @@ pub async fn summarize(
         };
         let Some(event) = event else { break };
         if let ProviderEvent::Done(reply) = event {
-            // Only an error fails, as in pi: an aborted reply's text is still a summary.
-            if reply.stop_reason == StopReason::Error {
-                let window = provider.context_window(&model.id).unwrap_or(0);
-                return Err(SummaryFailure {
-                    overflow: is_context_overflow(&reply, window),
-                    message: reply
-                        .error_message
-                        .unwrap_or_else(|| "Unknown error".into()),
-                });
-            }
-            return Ok(reply.texts().collect::<Vec<_>>().join("\n"));
+            return Ok(reply);
         }
     }
     Err(SummaryFailure {
@@ -270,11 +371,21 @@ pub async fn summarize_trimming(
     messages: &[AgentMessage],
     request: impl Fn(&[AgentMessage]) -> String,
     abort: CancellationToken,
-) -> Result<String, SummaryFailure> {
+    retry: Option<&SummaryRetry>,
+) -> Result<SummaryReply, SummaryFailure> {
     let mut start = 0;
     loop {
         let rest = &messages[start..];
-        match summarize(provider, model, options, request(rest), abort.clone()).await {
+        match summarize(
+            provider,
+            model,
+            options,
+            request(rest),
+            abort.clone(),
+            retry,
+        )
+        .await
+        {
             Ok(summary) => return Ok(summary),
             Err(failure) if failure.overflow && rest.len() > 1 => {
                 start += oldest_half(rest);
@@ -395,9 +506,11 @@ mod tests {
             &users(8),
             request,
             abort.clone(),
+            None,
         )
         .await
-        .expect("summary");
+        .expect("summary")
+        .text;
         // 8 messages overflow, then 4, the newest 2 fit: the summary starts at message 6.
         assert_eq!(
             summary,
@@ -410,7 +523,7 @@ mod tests {
             max: 10,
             asked: Default::default(),
         };
-        let err = summarize_trimming(&tiny, &model, &options, &users(3), request, abort)
+        let err = summarize_trimming(&tiny, &model, &options, &users(3), request, abort, None)
             .await
             .unwrap_err();
         assert_eq!(err.message, "prompt is too long: 9 tokens > 8 maximum");
@@ -483,19 +596,21 @@ mod tests {
             &options,
             "t".into(),
             abort.clone(),
+            None,
         )
         .await;
-        assert_eq!(aborted, Ok("partial".to_owned()));
+        assert_eq!(aborted.map(|r| r.text), Ok("partial".to_owned()));
         let failed = summarize(
             &Fixed(reply(StopReason::Error)),
             &model,
             &options,
             "t".into(),
             abort,
+            None,
         )
         .await;
         assert_eq!(
-            failed,
+            failed.map(|r| r.text),
             Err(SummaryFailure {
                 message: "Unknown error".into(),
                 overflow: false

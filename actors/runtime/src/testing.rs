@@ -85,6 +85,7 @@ impl Parts {
                 model: model.clone(),
                 thinking_level: ThinkingLevel::Off,
                 settings: settings.compaction(),
+                retry: settings.retry(),
                 extensions: Extensions::default(),
                 events: sink.clone(),
                 leaf_guard: LeafGuard::default(),

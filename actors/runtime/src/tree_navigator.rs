@@ -11,7 +11,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use pith_events::{AgentMessage, EntryType, ExtensionEvent, ModelRef};
+use pith_events::{AgentMessage, EntryType, ExtensionEvent, ModelRef, Usage};
 use pith_store::branch_summary::{
     BRANCH_SUMMARY_PREAMBLE, NO_CONTENT, collect_entries_for_branch_summary, prepare_branch_entries,
 };
@@ -19,14 +19,17 @@ use pith_store::{Leaf, SessionTree};
 
 use crate::RuntimeError;
 use crate::envelope::{Envelope, MessageKind, Origin};
+use crate::event::EventSink;
 use crate::extension::Verdict;
 use crate::extension_host::Extensions;
 use crate::summarize::{
-    BRANCH_INSTRUCTIONS, SummaryOptions, request_text, serialize_conversation, summarize_trimming,
+    BRANCH_INSTRUCTIONS, SummaryOptions, SummaryRetry, request_text, serialize_conversation,
+    summarize_trimming,
 };
 use crate::trace::ActorName;
 use crate::writer::{Append, WriterRef};
 use pith_llm::provider::Provider;
+use pith_llm::retry::RetrySettings;
 
 /// Held by whoever works from a snapshot of the leaf and then writes at it (a compaction, a
 /// `/tree` move), so the two never interleave.
@@ -108,6 +111,10 @@ pub struct NavigatorArgs {
     pub model: ModelRef,
     /// `branchSummary.reserveTokens` of the session's cwd.
     pub branch_reserve_tokens: u64,
+    /// `retry.*` settings: a summary request that fails transiently is retried.
+    pub retry: RetrySettings,
+    /// Where `summarization_retry_*` go.
+    pub events: EventSink,
     /// The session's extensions.
     pub extensions: Extensions,
     /// Shared with the Compactor.
@@ -167,7 +174,7 @@ impl TreeNavigator {
             _ => None,
         };
         let summary = match supplied {
-            Some(s) => Some((s.summary, s.details, true)),
+            Some(s) => Some((s.summary, s.details, None, true)),
             None if options.summarize && !left_behind.is_empty() => {
                 let summary =
                     Self::branch_summary(args, &tree, &left_behind, &options, abort).await;
@@ -180,8 +187,8 @@ impl TreeNavigator {
                         ..Navigated::default()
                     });
                 }
-                let (text, details) = summary?;
-                Some((text, Some(details), false))
+                let (text, details, usage) = summary?;
+                Some((text, Some(details), usage, false))
             }
             None => None,
         };
@@ -207,7 +214,7 @@ impl TreeNavigator {
             ..Navigated::default()
         };
         let label_target = match summary {
-            Some((text, details, from_extension)) => {
+            Some((text, details, usage, from_extension)) => {
                 navigated.from_extension = Some(from_extension);
                 let id = args
                     .writer
@@ -217,6 +224,7 @@ impl TreeNavigator {
                             from: new_leaf,
                             summary: text,
                             details,
+                            usage: usage.and_then(|u| serde_json::to_value(u).ok()),
                             from_hook: Some(from_extension),
                         },
                     )
@@ -259,15 +267,15 @@ impl TreeNavigator {
         Ok(navigated)
     }
 
-    /// The summary text and `details` of the entries `/tree` leaves behind (compaction.md
-    /// §9.2–9.3).
+    /// The summary text, `details` and the request's usage (none when nothing was asked) of
+    /// the entries `/tree` leaves behind (compaction.md §9.2–9.3).
     async fn branch_summary(
         args: &NavigatorArgs,
         tree: &SessionTree,
         left_behind: &[usize],
         options: &NavigateOptions,
         abort: &CancellationToken,
-    ) -> Result<(String, serde_json::Value), RuntimeError> {
+    ) -> Result<(String, serde_json::Value, Option<Usage>), RuntimeError> {
         // pi budgets with 128000 when the window is unknown.
         let window = args
             .provider
@@ -276,7 +284,7 @@ impl TreeNavigator {
         let budget = window.saturating_sub(args.branch_reserve_tokens);
         let (messages, files) = prepare_branch_entries(tree, left_behind, budget);
         if messages.is_empty() {
-            return Ok((NO_CONTENT.to_owned(), files.details()));
+            return Ok((NO_CONTENT.to_owned(), files.details(), None));
         }
         let custom = options.custom_instructions.as_deref();
         let (instructions, focus) = match custom {
@@ -286,18 +294,29 @@ impl TreeNavigator {
         let request = |m: &[AgentMessage]| {
             request_text(&serialize_conversation(m), None, instructions, focus)
         };
-        let text = summarize_trimming(
+        let reply = summarize_trimming(
             args.provider.as_ref(),
             &args.model,
             &SummaryOptions::branch(),
             &messages,
             request,
             abort.clone(),
+            Some(&SummaryRetry {
+                settings: args.retry,
+                events: args.events.clone(),
+                source: "branchSummary",
+                reason: None,
+            }),
         )
         .await?;
         Ok((
-            format!("{BRANCH_SUMMARY_PREAMBLE}{text}{}", files.summary_suffix()),
+            format!(
+                "{BRANCH_SUMMARY_PREAMBLE}{}{}",
+                reply.text,
+                files.summary_suffix()
+            ),
             files.details(),
+            Some(reply.usage),
         ))
     }
 }

@@ -60,6 +60,8 @@ pub enum Append {
         tokens_before: u64,
         /// `{readFiles, modifiedFiles}` for pith's own summaries.
         details: Option<Value>,
+        /// The summary requests' usage (pi ≥ 0.81); none for a summary an extension gave.
+        usage: Option<Value>,
         /// `fromHook`.
         from_hook: Option<bool>,
     },
@@ -72,6 +74,8 @@ pub enum Append {
         summary: String,
         /// `{readFiles, modifiedFiles}`.
         details: Option<Value>,
+        /// The summary request's usage (pi ≥ 0.81).
+        usage: Option<Value>,
         /// `fromHook`.
         from_hook: Option<bool>,
     },
@@ -255,10 +259,10 @@ impl SessionWriter {
     ) -> Result<String, pith_store::Error> {
         let s = &mut state.session;
         let before = s.entries().len();
-        // A retry's or an overflow's `context_edit` is announced as pi 1.6.0 announces entries
-        // appended outside message persistence (`entry_appended`, spec: agent-and-events.md
-        // §2, §4). (An extension's `appendEntry` is not announced yet.)
-        let announce = matches!(append, Append::ContextEdit { .. });
+        // A retry's or an overflow's `context_edit` and an extension's `appendEntry` (the only
+        // `custom` entries pith writes) are announced as pi 1.6.0 announces entries appended
+        // outside message persistence (`entry_appended`, spec: agent-and-events.md §2, §4).
+        let announce = matches!(append, Append::ContextEdit { .. } | Append::Custom { .. });
         let result = match append {
             Append::Message(m) => s.append_message(*m),
             Append::CustomMessage {
@@ -276,20 +280,23 @@ impl SessionWriter {
                 first_kept_entry_id,
                 tokens_before,
                 details,
+                usage,
                 from_hook,
-            } => s.append_compaction(
+            } => s.append_compaction_entry(
                 &summary,
-                &first_kept_entry_id,
+                Some(&first_kept_entry_id),
                 tokens_before,
                 details,
                 from_hook,
+                usage,
             ),
             Append::BranchSummary {
                 from,
                 summary,
                 details,
+                usage,
                 from_hook,
-            } => s.branch_with_summary(from.as_deref(), &summary, details, from_hook),
+            } => s.branch_with_summary(from.as_deref(), &summary, details, from_hook, usage),
             Append::Label { target_id, label } => {
                 s.append_label_change(&target_id, label.as_deref())
             }

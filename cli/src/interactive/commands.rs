@@ -469,17 +469,10 @@ impl App {
         Ok(())
     }
 
+    /// `/compact [focus]`: the runtime decides, as pi 1.6.0's `compact()` does; a session with
+    /// nothing to summarize ends with `Error: Compaction failed: Nothing to compact (session
+    /// too small)`.
     async fn compact(&mut self, focus: &str) -> Result<()> {
-        let session = self.session().await?;
-        let messages = session
-            .entries()
-            .iter()
-            .filter(|e| e.kind() == &EntryType::Message)
-            .count();
-        if messages < 2 {
-            self.warn("Nothing to compact (no messages yet)");
-            return Ok(());
-        }
         self.start_compaction((!focus.is_empty()).then(|| focus.to_owned()));
         Ok(())
     }

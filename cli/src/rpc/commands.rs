@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use pith_actors::runtime::{RuntimeError, RuntimeHandle};
 use pith_actors::settings::{QueueMode, Settings};
-use pith_events::{BashExecutionMessage, CompactionEntry, SessionStart};
+use pith_events::{BashExecutionMessage, SessionStart};
 use pith_store::SessionTree;
 
 use super::Rpc;
@@ -87,28 +87,16 @@ fn bash_result(run: BashExecutionMessage) -> Value {
 }
 
 /// `compact`: compacts (after the running turn, if any) and answers pi's `CompactionResult`,
-/// read back from the entry the compaction appended.
+/// the one `compaction_end` reported.
 async fn compact(rt: RuntimeHandle, focus: Option<String>) -> Outcome {
     let focus = focus.filter(|f| !f.trim().is_empty());
-    let id = rt.compact(focus.as_deref()).await.map_err(failed)?;
-    let snapshot = rt.snapshot().await.map_err(failed)?;
-    let entry = snapshot
-        .entries
-        .iter()
-        .rev()
-        .find(|e| e.id() == id)
-        .ok_or_else(|| format!("the compaction entry {id} is not in the session"))?;
-    let c: CompactionEntry = entry
-        .decode_as()
-        .map_err(|e| format!("the compaction entry {id}: {e}"))?;
-    let mut result = serde_json::Map::new();
-    result.insert("summary".into(), json!(c.summary));
-    result.insert("firstKeptEntryId".into(), json!(c.first_kept_entry_id));
-    result.insert("tokensBefore".into(), json!(c.tokens_before));
-    if let Some(details) = c.details {
-        result.insert("details".into(), details);
-    }
-    Ok(Some(Value::Object(result)))
+    let (_, result) = rt
+        .compact_reporting(focus.as_deref())
+        .await
+        .map_err(failed)?;
+    Ok(Some(
+        serde_json::to_value(result).map_err(|e| e.to_string())?,
+    ))
 }
 
 impl Rpc {

@@ -246,6 +246,13 @@ fn names_bash_and_compaction() {
         "summary": "the summary",
         "firstKeptEntryId": second,
         "tokensBefore": 0,
+        // The summary, the kept prompt and reply: pi's estimateMessagesTokens.
+        "estimatedTokensAfter": 7,
+        // The offline model reports no tokens.
+        "usage": {
+            "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+        },
         "details": {"readFiles": [], "modifiedFiles": []}
     });
     let (events, response) = client
@@ -617,6 +624,129 @@ fn compact_with_nothing_to_summarize_fails_as_pi_1_6_does() {
             "assistant"
         ]
     );
+}
+
+#[test]
+fn a_failed_summary_request_is_retried_and_announced_as_pi_1_6_does() {
+    // The same script, settings and commands as a run of pi 1.6.0 over rpc against
+    // scripts/mock-llm.py (a 500, then the summary): pi's events, in pi's order.
+    let boom = r#"500: {"message":"boom","type":"server_error"}"#;
+    let mut client = Client::start(
+        json!([reply("a1"), reply("a2"), {"content": [], "errorMessage": boom}, reply("the summary")]),
+        json!({"retry": {"baseDelayMs": 10}, "compaction": {"keepRecentTokens": 2}}),
+    );
+    prompt(&mut client, "hi");
+    prompt(&mut client, "again");
+    let (seen, response) = client.call_with_events(json!({"id": "c", "type": "compact"}));
+    assert_eq!(
+        seen[..4],
+        [
+            json!({"type": "compaction_start", "reason": "manual"}),
+            json!({"type": "summarization_retry_scheduled", "attempt": 1, "maxAttempts": 3,
+                "delayMs": 10, "errorMessage": boom}),
+            json!({"type": "summarization_retry_attempt_start", "source": "compaction",
+                "reason": "manual"}),
+            json!({"type": "summarization_retry_finished"}),
+        ]
+    );
+    assert_eq!(seen[4]["type"], "compaction_end");
+    assert_eq!(seen[4]["result"]["summary"], "the summary");
+    // pi 1.6.0's result members, in its order; the usage is the summary request's (the faux
+    // model reports none), recorded on the entry too.
+    assert_eq!(
+        seen[4]["result"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        [
+            "summary",
+            "firstKeptEntryId",
+            "tokensBefore",
+            "estimatedTokensAfter",
+            "usage",
+            "details"
+        ]
+    );
+    assert_eq!(
+        (&response["success"], &response["data"]["summary"]),
+        (&json!(true), &json!("the summary"))
+    );
+    let (_, root) = client.close();
+    let file = session_files(&root.path().join("agent")).pop().unwrap();
+    let compaction: Value = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["type"] == "compaction")
+        .unwrap();
+    assert_eq!(compaction["usage"], seen[4]["result"]["usage"]);
+    assert_eq!(
+        compaction.as_object().unwrap().keys().collect::<Vec<_>>(),
+        [
+            "type",
+            "id",
+            "parentId",
+            "timestamp",
+            "summary",
+            "firstKeptEntryId",
+            "tokensBefore",
+            "details",
+            "usage",
+            "fromHook"
+        ]
+    );
+}
+
+#[test]
+fn an_extensions_append_entry_is_announced_where_pi_1_6_announces_it() {
+    // pi 1.6.0, with a TypeScript extension appending on the prompt's message_end, emits
+    // message_start, entry_appended {entry}, message_end; the Python prompt counter (a
+    // process extension) does the same in pith.
+    let counter = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("examples/extensions/python/prompt_counter.py");
+    let mut client = Client::start(json!([reply("a1")]), json!({"extensions": [counter]}));
+    let seen = prompt(&mut client, "hi");
+    let names: Vec<&str> = types(&seen)
+        .into_iter()
+        .filter(|t| *t != "message_update")
+        .collect();
+    assert_eq!(
+        names[..6],
+        [
+            "response",
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "entry_appended",
+            "message_end"
+        ]
+    );
+    let appended = seen.iter().find(|e| e["type"] == "entry_appended").unwrap();
+    assert_eq!(
+        (
+            &appended["entry"]["type"],
+            &appended["entry"]["customType"],
+            &appended["entry"]["data"]
+        ),
+        (
+            &json!("custom"),
+            &json!("prompt-counter"),
+            &json!({"count": 1})
+        )
+    );
+    let (_, root) = client.close();
+    let file = session_files(&root.path().join("agent")).pop().unwrap();
+    let ids: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["type"] == "custom")
+        .map(|l| l["id"].clone())
+        .collect();
+    assert_eq!(ids, [appended["entry"]["id"].clone()]);
 }
 
 #[test]

@@ -331,7 +331,7 @@ impl Session {
     /// `branchWithSummary`: moves the leaf to `from` (`None` = root) and appends a
     /// `branch_summary` there whose `fromId` is the leaf before the move (the last entry of the
     /// path left behind), or `"root"` when the leaf was null (pi ≥ 0.84.3; spec:
-    /// tree-and-context.md §2–3).
+    /// tree-and-context.md §2–3); `usage` is the summary request's (pi ≥ 0.81).
     ///
     /// Errors: [`Error::EntryNotFound`]; as [`Session::flush`].
     pub fn branch_with_summary(
@@ -340,6 +340,7 @@ impl Session {
         summary: &str,
         details: Option<Value>,
         from_hook: Option<bool>,
+        usage: Option<Value>,
     ) -> Result<String> {
         let from_id = self.tree.leaf_id().unwrap_or("root").to_owned();
         match from {
@@ -355,7 +356,7 @@ impl Session {
                 from_id,
                 summary,
                 details,
-                usage: None,
+                usage,
                 from_hook,
             })
         })

@@ -104,7 +104,7 @@ fn branch_with_summary_and_labels() {
     let u1 = s.append_message(user("one")).expect("append");
     let a1 = s.append_message(assistant("two")).expect("append");
     let bs = s
-        .branch_with_summary(Some(&u1), "tried", None, Some(false))
+        .branch_with_summary(Some(&u1), "tried", None, Some(false), None)
         .expect("summary");
     let e = s.tree().get(&bs).expect("entry");
     assert!(
@@ -127,7 +127,7 @@ fn branch_with_summary_and_labels() {
     let clear = s.append_label_change(&u1, None).expect("clear");
     assert!(s.tree().label(&u1).is_none());
     let root = s
-        .branch_with_summary(None, "", None, None)
+        .branch_with_summary(None, "", None, None, None)
         .expect("root summary");
     assert!(
         s.tree()
@@ -138,7 +138,7 @@ fn branch_with_summary_and_labels() {
     // From a null leaf the summary comes from "root".
     s.reset_leaf();
     let from_root = s
-        .branch_with_summary(None, "s", None, None)
+        .branch_with_summary(None, "s", None, None, None)
         .expect("root summary");
     assert!(
         s.tree()

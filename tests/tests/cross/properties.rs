@@ -67,7 +67,7 @@ fn apply(s: &mut Session, op: &Op) {
         Op::ResetLeaf => s.reset_leaf(),
         Op::BranchSummary(at, text) => {
             let target = at.and_then(|i| id_at(s, i));
-            s.branch_with_summary(target.as_deref(), text, None, Some(false))
+            s.branch_with_summary(target.as_deref(), text, None, Some(false), None)
                 .unwrap();
         }
         Op::Label(i, label) => {

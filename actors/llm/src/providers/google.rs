@@ -400,6 +400,8 @@ impl GeminiStream {
             .filter(|r| truthy(r))
         {
             let reason = js_string(reason);
+            // pi ≥ 1.x keeps the provider's own reason.
+            out.msg.raw_stop_reason = Some(reason.clone());
             let mut stop = stop_reason(&reason)?;
             let calls = out
                 .msg
@@ -420,6 +422,7 @@ impl GeminiStream {
                 output: count(meta, "candidatesTokenCount") + thoughts,
                 cache_read: cached,
                 cache_write: 0,
+                reasoning: Some(thoughts),
                 total_tokens: count(meta, "totalTokenCount"),
                 ..Usage::default()
             };
@@ -432,7 +435,6 @@ impl GeminiStream {
 
 impl ReplyStream for GeminiStream {
     const FRAMING: Framing = Framing::Gemini;
-    const BODY_TERMINATED: &'static str = "terminated: other side closed (UND_ERR_SOCKET)";
 
     fn event(&mut self, sse: SseEvent, out: &mut Output) -> Result<(), crate::Error> {
         let chunk: Value =

@@ -23,9 +23,11 @@ pub(crate) const ABORTED_BEFORE_RESPONSE: &str = "Request aborted";
 const CONNECTION_ERROR: &str = "Connection error.";
 /// The SDKs' `APIConnectionTimeoutError` text.
 const TIMED_OUT: &str = "Request timed out.";
-/// What Node's fetch (undici) says when the body breaks off; pi passes it on unchanged, and
-/// the retry classifier matches it (`terminated`).
-pub(crate) const BODY_TERMINATED: &str = "terminated";
+/// What pi 1.6.0 writes when the server closes the connection mid-body: Node's fetch (undici)
+/// says `terminated`, and pi-ai's providers append the cause (`withCauseDetail`); checked
+/// against pi 1.6.0 for OpenAI Chat Completions and Anthropic. The retry classifier matches
+/// it (`terminated`).
+pub(crate) const BODY_TERMINATED: &str = "terminated: other side closed (UND_ERR_SOCKET)";
 
 /// One request, ready to send (and to send again on a retry).
 pub(crate) struct HttpRequest {
@@ -143,8 +145,9 @@ pub(crate) async fn send(
                 )));
             }
             Ok(Err(e)) => {
+                let text = connection_error_text(&e, &request.url).await;
                 tracing::debug!(error = %e.without_url(), "provider connection failed");
-                (failed(CONNECTION_ERROR, FailureKind::Connection), None)
+                (failed(&text, FailureKind::Connection), None)
             }
             Ok(Ok(response)) if response.status().is_success() => return Ok(response),
             Ok(Ok(response)) => {
@@ -197,6 +200,50 @@ pub(crate) async fn send(
             () = abort.cancelled() => return Err(SendFailure::Aborted),
             _ = tokio::time::sleep(delay) => {}
         }
+    }
+}
+
+/// The SDKs' `Connection error.` with the deepest cause appended as pi-ai's `withCauseDetail`
+/// does (`Connection error.: connect ECONNREFUSED 127.0.0.1:8080`), where Node's text for the
+/// cause is known: a refused connection (Node names the address it tried: the URL's IP, or
+/// the first address a host name resolves to, e.g. `localhost`), a host name that does not
+/// resolve (`getaddrinfo ENOTFOUND <host>`). Other causes keep the bare text.
+async fn connection_error_text(error: &reqwest::Error, url: &str) -> String {
+    let mut io_kind = None;
+    let mut dns = false;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            io_kind = Some(io.kind());
+        }
+        dns |= e.to_string().contains("dns error");
+        source = e.source();
+    }
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return CONNECTION_ERROR.to_owned();
+    };
+    let port = url.port_or_known_default().unwrap_or(0);
+    let host = url.host_str().unwrap_or("");
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let ip = match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => Some(ip),
+        Err(_) if io_kind == Some(std::io::ErrorKind::ConnectionRefused) => {
+            tokio::net::lookup_host((bare, port))
+                .await
+                .ok()
+                .and_then(|mut addrs| addrs.next())
+                .map(|a| a.ip())
+        }
+        Err(_) => None,
+    };
+    match (ip, io_kind) {
+        (Some(ip), Some(std::io::ErrorKind::ConnectionRefused)) => {
+            format!("{CONNECTION_ERROR}: connect ECONNREFUSED {ip}:{port}")
+        }
+        (_, _) if dns && !host.is_empty() => {
+            format!("{CONNECTION_ERROR}: getaddrinfo ENOTFOUND {host}")
+        }
+        _ => CONNECTION_ERROR.to_owned(),
     }
 }
 

@@ -334,10 +334,6 @@ pub(crate) trait ReplyStream: Send + 'static {
     /// How the body is cut into events.
     const FRAMING: Framing;
 
-    /// The error text of a body that broke off: Node's `terminated`, which pi-ai 1.6.0's
-    /// providers complete with the cause (`terminated: other side closed (UND_ERR_SOCKET)`).
-    const BODY_TERMINATED: &'static str = http::BODY_TERMINATED;
-
     /// Applies one event. `Err` ends the reply with that error text.
     fn event(&mut self, event: SseEvent, out: &mut Output) -> Result<(), Error>;
 
@@ -493,7 +489,7 @@ async fn run<R: ReplyStream>(
                 flush(out, tx).await?;
                 return Err(Stop::Failed(text.to_owned()));
             }
-            Some(Err(BodyError::Terminated)) => Err(Error::from(R::BODY_TERMINATED)),
+            Some(Err(BodyError::Terminated)) => Err(Error::from(http::BODY_TERMINATED)),
             Some(Err(BodyError::Framing(e))) => Err(Error::from(e)),
             Some(Err(BodyError::Idle(idle))) => Err(Error::from(http::idle_message(idle))),
             Some(Ok(Some(event))) => reply.event(event, out),

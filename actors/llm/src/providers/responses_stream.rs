@@ -391,6 +391,10 @@ impl ResponsesStream {
                 output: n(usage.get("output_tokens")) as u64,
                 cache_read: cached as u64,
                 cache_write: written as u64,
+                reasoning: Some(n(usage
+                    .get("output_tokens_details")
+                    .and_then(|d| d.get("reasoning_tokens")))
+                    as u64),
                 total_tokens: n(usage.get("total_tokens")) as u64,
                 ..Usage::default()
             };
@@ -413,6 +417,13 @@ impl ResponsesStream {
             .get("incomplete_details")
             .and_then(|d| d.get("reason"))
             .and_then(Value::as_str);
+        // pi ≥ 1.x: `${status}.${reason}` for an incomplete response, else the status (JS
+        // writes a missing status as `undefined`).
+        out.msg.raw_stop_reason = match (status, reason) {
+            (s, Some(r)) => Some(format!("{}.{r}", s.unwrap_or("undefined"))),
+            (Some(s), None) => Some(s.to_owned()),
+            (None, None) => None,
+        };
         let (stop, error) = match status {
             None | Some("completed" | "in_progress" | "queued") => (StopReason::Stop, None),
             Some("incomplete") if reason == Some("max_output_tokens") => (StopReason::Length, None),
@@ -536,6 +547,10 @@ impl ResponsesStream {
             "response.failed" => {
                 self.terminal = true;
                 let response = data.get("response");
+                out.msg.raw_stop_reason = response
+                    .and_then(|r| r.get("status"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
                 let error = response.and_then(|r| r.get("error")).filter(|e| truthy(e));
                 let reason = response
                     .and_then(|r| r.get("incomplete_details"))
@@ -565,7 +580,6 @@ impl ReplyStream for ResponsesStream {
     const FRAMING: Framing = Framing::Sse {
         dispatch_trailing: false,
     };
-    const BODY_TERMINATED: &'static str = "terminated: other side closed (UND_ERR_SOCKET)";
 
     fn event(&mut self, sse: SseEvent, out: &mut Output) -> Result<(), crate::Error> {
         if self.done {

@@ -779,13 +779,16 @@ async fn a_cut_stream_keeps_the_partial_reply() {
         "error",
     );
     expected["responseId"] = json!("msg_08");
-    expected["errorMessage"] = json!("terminated");
+    expected["errorMessage"] = json!("terminated: other side closed (UND_ERR_SOCKET)");
     assert_eq!(to_json(&a), expected);
     assert!(is_retryable(&a, 200_000));
 
     let (_, o) = run(&openai(&server), ask("x")).await;
     assert_eq!(o.stop_reason, StopReason::Error);
-    assert_eq!(o.error_message.as_deref(), Some("terminated"));
+    assert_eq!(
+        o.error_message.as_deref(),
+        Some("terminated: other side closed (UND_ERR_SOCKET)")
+    );
     assert_eq!(o.texts().collect::<String>(), "Hal");
 
     let (_, clean) = run(&anthropic(&server), ask("x")).await;
@@ -938,7 +941,11 @@ async fn connection_refused() {
         let (events, last) = run(&provider, ask("x")).await;
         assert_eq!(steps(&events), ["done"]);
         assert_eq!(last.stop_reason, StopReason::Error);
-        assert_eq!(last.error_message.as_deref(), Some("Connection error."));
+        // pi-ai 1.6.0 appends the deepest cause (withCauseDetail), as Node names it.
+        assert_eq!(
+            last.error_message.as_deref(),
+            Some(format!("Connection error.: connect ECONNREFUSED 127.0.0.1:{port}").as_str())
+        );
         assert!(is_retryable(&last, 0));
         assert!(last.content.is_empty());
     }

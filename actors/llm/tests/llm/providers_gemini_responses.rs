@@ -88,11 +88,20 @@ fn untimed(m: &AssistantMessage) -> Value {
     v
 }
 
-fn priced(model: &Model, input: u64, output: u64, cache_read: u64, total: u64) -> Value {
+/// Usage as pi-ai 1.6.0 parses it, `reasoning` (thinking tokens among `output`) included.
+fn priced(
+    model: &Model,
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    reasoning: u64,
+    total: u64,
+) -> Value {
     let mut u = Usage {
         input,
         output,
         cache_read,
+        reasoning: Some(reasoning),
         total_tokens: total,
         ..Usage::default()
     };
@@ -133,8 +142,8 @@ async fn gemini_streams_thinking_text_and_whole_tool_calls() {
             {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.rs"},
              "thoughtSignature": "Y2FsbA=="}
         ], "api": "google-generative-ai", "provider": "google", "model": "gemini-2.5-flash",
-           "usage": priced(&model, 80, 50, 20, 150), "stopReason": "toolUse", "timestamp": T0,
-           "responseId": "resp-g1"})
+           "usage": priced(&model, 80, 50, 20, 40, 150), "stopReason": "toolUse", "timestamp": T0,
+           "responseId": "resp-g1", "rawStopReason": "STOP"})
     );
     assert_eq!(
         steps(&events),
@@ -335,8 +344,8 @@ async fn responses_stream_reasoning_text_and_partial_arguments() {
             {"type": "toolCall", "id": "call_1|fc_1", "name": "read",
              "arguments": {"path": "src/main.rs", "limit": 20}}
         ], "api": "openai-responses", "provider": "openai", "model": "gpt-5",
-           "usage": priced(&model, 200, 60, 800, 1060), "stopReason": "toolUse", "timestamp": T0,
-           "responseId": "resp_9"})
+           "usage": priced(&model, 200, 60, 800, 40, 1060), "stopReason": "toolUse", "timestamp": T0,
+           "responseId": "resp_9", "rawStopReason": "completed"})
     );
     // Updates carry only what changed: the argument text in pieces, the call at its end.
     let (deltas, end) = crate::providers::tool_call_stream(&events, 1);

@@ -239,6 +239,17 @@ impl RuntimeHandle {
     /// [`RuntimeError::NothingToCompact`], [`RuntimeError::CompactionCancelled`],
     /// [`RuntimeError::CompactionFailed`]).
     pub async fn compact(&self, focus: Option<&str>) -> Result<String, RuntimeError> {
+        Ok(self.compact_reporting(focus).await?.0)
+    }
+
+    /// [`Self::compact`], answering also pi's `CompactionResult` (what `compaction_end`
+    /// reported: rpc's `compact` answers with it).
+    ///
+    /// Errors: as [`Self::compact`].
+    pub async fn compact_reporting(
+        &self,
+        focus: Option<&str>,
+    ) -> Result<(String, pith_events::CompactionResult), RuntimeError> {
         let focus = focus.map(str::to_owned);
         self.wait(|reply| RuntimeMsg::Compact { focus, reply })
             .await?

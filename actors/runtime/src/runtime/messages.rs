@@ -86,8 +86,8 @@ pub enum RuntimeMsg {
     Compact {
         /// What the summary should focus on.
         focus: Option<String>,
-        /// The entry's id.
-        reply: RpcReplyPort<Result<String, RuntimeError>>,
+        /// The entry's id and pi's `CompactionResult`.
+        reply: RpcReplyPort<Result<(String, pith_events::CompactionResult), RuntimeError>>,
     },
     /// `!cmd` / `!!cmd`: run a user command in the session cwd; answered with the recorded
     /// bashExecution message (spec: agent-and-events.md §5).

@@ -19,6 +19,9 @@ async fn a_prompt_with_a_tool_call_runs_two_turns_and_persists_in_order() {
             "agent_start",
             "turn_start",
             "message_start",
+            // The prompt counter's appendEntry on the prompt's message_end, announced before
+            // the prompt's message_end reaches frontends (as pi 1.6.0 orders them).
+            "entry_appended",
             "message_end", // prompt
             "message_start",
             "message_end", // assistant → toolUse

@@ -30,8 +30,16 @@ async fn summary_bodies(
     let model = pith_events::ModelRef::new("test", "test");
     let abort = CancellationToken::new();
     for o in options {
-        let summary = summarize(provider.as_ref(), &model, o, "CONV".into(), abort.clone()).await;
-        assert_eq!(summary, Ok("S".to_owned()));
+        let summary = summarize(
+            provider.as_ref(),
+            &model,
+            o,
+            "CONV".into(),
+            abort.clone(),
+            None,
+        )
+        .await;
+        assert_eq!(summary.map(|r| r.text), Ok("S".to_owned()));
     }
     server
         .requests()

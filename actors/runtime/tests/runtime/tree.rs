@@ -169,3 +169,133 @@ async fn tree_navigation_without_a_summary_only_moves_the_leaf() {
     rt.shutdown().await.unwrap();
     assert_eq!(provider.requests.lock().unwrap().len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn tree_navigation_keeps_the_thinking_level_and_records_no_change() {
+    // pi 1.6.0's navigateTree moves the leaf and rebuilds the context; it does not touch the
+    // thinking level (no thinking_level_change, no thinking_level_changed), and setting the
+    // level it already has records nothing. Checked against pi 1.6.0 over rpc with
+    // set_thinking_level twice.
+    use pith_actors::tree_navigator::NavigateOptions;
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env) = start(
+        tmp.path(),
+        script(
+            r#"[{"content":[{"type":"text","text":"r1"}]},
+                {"content":[{"type":"text","text":"r2"}]}]"#,
+        ),
+    )
+    .await;
+    rt.prompt("one").await.unwrap();
+    run_names(&mut events).await;
+    for _ in 0..2 {
+        rt.set_thinking_level(pith_events::ThinkingLevel::High)
+            .await
+            .unwrap();
+    }
+    let snap = rt.snapshot().await.unwrap();
+    let first_prompt = snap
+        .entries
+        .iter()
+        .find(|e| e.raw().contains(r#""text":"one""#))
+        .unwrap()
+        .id()
+        .to_owned();
+    rt.navigate_tree(&first_prompt, NavigateOptions::default())
+        .await
+        .unwrap();
+    rt.prompt("two").await.unwrap();
+    rt.wait_idle().await.unwrap();
+    let seen = agent_events(&mut events, 1).await;
+    let file = rt.current_session().await.unwrap().session_file.unwrap();
+    rt.shutdown().await.unwrap();
+
+    let changed: Vec<&serde_json::Value> = seen
+        .iter()
+        .filter(|e| e["type"] == "thinking_level_changed")
+        .collect();
+    assert_eq!(
+        changed,
+        [&serde_json::json!({"type": "thinking_level_changed", "level": "high"})]
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let levels: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "thinking_level_change")
+        .map(|l| &l["thinkingLevel"])
+        .collect();
+    assert_eq!(levels, ["off", "high"]);
+    // The reply after the move asked at the level set before it (pi ≥ 1.x records it).
+    let last = &lines.last().unwrap()["message"];
+    assert_eq!(
+        (&last["content"][0]["text"], &last["thinkingLevel"]),
+        (&serde_json::json!("r2"), &serde_json::json!("high"))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_branch_summary_request_is_retried_with_pis_events() {
+    use pith_actors::tree_navigator::NavigateOptions;
+    let tmp = tempfile::tempdir().unwrap();
+    let (rt, mut events, _env, provider) = start_with_settings(
+        tmp.path(),
+        r#"{"retry":{"baseDelayMs":100}}"#,
+        r#"[{"content":[{"type":"text","text":"r1"}]},
+            {"content":[{"type":"text","text":"r2"}]},
+            {"content":[],"errorMessage":"503 overloaded"},
+            {"content":[],"errorMessage":"503 overloaded"},
+            {"content":[{"type":"text","text":"THE BRANCH"}]}]"#,
+    )
+    .await;
+    for prompt in ["one", "two"] {
+        rt.prompt(prompt).await.unwrap();
+        run_names(&mut events).await;
+    }
+    let snap = rt.snapshot().await.unwrap();
+    let r1 = snap
+        .entries
+        .iter()
+        .find(|e| e.raw().contains(r#""text":"r1""#))
+        .unwrap()
+        .id()
+        .to_owned();
+    let moved = rt
+        .navigate_tree(
+            &r1,
+            NavigateOptions {
+                summarize: true,
+                ..NavigateOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while let Ok(RuntimeEvent::Agent(e)) = events.try_recv() {
+        seen.push(serde_json::to_value(&e).unwrap());
+    }
+    rt.shutdown().await.unwrap();
+    assert!(moved.summary_entry_id.is_some());
+    // Two failures: two waits (100 ms, then 200 ms), one `finished` at the end; a branch
+    // summary's attempts carry no reason.
+    let scheduled = |attempt: u32, delay: u64| {
+        serde_json::json!({"type": "summarization_retry_scheduled", "attempt": attempt,
+            "maxAttempts": 3, "delayMs": delay, "errorMessage": "503 overloaded"})
+    };
+    let start =
+        serde_json::json!({"type": "summarization_retry_attempt_start", "source": "branchSummary"});
+    assert_eq!(
+        seen,
+        [
+            scheduled(1, 100),
+            start.clone(),
+            scheduled(2, 200),
+            start,
+            serde_json::json!({"type": "summarization_retry_finished"}),
+        ]
+    );
+    assert_eq!(provider.requests.lock().unwrap().len(), 5);
+}
