@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::args::{self, Object, Ty};
 use super::edit_diff::{
     Edit, apply_edits, detect_line_ending, diff_string, normalize_to_lf, restore_line_endings,
+    unified_patch,
 };
 use super::{aborted, mutation_queue, node_error, paths, until_aborted};
 use crate::tool::{Tool, ToolContext, ToolFuture, ToolOutput, ToolSpec};
@@ -58,7 +59,8 @@ impl Tool for EditTool {
         }
     }
 
-    /// Ok: `Successfully replaced N block(s) in <path>.` with details `{diff, firstChangedLine}`.
+    /// Ok: `Successfully replaced N block(s) in <path>.` with details `{diff, patch,
+    /// firstChangedLine}` (`patch`: the unified diff pi 1.6.0 adds, [`unified_patch`]).
     /// Err: pi's texts (`Could not find the exact text in <path>. …`, `Found N occurrences of
     /// the text in <path>. …`, `Could not edit file: <path>. Error code: ENOENT.`, …).
     fn run(&self, args: Value, ctx: ToolContext) -> ToolFuture {
@@ -138,6 +140,10 @@ impl Tool for EditTool {
                 let (diff, first_changed_line) = diff_string(&base, &new, DIFF_CONTEXT);
                 let mut details = Map::new();
                 details.insert("diff".to_owned(), Value::String(diff));
+                details.insert(
+                    "patch".to_owned(),
+                    Value::String(unified_patch(&path, &base, &new, DIFF_CONTEXT)),
+                );
                 if let Some(line) = first_changed_line {
                     details.insert("firstChangedLine".to_owned(), json!(line));
                 }

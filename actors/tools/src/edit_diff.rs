@@ -187,6 +187,101 @@ pub fn apply_edits(
     Ok((base, new))
 }
 
+/// pi 1.6.0's `details.patch` of an edit: jsdiff 8's `structuredPatch` then `formatPatch`
+/// with file headers only — `--- path`, `+++ path`, then `@@ -a,b +c,d @@` hunks with
+/// `context` unchanged lines around each change (runs of up to twice that join two changes
+/// into one hunk), `\ No newline at end of file` after a last line without one. The text
+/// ends with a newline.
+pub fn unified_patch(path: &str, old: &str, new: &str, context: usize) -> String {
+    let mut parts: Vec<(Kind, Vec<&str>)> = diff_lines(old, new)
+        .into_iter()
+        .map(|p| (p.kind, p.lines))
+        .collect();
+    // jsdiff appends an empty part "to make cleanup easier".
+    parts.push((Kind::Equal, Vec::new()));
+    struct Hunk {
+        old_start: usize,
+        old_lines: usize,
+        new_start: usize,
+        new_lines: usize,
+        lines: Vec<String>,
+    }
+    let mut hunks: Vec<Hunk> = Vec::new();
+    let (mut old_range_start, mut new_range_start) = (0usize, 0usize);
+    let mut range: Vec<String> = Vec::new();
+    let (mut old_line, mut new_line) = (1usize, 1usize);
+    for i in 0..parts.len() {
+        let (kind, lines) = (&parts[i].0, &parts[i].1);
+        if *kind != Kind::Equal {
+            if old_range_start == 0 {
+                old_range_start = old_line;
+                new_range_start = new_line;
+                if i > 0 {
+                    let prev = &parts[i - 1].1;
+                    range = prev[prev.len().saturating_sub(context)..]
+                        .iter()
+                        .map(|l| format!(" {l}"))
+                        .collect();
+                    old_range_start -= range.len();
+                    new_range_start -= range.len();
+                }
+            }
+            let sign = if *kind == Kind::Added { '+' } else { '-' };
+            range.extend(lines.iter().map(|l| format!("{sign}{l}")));
+            if *kind == Kind::Added {
+                new_line += lines.len();
+            } else {
+                old_line += lines.len();
+            }
+        } else {
+            if old_range_start != 0 {
+                if lines.len() <= context * 2 && i + 2 < parts.len() {
+                    range.extend(lines.iter().map(|l| format!(" {l}")));
+                } else {
+                    let size = lines.len().min(context);
+                    range.extend(lines[..size].iter().map(|l| format!(" {l}")));
+                    hunks.push(Hunk {
+                        old_start: old_range_start,
+                        old_lines: old_line - old_range_start + size,
+                        new_start: new_range_start,
+                        new_lines: new_line - new_range_start + size,
+                        lines: std::mem::take(&mut range),
+                    });
+                    old_range_start = 0;
+                    new_range_start = 0;
+                }
+            }
+            old_line += lines.len();
+            new_line += lines.len();
+        }
+    }
+    let mut out = format!("--- {path}\n+++ {path}");
+    for hunk in hunks {
+        // formatPatch: an empty side starts at the line before.
+        let old_start = hunk.old_start - usize::from(hunk.old_lines == 0);
+        let new_start = hunk.new_start - usize::from(hunk.new_lines == 0);
+        out.push_str(&format!(
+            "\n@@ -{old_start},{} +{new_start},{} @@",
+            hunk.old_lines, hunk.new_lines
+        ));
+        for line in hunk.lines {
+            match line.strip_suffix('\n') {
+                Some(l) => {
+                    out.push('\n');
+                    out.push_str(l);
+                }
+                None => {
+                    out.push('\n');
+                    out.push_str(&line);
+                    out.push_str("\n\\ No newline at end of file");
+                }
+            }
+        }
+    }
+    out.push('\n');
+    out
+}
+
 /// pi's `generateDiffString`: changed lines as `+N text` / `-N text` (numbers right-aligned
 /// to the widest line number), up to `context` unchanged lines around each change as
 /// ` N text`, and ` … ...` where unchanged lines are skipped. Returns the diff and the first
@@ -298,6 +393,47 @@ mod tests {
         assert_eq!(
             normalize_for_fuzzy_match("a \u{201C}b\u{201D}\u{2014}c\t\nd"),
             "a \"b\"-c\nd"
+        );
+    }
+
+    #[test]
+    fn patches_are_jsdiffs() {
+        // Outputs of jsdiff 8.0.4's createTwoFilesPatch(p, p, a, b, undefined, undefined,
+        // {context: 4, headerOptions: FILE_HEADERS_ONLY}), as pi 1.6.0 writes details.patch.
+        assert_eq!(
+            unified_patch(
+                "src/lib.txt",
+                "alpha\nbeta\ngamma\n",
+                "alpha\nBETA\ngamma\n",
+                4
+            ),
+            "--- src/lib.txt\n+++ src/lib.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n"
+        );
+        assert_eq!(
+            unified_patch("f", "a\nb", "a\nc", 4),
+            "--- f\n+++ f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
+        );
+        assert_eq!(
+            unified_patch("f", "", "x\n", 4),
+            "--- f\n+++ f\n@@ -0,0 +1,1 @@\n+x\n"
+        );
+        let lines: Vec<String> = (1..=20).map(|i| format!("{i}\n")).collect();
+        let with = |changes: &[(usize, &str)]| {
+            let mut l = lines.clone();
+            for (i, text) in changes {
+                l[*i] = format!("{text}\n");
+            }
+            l.concat()
+        };
+        let old = lines.concat();
+        // Changes 17 lines apart: two hunks; 7 apart: one.
+        assert_eq!(
+            unified_patch("f", &old, &with(&[(1, "two"), (18, "nineteen")]), 4),
+            "--- f\n+++ f\n@@ -1,6 +1,6 @@\n 1\n-2\n+two\n 3\n 4\n 5\n 6\n@@ -15,6 +15,6 @@\n 15\n 16\n 17\n 18\n-19\n+nineteen\n 20\n"
+        );
+        assert_eq!(
+            unified_patch("f", &old, &with(&[(1, "two"), (8, "nine")]), 4),
+            "--- f\n+++ f\n@@ -1,13 +1,13 @@\n 1\n-2\n+two\n 3\n 4\n 5\n 6\n 7\n 8\n-9\n+nine\n 10\n 11\n 12\n 13\n"
         );
     }
 

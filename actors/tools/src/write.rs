@@ -35,8 +35,8 @@ impl Tool for WriteTool {
         }
     }
 
-    /// Ok: `Successfully wrote N bytes to <path>` where N is pi's `content.length` (UTF-16
-    /// units) and `<path>` the argument as given; details `null`. Err: Node's message, e.g.
+    /// Ok: `Successfully wrote to <path>` (pi 1.6.0's text), `<path>` the argument as given;
+    /// details `null`. Err: Node's message, e.g.
     /// `EISDIR: illegal operation on a directory, open '<abs>'`, or `Operation aborted`.
     fn run(&self, args: Value, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
@@ -66,10 +66,7 @@ impl Tool for WriteTool {
                     .await
                     .map_err(|e| node_error::message(&e, "open", Some(&absolute)))?;
                 Ok(ToolOutput {
-                    content: vec![ContentBlock::text(format!(
-                        "Successfully wrote {} bytes to {path}",
-                        content.encode_utf16().count()
-                    ))],
+                    content: vec![ContentBlock::text(format!("Successfully wrote to {path}"))],
                     details: Value::Null,
                     structured_content: None,
                 })
