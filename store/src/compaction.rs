@@ -194,14 +194,23 @@ fn is_cut_point(e: &Entry) -> bool {
 /// `findCutPoint(entries, start, end, keepRecentTokens)` exactly as pi chooses it, including
 /// its quirk of classifying a cut pulled onto a preceding metadata entry as a split turn.
 /// `messages[i]` is entry `i`'s decoded message (for `message` entries).
+///
+/// pi ≥ 0.87 walks the projection (compaction.md §5.1): entries `hidden` by a context edit
+/// are no cut points and weigh nothing, and when all that would be kept after the cut is a
+/// hidden recovery attempt (the hidden reply, its results, their edits and metadata) the cut
+/// moves one entry further, so the abandoned attempt's turn is summarized instead of kept.
 pub fn find_cut_point(
     path: &[&Entry],
     messages: &[Option<AgentMessage>],
+    hidden: &[bool],
     start: usize,
     end: usize,
     keep_recent_tokens: u64,
 ) -> CutPoint {
-    let cut_points: Vec<usize> = (start..end).filter(|&i| is_cut_point(path[i])).collect();
+    let hidden_at = |i: usize| hidden.get(i).copied().unwrap_or(false);
+    let cut_points: Vec<usize> = (start..end)
+        .filter(|&i| is_cut_point(path[i]) && !hidden_at(i))
+        .collect();
     let Some(&first) = cut_points.first() else {
         return CutPoint {
             first_kept_index: start,
@@ -211,8 +220,9 @@ pub fn find_cut_point(
     };
     let mut cut = first;
     let mut total = 0;
+    let mut reached = false;
     for i in (start..end).rev() {
-        if path[i].kind() != &EntryType::Message {
+        if path[i].kind() != &EntryType::Message || hidden_at(i) {
             continue;
         }
         total += messages[i].as_ref().map_or(0, estimate_tokens);
@@ -220,14 +230,25 @@ pub fn find_cut_point(
             if let Some(&c) = cut_points.iter().find(|&&c| c >= i) {
                 cut = c;
             }
+            reached = true;
             break;
         }
     }
+    // Only a hidden attempt (and the entries that hid it) after the cut: keep from the
+    // attempt, so the turn that led to it becomes the split turn's prefix.
+    let only_hidden_after = (cut + 1..end).all(|i| {
+        hidden_at(i) || !matches!(path[i].kind(), EntryType::Message | EntryType::Compaction)
+    });
+    if reached && cut + 1 < end && only_hidden_after && (cut + 1..end).any(hidden_at) {
+        cut += 1;
+    }
+    // The pull-back passes metadata and entries whose messages are hidden.
     while cut > start
-        && !matches!(
-            path[cut - 1].kind(),
-            EntryType::Message | EntryType::Compaction
-        )
+        && (hidden_at(cut - 1)
+            || !matches!(
+                path[cut - 1].kind(),
+                EntryType::Message | EntryType::Compaction
+            ))
     {
         cut -= 1;
     }
@@ -440,9 +461,15 @@ pub fn prepare_compaction(
     };
     let messages: Vec<Option<AgentMessage>> =
         path.iter().map(|&i| summary_message(tree, i)).collect();
+    let hidden_ids = crate::context::edits::hidden_ids(tree.entries(), path.iter().copied());
+    let hidden: Vec<bool> = entries
+        .iter()
+        .map(|e| hidden_ids.contains(e.id()))
+        .collect();
     let cut = find_cut_point(
         &entries,
         &messages,
+        &hidden,
         boundary_start,
         end,
         settings.keep_recent_tokens,
@@ -451,9 +478,10 @@ pub fn prepare_compaction(
         (true, Some(t)) => t,
         _ => cut.first_kept_index,
     };
+    // The projected messages: hidden ones are left out of what is summarized.
     let take = |range: std::ops::Range<usize>| -> Vec<AgentMessage> {
         range
-            .filter(|&i| entries[i].kind() != &EntryType::Compaction)
+            .filter(|&i| entries[i].kind() != &EntryType::Compaction && !hidden[i])
             .filter_map(|i| messages[i].clone())
             .collect()
     };

@@ -10,7 +10,7 @@ use crate::entry::{Entry, Role, decode_json};
 use crate::scan;
 use crate::tree::{Leaf, SessionTree};
 
-mod edits;
+pub(crate) mod edits;
 use edits::{Edit, Replacement};
 
 /// One message of a context, borrowed from the entry it projects.

@@ -16,6 +16,8 @@ enum E {
     Label,
     /// A compaction keeping from the entry at this index.
     Compaction(usize),
+    /// A context edit hiding the entry at this index (`replacement: null`).
+    Hide(usize),
 }
 
 fn text(tokens: u64) -> String {
@@ -72,6 +74,9 @@ fn line(i: usize, e: E) -> String {
             format!(r#"{{"type":"thinking_level_change",{head},"thinkingLevel":"low"}}"#)
         }
         E::Label => format!(r#"{{"type":"label",{head},"targetId":"e0","label":"l"}}"#),
+        E::Hide(k) => {
+            format!(r#"{{"type":"context_edit",{head},"targetId":"e{k}","replacement":null}}"#)
+        }
         E::Compaction(k) => format!(
             r#"{{"type":"compaction",{head},"summary":"S","firstKeptEntryId":"e{k}","tokensBefore":9,"details":{{"readFiles":["old.txt"],"modifiedFiles":[]}},"fromHook":false}}"#
         ),
@@ -97,7 +102,7 @@ fn cut(path: &[E], keep: u64) -> Cut {
     let messages: Vec<Option<AgentMessage>> = (0..entries.len())
         .map(|i| summary_message(&tree, i))
         .collect();
-    let c = find_cut_point(&entries, &messages, 0, entries.len(), keep);
+    let c = find_cut_point(&entries, &messages, &[], 0, entries.len(), keep);
     (c.first_kept_index, c.turn_start_index, c.is_split_turn)
 }
 
@@ -228,6 +233,44 @@ fn cut_points_from_the_rules() {
     for (name, path, keep, want) in cases {
         assert_eq!(cut(&path, keep), want, "{name}");
     }
+}
+
+#[test]
+fn a_hidden_recovery_attempt_is_not_what_is_kept() {
+    // A large prompt overflowed: its reply is hidden. pi ≥ 0.87 keeps from the hidden reply,
+    // so the prompt becomes the split turn's prefix and is summarized (compaction.md §5.1);
+    // the hidden reply weighs nothing and is summarized nowhere.
+    let tree = tree_of(&[
+        E::Model,
+        E::User(10),
+        E::Asst(10),
+        E::User(50),
+        E::Asst(30),
+        E::Hide(4),
+    ]);
+    let path: Vec<usize> = (0..tree.entries().len()).collect();
+    let settings = CompactionSettings {
+        keep_recent_tokens: 20,
+        ..CompactionSettings::default()
+    };
+    let p = prepare_compaction(&tree, &path, &settings).expect("prepared");
+    assert_eq!(p.first_kept_entry_id.as_deref(), Some("e4"));
+    assert!(p.is_split_turn);
+    let roles = |ms: &[AgentMessage]| ms.iter().map(|m| m.role().to_owned()).collect::<Vec<_>>();
+    assert_eq!(roles(&p.messages_to_summarize), ["user", "assistant"]);
+    assert_eq!(roles(&p.turn_prefix_messages), ["user"]);
+    // A budget reached before the prompt keeps the prompt: the rule needs the kept range
+    // to be the hidden attempt alone.
+    let hidden = [false, false, false, false, true, false];
+    let entries: Vec<&Entry> = tree.entries().iter().collect();
+    let messages: Vec<Option<AgentMessage>> = (0..entries.len())
+        .map(|i| summary_message(&tree, i))
+        .collect();
+    let c = find_cut_point(&entries, &messages, &hidden, 0, entries.len(), 60);
+    assert_eq!(
+        (c.first_kept_index, c.turn_start_index, c.is_split_turn),
+        (2, Some(1), true)
+    );
 }
 
 #[test]

@@ -49,6 +49,21 @@ impl<'a> Edits<'a> {
     }
 }
 
+/// Whether the entry with `id` is hidden (`replacement: null`) by the latest edit aimed at it
+/// among the entries `list` (indices into `entries`): what compaction's projected cut points
+/// and token walk leave out (compaction.md §5.1).
+pub(crate) fn hidden_ids<'a>(
+    entries: &'a [Entry],
+    list: impl Iterator<Item = usize>,
+) -> std::collections::HashSet<Cow<'a, str>> {
+    latest_per_target(entries, list)
+        .by_target
+        .into_iter()
+        .filter(|(_, e)| matches!(e, Edit::Hide))
+        .map(|(id, _)| id)
+        .collect()
+}
+
 /// The latest edit per `targetId` among the context entries `list` (indices into `entries`,
 /// in list order): an edit that is not itself a context entry (another branch, before the kept
 /// range) has no effect.
