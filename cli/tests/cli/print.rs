@@ -427,15 +427,19 @@ fn an_overflow_is_compacted_and_retried_before_the_next_prompt_runs() {
     let (agent, cwd, script) = scripted(
         tmp.path(),
         &format!(
-            "[{},{overflow},{},{},{overflow},{},{overflow},{}]",
+            "[{},{overflow},{},{},{},{overflow},{},{},{overflow},{}]",
             text("reply one"),
             text("SUMMARY"),
+            text("PREFIX"),
             text("retried reply"),
             text("SUMMARY 2"),
+            text("PREFIX 2"),
             text("last reply")
         ),
     );
-    // Keeping 1 token keeps the overflowed prompt: what came before it is summarized.
+    // Keeping 1 token would keep only the overflowed prompt and its hidden reply: pi 1.6.0
+    // keeps from the hidden reply, so what came before is summarized and the prompt is the
+    // split turn's prefix (compaction.md §5.1), two summary requests each time.
     keep_recent(&agent, 1);
     // second: overflow → compaction → retry. third: overflow → compaction → the retry
     // overflows again → pi's give-up; fourth still runs.

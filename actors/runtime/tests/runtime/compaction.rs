@@ -235,12 +235,13 @@ async fn a_reply_over_the_threshold_compacts_once_and_a_prompt_sent_meanwhile_wa
 #[tokio::test(start_paused = true)]
 async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
     let tmp = tempfile::tempdir().unwrap();
-    // pi 1.6.0 compacts only what lies before the kept prompt: a first turn, and a budget of
-    // 1 token that keeps just the overflowed prompt.
+    // A first turn, and a budget of 1 token: all that would be kept is the overflowed prompt
+    // and its hidden reply, so pi 1.6.0 keeps from the hidden reply and the prompt becomes the
+    // split turn's prefix (compaction.md §5.1): two summary requests, then the retry.
     keep_recent(tmp.path(), 1);
     let (rt, mut events, env, provider) = start_recording(
         tmp.path(),
-        &format!(r#"[{{"content":[{{"type":"text","text":"one"}}]}},{OVERFLOW},{{"content":[{{"type":"text","text":"OVERFLOW SUMMARY"}}]}},{{"content":[{{"type":"text","text":"retried fine"}}]}}]"#),
+        &format!(r#"[{{"content":[{{"type":"text","text":"one"}}]}},{OVERFLOW},{{"content":[{{"type":"text","text":"OVERFLOW SUMMARY"}}]}},{{"content":[{{"type":"text","text":"PREFIX SUMMARY"}}]}},{{"content":[{{"type":"text","text":"retried fine"}}]}}]"#),
     )
     .await;
     rt.prompt("first").await.unwrap();
@@ -273,7 +274,10 @@ async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
     );
     assert_eq!(seen[end + 1]["reason"], "overflow");
     assert_eq!(seen[end + 2]["willRetry"], true);
-    assert_eq!(seen[end + 2]["result"]["summary"], "OVERFLOW SUMMARY");
+    assert_eq!(
+        seen[end + 2]["result"]["summary"],
+        "OVERFLOW SUMMARY\n\n---\n\n**Turn Context (split turn):**\n\nPREFIX SUMMARY"
+    );
     // The retry is a new run without a new prompt.
     assert_eq!(
         t.iter().filter(|x| *x == "message_start").count(),
@@ -282,27 +286,35 @@ async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
     );
 
     let requests = provider.requests.lock().unwrap().clone();
-    assert_eq!(requests.len(), 4);
-    // The summary request holds the first turn only.
-    let asked = serde_json::to_value(&requests[2].messages[0]).unwrap();
-    let asked = asked["content"][0]["text"].as_str().unwrap();
+    assert_eq!(requests.len(), 5);
+    // The history summary holds the first turn; the prefix summary the overflowed prompt.
+    let asked = |i: usize| {
+        let m = serde_json::to_value(&requests[i].messages[0]).unwrap();
+        m["content"][0]["text"].as_str().unwrap().to_owned()
+    };
     assert!(
-        asked.starts_with("<conversation>\n[User]: first\n\n[Assistant]: one\n</conversation>"),
-        "{asked}"
+        asked(2).starts_with("<conversation>\n[User]: first\n\n[Assistant]: one\n</conversation>"),
+        "{}",
+        asked(2)
     );
-    let retry: Vec<serde_json::Value> = requests[3]
+    assert!(
+        asked(3).starts_with("# Conversation\n[User]: hi\n\n# Instructions\n"),
+        "{}",
+        asked(3)
+    );
+    // The retry asks again from the summary, which carries the prompt.
+    let retry: Vec<serde_json::Value> = requests[4]
         .messages
         .iter()
         .map(|m| serde_json::to_value(m).unwrap())
         .collect();
-    assert_eq!(retry.len(), 2, "{retry:?}");
+    assert_eq!(retry.len(), 1, "{retry:?}");
     assert!(
         retry[0]["content"][0]["text"]
             .as_str()
             .unwrap()
-            .contains("OVERFLOW SUMMARY")
+            .contains("PREFIX SUMMARY")
     );
-    assert_eq!(retry[1]["content"][0]["text"], "hi");
 
     // The failed reply stays in the log, hidden by a context_edit (pi 1.6.0); the retried
     // one is the compaction's child.
@@ -327,15 +339,15 @@ async fn an_overflow_compacts_and_retries_once_without_the_failed_reply() {
         .collect();
     assert_eq!(lines[7]["targetId"], lines[6]["id"]);
     assert_eq!(lines[7]["replacement"], serde_json::Value::Null);
-    assert_eq!(lines[8]["firstKeptEntryId"], lines[5]["id"]);
+    assert_eq!(lines[8]["firstKeptEntryId"], lines[6]["id"]);
     assert_eq!(lines[9]["parentId"], lines[8]["id"]);
     let back = Session::open(&file, None, None, OpenMode::Inspect, &env).unwrap();
     assert_eq!(
         build_session_context(back.tree(), back.tree().leaf())
             .messages
             .len(),
-        3,
-        "the failed reply stays out of the context after a reopen"
+        2,
+        "the summary and the retried reply: the failed reply stays out after a reopen"
     );
 }
 
@@ -346,7 +358,7 @@ async fn a_second_overflow_stops_with_pis_message() {
     let (rt, mut events, _env, provider) = start_recording(
         tmp.path(),
         &format!(
-            r#"[{{"content":[{{"type":"text","text":"one"}}]}},{OVERFLOW},{{"content":[{{"type":"text","text":"S"}}]}},{OVERFLOW}]"#
+            r#"[{{"content":[{{"type":"text","text":"one"}}]}},{OVERFLOW},{{"content":[{{"type":"text","text":"S"}}]}},{{"content":[{{"type":"text","text":"P"}}]}},{OVERFLOW}]"#
         ),
     )
     .await;
@@ -379,7 +391,8 @@ async fn a_second_overflow_stops_with_pis_message() {
         serde_json::json!({"type":"compaction_end","reason":"overflow","aborted":false,"willRetry":false,
             "errorMessage":"Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model."})
     );
-    assert_eq!(provider.requests.lock().unwrap().len(), 4);
+    // one, overflow, the history and turn-prefix summaries, overflow.
+    assert_eq!(provider.requests.lock().unwrap().len(), 5);
     assert_eq!(
         file_roles(&file)
             .iter()

@@ -370,7 +370,8 @@ async fn replay_tree_with_and_without_a_summary() {
 async fn replay_overflow_retry_then_double_overflow() {
     let tmp = tempfile::tempdir().unwrap();
     // pi 1.6.0 recovers from an overflow only when something lies before the kept prompt: a
-    // first turn, and a budget of 1 token that keeps just the overflowed prompt.
+    // first turn, and a budget of 1 token; the overflowed prompt becomes a split turn's prefix
+    // (compaction.md §5.1), so each compaction asks for two summaries.
     std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
     std::fs::write(
         tmp.path().join("agent/settings.json"),
@@ -383,8 +384,8 @@ async fn replay_overflow_retry_then_double_overflow() {
         tmp.path(),
         &format!(
             r#"[{{"content":[{{"type":"text","text":"zero done"}}]}},
-                {overflow},{{"content":[{{"type":"text","text":"SUMMARY ONE"}}]}},{{"content":[{{"type":"text","text":"retried"}}]}},
-                {overflow},{{"content":[{{"type":"text","text":"SUMMARY TWO"}}]}},{overflow}]"#
+                {overflow},{{"content":[{{"type":"text","text":"SUMMARY ONE"}}]}},{{"content":[{{"type":"text","text":"PREFIX ONE"}}]}},{{"content":[{{"type":"text","text":"retried"}}]}},
+                {overflow},{{"content":[{{"type":"text","text":"SUMMARY TWO"}}]}},{{"content":[{{"type":"text","text":"PREFIX TWO"}}]}},{overflow}]"#
         ),
     )
     .await;

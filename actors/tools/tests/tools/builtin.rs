@@ -442,6 +442,8 @@ async fn edit_replaces_and_reports_a_diff() {
             "content": [{"type": "text", "text": "Successfully replaced 1 block(s) in f.txt."}],
             "details": {
                 "diff": "  1 fn main() {\n- 2     println!(\"hi\");\n+ 2     println!(\"hello\");\n+ 3     return;\n  3 }\n  4 // a\n  5 // b\n  6 // c\n    ...",
+                // jsdiff 8.0.4's createTwoFilesPatch for the same texts (pi 1.6.0).
+                "patch": "--- f.txt\n+++ f.txt\n@@ -1,6 +1,7 @@\n fn main() {\n-    println!(\"hi\");\n+    println!(\"hello\");\n+    return;\n }\n // a\n // b\n // c\n",
                 "firstChangedLine": 2
             }
         })
@@ -458,6 +460,7 @@ async fn edit_replaces_and_reports_a_diff() {
             "content": [{"type": "text", "text": "Successfully replaced 2 block(s) in f.txt."}],
             "details": {
                 "diff": "  1 fn main() {\n  2     println!(\"hello\");\n  3     return;\n  4 }\n- 5 // a\n+ 5 // A\n  6 // b\n  7 // c\n  8 // d\n  9 // e\n    ...\n 11 // g\n 12 // h\n 13 // i\n 14 // j\n-15 end\n+15 END",
+                "patch": "--- f.txt\n+++ f.txt\n@@ -1,9 +1,9 @@\n fn main() {\n     println!(\"hello\");\n     return;\n }\n-// a\n+// A\n // b\n // c\n // d\n // e\n@@ -11,5 +11,5 @@\n // g\n // h\n // i\n // j\n-end\n+END\n",
                 "firstChangedLine": 5
             }
         })
@@ -554,7 +557,9 @@ async fn edit_keeps_bom_and_crlf_and_matches_fuzzily() {
     .await);
     assert_eq!(
         out.details,
-        json!({"diff": " 1 one\n-2 two\n-3 three\n+2 2\n+3 3", "firstChangedLine": 2})
+        json!({"diff": " 1 one\n-2 two\n-3 three\n+2 2\n+3 3",
+            "patch": "--- crlf.txt\n+++ crlf.txt\n@@ -1,3 +1,3 @@\n one\n-two\n-three\n+2\n+3\n",
+            "firstChangedLine": 2})
     );
     assert_eq!(read_string(&f), "\u{FEFF}one\r\n2\r\n3\r\n");
 }
