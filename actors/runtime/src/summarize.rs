@@ -69,7 +69,8 @@ pub fn turn_prefix_text(conversation: &str, focus: Option<&str>) -> String {
 const TOOL_RESULT_LIMIT: usize = 2000;
 
 /// `serializeConversation(convertToLlm(messages))`: one part per message, parts joined by a
-/// blank line.
+/// blank line. pi 1.6.0 writes no `[Assistant thinking]` part (0.73.1 did; compaction.md §7
+/// still lists it, the real pi 1.6.0 does not send it).
 pub fn serialize_conversation(messages: &[AgentMessage]) -> String {
     let mut parts: Vec<String> = Vec::new();
     for m in convert_to_llm(messages) {
@@ -84,12 +85,12 @@ pub fn serialize_conversation(messages: &[AgentMessage]) -> String {
                 }
             }
             AgentMessage::Assistant(a) => {
-                let mut thinking = Vec::new();
                 let mut text = Vec::new();
                 let mut calls = Vec::new();
                 for b in &a.content {
                     match b {
-                        ContentBlock::Thinking(t) => thinking.push(t.thinking.as_str()),
+                        // pi 1.6.0 leaves thinking out of what is summarized.
+                        ContentBlock::Thinking(_) => {}
                         ContentBlock::Text(t) => text.push(t.text.as_str()),
                         ContentBlock::ToolCall(c) => {
                             let args: Vec<String> = c
@@ -110,9 +111,6 @@ pub fn serialize_conversation(messages: &[AgentMessage]) -> String {
                         }
                         ContentBlock::Image(_) | ContentBlock::Unknown(_) => {}
                     }
-                }
-                if !thinking.is_empty() {
-                    parts.push(format!("[Assistant thinking]: {}", thinking.join("\n")));
                 }
                 if !text.is_empty() {
                     parts.push(format!("[Assistant]: {}", text.join("\n")));
@@ -429,14 +427,14 @@ mod tests {
         let text = serialize_conversation(&all);
         let parts: Vec<&str> = text.split("\n\n").collect();
         assert_eq!(parts[0], "[User]: fix it");
-        assert_eq!(parts[1], "[Assistant thinking]: hm");
-        assert_eq!(parts[2], "[Assistant]: ok");
+        // pi 1.6.0 leaves the thinking out.
+        assert_eq!(parts[1], "[Assistant]: ok");
         assert_eq!(
-            parts[3],
+            parts[2],
             r#"[Assistant tool calls]: read(path="a.txt", limit=5)"#
         );
-        assert!(parts[4].starts_with("[Tool result]: yyyy") && parts[4].ends_with('y'));
-        assert_eq!(parts[5], "[... 5 more characters truncated]");
+        assert!(parts[3].starts_with("[Tool result]: yyyy") && parts[3].ends_with('y'));
+        assert_eq!(parts[4], "[... 5 more characters truncated]");
         let req = request_text("C", Some("P"), "I", Some("tests"));
         assert_eq!(
             req,

@@ -1143,3 +1143,64 @@ fn a_context_overflow_is_compacted_and_retried() {
         .run(&["--mode", "json", "-p", "first question", "second question", "third question"]),
     );
 }
+
+#[test]
+fn fork_no_session_and_file_arguments() {
+    assert_same(
+        Scenario::new(json!([
+            text("one"),
+            text("two"),
+            text("three"),
+            text("four")
+        ]))
+        .file("spec.md", "# Spec\nThe widget must be blue.\n")
+        .run(&[
+            "--session-id",
+            "01a233d7-0000-7000-8000-0000000000aa",
+            "-p",
+            "first",
+        ])
+        .run(&[
+            "--fork",
+            "01a233d7-0000-7000-8000-0000000000aa",
+            "-p",
+            "forked",
+        ])
+        .run(&["--no-session", "-p", "ephemeral"])
+        .run(&["-p", "@spec.md", "what colour?"]),
+    );
+}
+
+#[test]
+fn thinking_levels_at_the_edges() {
+    assert_same(
+        Scenario::new(json!([text("a"), text("b")]))
+            .run(&["--thinking", "max", "-p", "hard one"])
+            .run(&["--thinking", "off", "-c", "-p", "easy one"]),
+    );
+}
+
+#[test]
+fn anthropic_thinking_budgets_and_a_compaction() {
+    let script = rpc_script(&[
+        json!({"id": "1", "type": "set_thinking_level", "level": "high"}),
+        json!({"id": "2", "type": "prompt", "message": "first question with some words in it"}),
+        json!({"id": "3", "type": "set_thinking_level", "level": "minimal"}),
+        json!({"id": "4", "type": "prompt", "message": "second question with more words"}),
+        json!({"id": "5", "type": "compact", "customInstructions": "focus on the words"}),
+        json!({"id": "6", "type": "get_messages"}),
+    ]);
+    let mut settings = json!({"retry": {"baseDelayMs": 10}, "compaction": {"keepRecentTokens": 4}});
+    settings["compaction"]["reserveTokens"] = json!(1000);
+    assert_same(
+        Scenario::new(json!([
+            {"thinking": "Hmm.", "text": "The first answer, with words."},
+            {"text": "The second answer, with words."},
+            text("## Goal\nA summary."),
+            text("## Original Request\nThe prefix.")
+        ]))
+        .api("anthropic-messages")
+        .settings(settings)
+        .run_with(&["--mode", "rpc"], &script),
+    );
+}
