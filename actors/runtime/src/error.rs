@@ -73,10 +73,9 @@ pub enum RuntimeError {
         /// The process's cwd.
         current: String,
     },
-    /// A setting could not be saved to `settings.json`: the file names the problem and is
-    /// left as it was.
-    #[error("{0}")]
-    SettingNotSaved(String),
+    /// A setting could not be saved to `settings.json`, which is left as it was.
+    #[error(transparent)]
+    SettingNotSaved(#[from] crate::settings::SettingNotSaved),
     /// A crashed session could not be rebuilt: neither its file nor a copy of its log exists.
     #[error("nothing to rebuild the session from")]
     NothingToRebuild,

@@ -6,6 +6,11 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+/// A setting could not be saved: what went wrong, naming `settings.json` (left unchanged).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SettingNotSaved(pub String);
+
 /// The merged settings of one cwd.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
@@ -76,9 +81,13 @@ impl Settings {
     /// directory's `settings.json` (created when missing), every other member kept, the
     /// file replaced atomically and written as pi writes it (two-space indentation).
     ///
-    /// Errors: the file cannot be read, is not a JSON object, or cannot be written; the
-    /// message names it, and the file is left as it was.
-    pub fn save_global(agent_dir: &Path, path: &str, value: Value) -> Result<(), String> {
+    /// Errors: [`SettingNotSaved`] when the file cannot be read, is not a JSON object, or
+    /// cannot be written; it names the file, which is left as it was.
+    pub fn save_global(agent_dir: &Path, path: &str, value: Value) -> Result<(), SettingNotSaved> {
+        Self::save_global_text(agent_dir, path, value).map_err(SettingNotSaved)
+    }
+
+    fn save_global_text(agent_dir: &Path, path: &str, value: Value) -> Result<(), String> {
         let file = agent_dir.join("settings.json");
         let mut root = match pith_llm::config_file::read_text_limited(
             &file,
@@ -355,7 +364,7 @@ mod tests {
         let err = Settings::save_global(tmp.path(), "retry.enabled", Value::Bool(false))
             .expect_err("refused");
         assert!(
-            err.contains("settings.json") && err.contains("not changed"),
+            err.0.contains("settings.json") && err.0.contains("not changed"),
             "{err}"
         );
         assert_eq!(std::fs::read_to_string(&file).expect("read"), "{ not json");

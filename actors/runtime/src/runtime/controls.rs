@@ -94,8 +94,7 @@ impl Runtime {
         value: serde_json::Value,
     ) -> Result<(), RuntimeError> {
         let agent_dir = state.config.env.agent_dir.clone();
-        crate::settings::Settings::save_global(&agent_dir, path, value)
-            .map_err(RuntimeError::SettingNotSaved)?;
+        crate::settings::Settings::save_global(&agent_dir, path, value)?;
         if let Some(sub) = &state.subtree {
             let settings =
                 crate::settings::Settings::load(&agent_dir, std::path::Path::new(&sub.cwd));
