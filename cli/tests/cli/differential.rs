@@ -160,6 +160,10 @@ struct Scenario {
     files: Vec<(String, String)>,
     /// The models.json `api` of the mock provider.
     api: &'static str,
+    /// Whether the mock model can reason (`reasoning` in models.json).
+    reasoning: bool,
+    /// Files in the agent directory (skills, prompt templates), by relative path.
+    agent_files: Vec<(String, String)>,
     /// Invocations whose stdout, stderr and exit status differ on purpose (a row of
     /// docs/divergences.md): pith's `(exit, stderr)` is asserted instead.
     own_output: Vec<(usize, i32, &'static str)>,
@@ -174,6 +178,8 @@ impl Scenario {
             files: Vec::new(),
             own_output: Vec::new(),
             api: "openai-completions",
+            reasoning: true,
+            agent_files: Vec::new(),
         }
     }
 
@@ -188,6 +194,18 @@ impl Scenario {
     /// The provider speaks `api` (`anthropic-messages`, …) instead of Chat Completions.
     fn api(mut self, api: &'static str) -> Scenario {
         self.api = api;
+        self
+    }
+
+    /// The mock model cannot reason.
+    fn without_reasoning(mut self) -> Scenario {
+        self.reasoning = false;
+        self
+    }
+
+    /// A file in the agent directory (`skills/…`, `prompts/…`) before the first invocation.
+    fn agent_file(mut self, name: &str, text: &str) -> Scenario {
+        self.agent_files.push((name.to_owned(), text.to_owned()));
         self
     }
 
@@ -223,12 +241,15 @@ impl Scenario {
         for (name, text) in &self.files {
             pith_tests::files::write(&work.join(name), text);
         }
+        for (name, text) in &self.agent_files {
+            pith_tests::files::write(&agent_dir.join(name), text);
+        }
         let mock = MockLlm::start(root, "mock", &self.replies);
         pith_tests::files::write(
             &agent_dir.join("models.json"),
             json!({"providers": {"mock": {"baseUrl": mock.url, "api": self.api,
                 "apiKey": "none", "models": [{"id": "mock-1", "name": "Mock One",
-                "contextWindow": 100000, "maxTokens": 1000, "reasoning": true}]}}})
+                "contextWindow": 100000, "maxTokens": 1000, "reasoning": self.reasoning}]}}})
             .to_string(),
         );
         pith_tests::files::write(&agent_dir.join("settings.json"), self.settings.to_string());
@@ -1202,5 +1223,45 @@ fn anthropic_thinking_budgets_and_a_compaction() {
         .api("anthropic-messages")
         .settings(settings)
         .run_with(&["--mode", "rpc"], &script),
+    );
+}
+
+#[test]
+fn a_model_without_reasoning() {
+    assert_same(
+        Scenario::new(json!([text("plain"), text("still plain")]))
+            .without_reasoning()
+            .run(&["--thinking", "high", "-p", "think hard"])
+            .run(&["-c", "--mode", "json", "-p", "again"]),
+    );
+}
+
+#[test]
+fn skills_and_prompt_templates_from_the_agent_directory() {
+    assert_same(
+        Scenario::new(json!([text("reviewed"), text("skilled")]))
+            .agent_file(
+                "prompts/review.md",
+                "---\ndescription: Review a file\nargument-hint: <file>\n---\nReview $1 carefully, then say $ARGUMENTS.\n",
+            )
+            .agent_file(
+                "skills/haiku/SKILL.md",
+                "---\nname: haiku\ndescription: Answers in haiku form.\n---\nWrite three lines: 5, 7, 5 syllables.\n",
+            )
+            .run(&["-p", "/review main.rs twice"])
+            .run(&["-c", "-p", "/skill:haiku about rust"]),
+    );
+}
+
+#[test]
+fn retries_that_run_out_in_json_mode() {
+    let boom = json!({"status": 503, "error": {"message": "overloaded", "type": "server_error"}});
+    let mut settings = json!({"retry": {"baseDelayMs": 10, "maxRetries": 2}});
+    settings["retry"]["enabled"] = json!(true);
+    assert_same(
+        Scenario::new(json!([boom, boom, boom, text("after")]))
+            .settings(settings)
+            .run(&["--mode", "json", "-p", "try"])
+            .run(&["-c", "--mode", "json", "-p", "again"]),
     );
 }
