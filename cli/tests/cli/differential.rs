@@ -1265,3 +1265,12 @@ fn retries_that_run_out_in_json_mode() {
             .run(&["-c", "--mode", "json", "-p", "again"]),
     );
 }
+
+#[test]
+fn piped_standard_input_in_print_mode() {
+    assert_same(
+        Scenario::new(json!([text("from a pipe"), text("with an argument")]))
+            .run_with(&["-p"], "piped question\n")
+            .run_with(&["-p", "and this"], "piped context\n"),
+    );
+}
