@@ -237,7 +237,14 @@ pub fn find_cut_point(
     // Only a hidden attempt (and the entries that hid it) after the cut: keep from the
     // attempt, so the turn that led to it becomes the split turn's prefix.
     let only_hidden_after = (cut + 1..end).all(|i| {
-        hidden_at(i) || !matches!(path[i].kind(), EntryType::Message | EntryType::Compaction)
+        hidden_at(i)
+            || !matches!(
+                path[i].kind(),
+                EntryType::Message
+                    | EntryType::Compaction
+                    | EntryType::CustomMessage
+                    | EntryType::BranchSummary
+            )
     });
     if reached && cut + 1 < end && only_hidden_after && (cut + 1..end).any(hidden_at) {
         cut += 1;

@@ -259,6 +259,20 @@ fn a_hidden_recovery_attempt_is_not_what_is_kept() {
     let roles = |ms: &[AgentMessage]| ms.iter().map(|m| m.role().to_owned()).collect::<Vec<_>>();
     assert_eq!(roles(&p.messages_to_summarize), ["user", "assistant"]);
     assert_eq!(roles(&p.turn_prefix_messages), ["user"]);
+    // An extension's message after the prompt is conversation, not metadata: it is kept,
+    // and the prompt with it.
+    let with_custom = tree_of(&[
+        E::Model,
+        E::User(10),
+        E::Asst(10),
+        E::User(50),
+        E::CustomMsg(1),
+        E::Asst(30),
+        E::Hide(5),
+    ]);
+    let p = prepare_compaction(&with_custom, &[0, 1, 2, 3, 4, 5, 6], &settings).expect("prepared");
+    assert_eq!(p.first_kept_entry_id.as_deref(), Some("e3"));
+    assert!(!p.is_split_turn);
     // A budget reached before the prompt keeps the prompt: the rule needs the kept range
     // to be the hidden attempt alone.
     let hidden = [false, false, false, false, true, false];
