@@ -1061,15 +1061,16 @@ fn an_rpc_fork_before_an_earlier_prompt() {
 fn an_rpc_steer_and_follow_up_during_a_slow_reply() {
     let script = rpc_script(&[
         json!({"id": "1", "type": "prompt", "message": "start", "_nowait": true}),
-        // Both agents are then waiting for the slow reply's headers.
-        json!({"type": "_sleep", "ms": 500}),
+        // Both agents are then waiting for the slow reply's headers (with room for a slow
+        // machine between the prompt's answer and the request).
+        json!({"type": "_sleep", "ms": 1200}),
         json!({"id": "2", "type": "steer", "message": "also this"}),
         json!({"id": "3", "type": "follow_up", "message": "and then that"}),
         json!({"type": "_settle"}),
         json!({"id": "4", "type": "get_messages"}),
     ]);
     let mut slow = text("Working on it.");
-    slow["delay_ms"] = json!(1500);
+    slow["delay_ms"] = json!(3500);
     assert_same(
         Scenario::new(json!([slow, text("Steered."), text("Followed up.")]))
             .run_with(&["--mode", "rpc"], &script),
@@ -1080,7 +1081,7 @@ fn an_rpc_steer_and_follow_up_during_a_slow_reply() {
 fn an_rpc_abort_of_a_slow_reply() {
     let script = rpc_script(&[
         json!({"id": "1", "type": "prompt", "message": "start", "_nowait": true}),
-        json!({"type": "_sleep", "ms": 700}),
+        json!({"type": "_sleep", "ms": 1200}),
         json!({"id": "2", "type": "abort"}),
         json!({"type": "_settle"}),
         json!({"id": "3", "type": "get_messages"}),
@@ -1088,7 +1089,7 @@ fn an_rpc_abort_of_a_slow_reply() {
         json!({"id": "5", "type": "cycle_model"}),
     ]);
     let mut slow = text("Too late.");
-    slow["delay_ms"] = json!(3000);
+    slow["delay_ms"] = json!(4000);
     assert_same(Scenario::new(json!([slow])).run_with(&["--mode", "rpc"], &script));
 }
 
