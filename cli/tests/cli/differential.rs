@@ -675,57 +675,41 @@ fn without_agreed_divergences(mut pi: Run) -> Run {
         }
     }
     // json mode: the system message's events, and the message in agent_end's list.
-    for output in &mut pi.outputs {
-        let Some(events) = output
-            .1
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).ok())
-            .collect::<Option<Vec<Value>>>()
-        else {
-            continue;
-        };
-        let is_system = |m: &Value| m["role"] == "system";
-        let kept: Vec<String> = events
-            .into_iter()
-            .filter(|e| !is_system(&e["message"]))
-            .map(|mut e| {
-                if let Some(list) = e.get_mut("messages").and_then(Value::as_array_mut) {
-                    list.retain(|m| !is_system(m));
+    let is_system = |m: &Value| m["role"] == "system";
+    edit_events(&mut pi, |mut e| {
+        if is_system(&e["message"]) {
+            return None;
+        }
+        if let Some(list) = e.get_mut("messages").and_then(Value::as_array_mut) {
+            list.retain(|m| !is_system(m));
+        }
+        // get_commands: pi's llama.cpp router command (pith has none).
+        if e["command"] == "get_commands"
+            && let Some(list) = e["data"].get_mut("commands").and_then(Value::as_array_mut)
+        {
+            list.retain(|c| c["name"] != "llama");
+        }
+        mcp_description_aside(&mut e);
+        // rpc answers: get_messages' list, get_state's and get_session_stats' counts,
+        // get_entries' entries and get_tree's nodes hold it too.
+        if let Some(data) = e.get_mut("data") {
+            if let Some(entries) = data.get_mut("entries").and_then(Value::as_array_mut) {
+                drop_system_entries(entries);
+            }
+            if let Some(tree) = data.get_mut("tree").and_then(Value::as_array_mut) {
+                drop_system_nodes(tree);
+            }
+            if let Some(list) = data.get_mut("messages").and_then(Value::as_array_mut) {
+                list.retain(|m| !is_system(m));
+            }
+            for count in ["messageCount", "totalMessages"] {
+                if let Some(n) = data.get(count).and_then(Value::as_u64) {
+                    data[count] = Value::from(n.saturating_sub(system_messages));
                 }
-                // get_commands: pi's llama.cpp router command (pith has none); the mcp
-                // command's description is pith's own (docs/divergences.md).
-                if e["command"] == "get_commands"
-                    && let Some(list) = e["data"].get_mut("commands").and_then(Value::as_array_mut)
-                {
-                    list.retain(|c| c["name"] != "llama");
-                    for c in list.iter_mut().filter(|c| c["name"] == "mcp") {
-                        c["description"] = json!("<mcp>");
-                    }
-                }
-                // rpc answers: get_messages' list, get_state's and get_session_stats' counts,
-                // get_entries' entries and get_tree's nodes hold it too.
-                if let Some(data) = e.get_mut("data") {
-                    if let Some(entries) = data.get_mut("entries").and_then(Value::as_array_mut) {
-                        drop_system_entries(entries);
-                    }
-                    if let Some(tree) = data.get_mut("tree").and_then(Value::as_array_mut) {
-                        drop_system_nodes(tree);
-                    }
-                    if let Some(list) = data.get_mut("messages").and_then(Value::as_array_mut) {
-                        list.retain(|m| !is_system(m));
-                    }
-                    for count in ["messageCount", "totalMessages"] {
-                        if let Some(n) = data.get(count).and_then(Value::as_u64) {
-                            data[count] = Value::from(n.saturating_sub(system_messages));
-                        }
-                    }
-                }
-                e.to_string()
-            })
-            .map(|l| l + "\n")
-            .collect();
-        output.1 = kept.concat();
-    }
+            }
+        }
+        Some(e)
+    });
     for request in &mut pi.requests {
         // Chat Completions: a system or developer message; Anthropic: the `system` blocks.
         if let Some(messages) = request.get_mut("messages").and_then(Value::as_array_mut) {
@@ -748,7 +732,22 @@ fn without_agreed_divergences(mut pi: Run) -> Run {
 /// `get_available_models` (docs/divergences.md, "the models a session can use") and the
 /// wording of `/mcp`'s description.
 fn without_pith_extras(mut pith: Run) -> Run {
-    for output in &mut pith.outputs {
+    edit_events(&mut pith, |mut e| {
+        if e["command"] == "get_available_models"
+            && let Some(models) = e["data"].get_mut("models").and_then(Value::as_array_mut)
+        {
+            models.retain(|m| m["provider"] != "faux");
+        }
+        mcp_description_aside(&mut e);
+        Some(e)
+    });
+    pith
+}
+
+/// Rewrites every invocation's stdout that is JSON lines (json and rpc mode) event by
+/// event: `edit` returns the event to keep, or `None` to drop it. Text output is left alone.
+fn edit_events(run: &mut Run, edit: impl Fn(Value) -> Option<Value>) {
+    for output in &mut run.outputs {
         let Some(events) = output
             .1
             .lines()
@@ -759,24 +758,22 @@ fn without_pith_extras(mut pith: Run) -> Run {
         };
         output.1 = events
             .into_iter()
-            .map(|mut e| {
-                if e["command"] == "get_available_models"
-                    && let Some(models) = e["data"].get_mut("models").and_then(Value::as_array_mut)
-                {
-                    models.retain(|m| m["provider"] != "faux");
-                }
-                if e["command"] == "get_commands"
-                    && let Some(list) = e["data"].get_mut("commands").and_then(Value::as_array_mut)
-                {
-                    for c in list.iter_mut().filter(|c| c["name"] == "mcp") {
-                        c["description"] = json!("<mcp>");
-                    }
-                }
-                format!("{e}\n")
-            })
+            .filter_map(&edit)
+            .map(|e| format!("{e}\n"))
             .collect();
     }
-    pith
+}
+
+/// `get_commands`' `/mcp` entry with its description set aside: pith words it its own way
+/// (docs/divergences.md, "rpc `get_commands`").
+fn mcp_description_aside(e: &mut Value) {
+    if e["command"] == "get_commands"
+        && let Some(list) = e["data"].get_mut("commands").and_then(Value::as_array_mut)
+    {
+        for c in list.iter_mut().filter(|c| c["name"] == "mcp") {
+            c["description"] = json!("<mcp>");
+        }
+    }
 }
 
 fn assert_same(scenario: Scenario) {

@@ -8,59 +8,11 @@
 //! `target/pi-oracle`, which `scripts/test` installs) and python3; without them it fails.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
+use pith_tests::pi_oracle::MockLlm;
 use serde_json::{Value, json};
-
-struct Mock {
-    child: Child,
-    log: PathBuf,
-    url: String,
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn mock(dir: &Path, name: &str, replies: Value) -> Mock {
-    let script = dir.join(format!("{name}.json"));
-    fs::write(&script, replies.to_string()).unwrap();
-    let (log, port) = (
-        dir.join(format!("{name}.log")),
-        dir.join(format!("{name}.port")),
-    );
-    let child = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/mock-llm.py"))
-        .args(["--idle-exit", "60", "--pause-ms", "0", "--script"])
-        .arg(&script)
-        .arg("--log")
-        .arg(&log)
-        .arg("--port-file")
-        .arg(&port)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    let port = loop {
-        if let Ok(p) = fs::read_to_string(&port)
-            && !p.trim().is_empty()
-        {
-            break p.trim().to_owned();
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "mock server");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Mock {
-        child,
-        log,
-        url: format!("http://127.0.0.1:{port}/v1"),
-    }
-}
 
 fn agent_dir(dir: &Path, url: &str) {
     fs::create_dir_all(dir).unwrap();
@@ -74,11 +26,10 @@ fn agent_dir(dir: &Path, url: &str) {
     fs::write(dir.join("settings.json"), r#"{"retry":{"baseDelayMs":10}}"#).unwrap();
 }
 
-/// The messages of the last request in `log`, without system/developer messages.
-fn last_messages(log: &Path) -> Vec<Value> {
-    let text = fs::read_to_string(log).unwrap();
-    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-    last["body"]["messages"]
+/// The messages of `mock`'s last request, without system/developer messages.
+fn last_messages(mock: &MockLlm) -> Vec<Value> {
+    let last = mock.request_bodies().pop().unwrap();
+    last["messages"]
         .as_array()
         .unwrap()
         .iter()
@@ -94,10 +45,10 @@ fn pi_1_6_resumes_a_pith_session_with_the_same_context() {
     let root = tmp.path();
     let work = root.join("work");
     fs::create_dir_all(&work).unwrap();
-    let first = mock(
+    let first = MockLlm::start(
         root,
         "first",
-        json!([
+        &json!([
             {"status": 500, "error": {"message": "boom", "type": "server_error"}},
             {"text": "first answer", "tool_calls": [{"id": "call_1", "name": "bash", "arguments": {"command": "echo hi"}}]},
             {"text": "done with tool"},
@@ -139,7 +90,7 @@ fn pi_1_6_resumes_a_pith_session_with_the_same_context() {
     fs::copy(&written, &for_pi).unwrap();
     pith(&["--session", for_pith.to_str().unwrap(), "-p", "three"]);
 
-    let second = mock(root, "second", json!([{"text": "pi resumed"}]));
+    let second = MockLlm::start(root, "second", &json!([{"text": "pi resumed"}]));
     let pi_agent = root.join("pi-agent");
     agent_dir(&pi_agent, &second.url);
     let out = Command::new(&pi)
@@ -159,7 +110,7 @@ fn pi_1_6_resumes_a_pith_session_with_the_same_context() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "pi resumed\n");
 
-    let (ours, theirs) = (last_messages(&first.log), last_messages(&second.log));
+    let (ours, theirs) = (last_messages(&first), last_messages(&second));
     assert_eq!(ours.len(), 7, "{ours:#?}");
     assert_eq!(ours, theirs);
 }
