@@ -50,6 +50,27 @@ pub fn pi_bin() -> PathBuf {
     install().join("bin/pi")
 }
 
+/// The ripgrep and fd that pi's grep and find tools run (`scripts/install-search-tools`, which
+/// `scripts/test` runs): `$PITH_SEARCH_TOOLS`, else `<repo>/target/search-tools`; a folder with
+/// `bin/rg` and `bin/fd`. Panics with what to run when neither holds them.
+pub fn search_tools() -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let from_env = std::env::var_os("PITH_SEARCH_TOOLS").map(PathBuf::from);
+    for dir in [from_env, Some(repo.join("target/search-tools"))]
+        .into_iter()
+        .flatten()
+    {
+        if dir.join("bin/rg").is_file() && dir.join("bin/fd").is_file() {
+            return dir;
+        }
+    }
+    panic!(
+        "ripgrep and fd for pi's grep and find are not installed: run \
+         scripts/install-search-tools (scripts/test does), or set PITH_SEARCH_TOOLS to a folder \
+         with bin/rg and bin/fd"
+    );
+}
+
 /// A running `scripts/mock-llm.py`: OpenAI Chat Completions and Anthropic Messages on
 /// 127.0.0.1, one scripted reply per request (the script's format is in the script's
 /// docstring), every request logged. Killed on drop.

@@ -167,6 +167,11 @@ struct Scenario {
     /// Invocations whose stdout, stderr and exit status differ on purpose (a row of
     /// docs/divergences.md): pith's `(exit, stderr)` is asserted instead.
     own_output: Vec<(usize, i32, &'static str)>,
+    /// grep and find results of several files are compared in path order
+    /// (docs/divergences.md, "Tools").
+    grep_in_path_order: bool,
+    /// pi gets ripgrep and fd where it keeps its own downloads (`<agent dir>/bin`).
+    search_tools: bool,
 }
 
 impl Scenario {
@@ -177,6 +182,8 @@ impl Scenario {
             invocations: Vec::new(),
             files: Vec::new(),
             own_output: Vec::new(),
+            grep_in_path_order: false,
+            search_tools: false,
             api: "openai-completions",
             reasoning: true,
             agent_files: Vec::new(),
@@ -194,6 +201,22 @@ impl Scenario {
     /// The provider speaks `api` (`anthropic-messages`, …) instead of Chat Completions.
     fn api(mut self, api: &'static str) -> Scenario {
         self.api = api;
+        self
+    }
+
+    /// grep and find results of several files are compared in path order: pi prints them in
+    /// ripgrep's and fd's thread-dependent order, pith in path order (docs/divergences.md).
+    /// A scenario keeps a `limit` cut to one file (grep) or leaves it out (find), since which
+    /// files come before the cut depends on that order.
+    fn grep_in_path_order(mut self) -> Scenario {
+        self.grep_in_path_order = true;
+        self
+    }
+
+    /// pi's grep and find run ripgrep and fd from `<agent dir>/bin`, where pi puts its own
+    /// downloads (scripts/install-search-tools provides them).
+    fn with_search_tools(mut self) -> Scenario {
+        self.search_tools = true;
         self
     }
 
@@ -243,6 +266,17 @@ impl Scenario {
         }
         for (name, text) in &self.agent_files {
             pith_tests::files::write(&agent_dir.join(name), text);
+        }
+        if self.search_tools && matches!(agent, Agent::Pi) {
+            let tools = pi_oracle::search_tools();
+            std::fs::create_dir_all(agent_dir.join("bin")).unwrap();
+            for tool in ["rg", "fd"] {
+                std::os::unix::fs::symlink(
+                    tools.join("bin").join(tool),
+                    agent_dir.join("bin").join(tool),
+                )
+                .unwrap();
+            }
         }
         let mock = MockLlm::start(root, "mock", &self.replies);
         pith_tests::files::write(
@@ -789,12 +823,89 @@ fn assert_same(scenario: Scenario) {
         pi.outputs[i] = (0, String::new(), String::new());
         pith.outputs[i] = (0, String::new(), String::new());
     }
+    if scenario.grep_in_path_order {
+        for run in [&mut pi, &mut pith] {
+            grep_results_in_path_order(run);
+        }
+    }
     let diffs = differences(&pi, &pith);
     assert!(
         diffs.is_empty(),
         "pith differs from pi 1.6.0:\n{}",
         diffs.join("\n")
     );
+}
+
+/// Every grep result in `run` (a string of `path:N: text` and `path-N- text` lines, then
+/// notices after a blank line) with its files' blocks in path order, and every find result
+/// (a path a line) sorted.
+fn grep_results_in_path_order(run: &mut Run) {
+    fn visit(v: &mut Value, line: &regex::Regex) {
+        match v {
+            Value::String(s) => {
+                if let Some(sorted) = in_path_order(s, line) {
+                    *s = sorted;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| visit(i, line)),
+            Value::Object(map) => map.values_mut().for_each(|i| visit(i, line)),
+            _ => {}
+        }
+    }
+    let line = regex::Regex::new(r"^(.+?)[:-]\d+[:-] ").unwrap();
+    for v in run
+        .requests
+        .iter_mut()
+        .chain(run.sessions.iter_mut().flatten())
+    {
+        visit(v, &line);
+    }
+    edit_events(run, |mut e| {
+        visit(&mut e, &line);
+        Some(e)
+    });
+}
+
+/// `text`'s file blocks (grep) or paths (find) sorted by path, or `None` when it is not a
+/// result of two files or more.
+fn in_path_order(text: &str, line: &regex::Regex) -> Option<String> {
+    let (body, notices) = match text.split_once("\n\n") {
+        Some((b, n)) => (b, Some(n)),
+        None => (text, None),
+    };
+    // find: one path a line.
+    if body.lines().count() > 1 && body.lines().all(|l| !l.contains([' ', ':'])) {
+        let mut paths: Vec<&str> = body.lines().collect();
+        paths.sort_unstable();
+        let mut out = paths.join("\n");
+        if let Some(n) = notices {
+            out.push_str("\n\n");
+            out.push_str(n);
+        }
+        return Some(out);
+    }
+    let mut blocks: Vec<(String, Vec<&str>)> = Vec::new();
+    for l in body.lines() {
+        let path = line.captures(l)?.get(1)?.as_str().to_owned();
+        match blocks.last_mut() {
+            Some((p, lines)) if *p == path => lines.push(l),
+            _ => blocks.push((path, vec![l])),
+        }
+    }
+    if blocks.len() < 2 {
+        return None;
+    }
+    blocks.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out = blocks
+        .iter()
+        .flat_map(|(_, lines)| lines.iter().copied())
+        .collect::<Vec<_>>()
+        .join("\n");
+    if let Some(n) = notices {
+        out.push_str("\n\n");
+        out.push_str(n);
+    }
+    Some(out)
 }
 
 fn text(t: &str) -> Value {
@@ -1124,8 +1235,6 @@ fn an_rpc_session_with_settings_and_queries() {
     );
 }
 
-/// grep and find are left out: pi runs them through rg and fd, which it downloads on first
-/// use (this machine has neither and no route to download them).
 #[test]
 fn the_file_tools_write_edit_and_read() {
     let call =
@@ -1270,5 +1379,106 @@ fn piped_standard_input_in_print_mode() {
         Scenario::new(json!([text("from a pipe"), text("with an argument")]))
             .run_with(&["-p"], "piped question\n")
             .run_with(&["-p", "and this"], "piped context\n"),
+    );
+}
+
+/// pi runs grep and find through ripgrep and fd (which it downloads into `<agent dir>/bin`;
+/// scripts/install-search-tools provides them here); pith searches in-process with ripgrep's crates. The results must be the
+/// same on one tree: ignore files, hidden files, globs, context lines, limits, cut lines.
+#[test]
+fn grep_find_and_ls_on_a_real_tree() {
+    let call =
+        |id: &str, name: &str, args: Value| json!({"id": id, "name": name, "arguments": args});
+    let long_line = format!("needle {}\n", "x".repeat(700));
+    let many: String = (0..130).map(|i| format!("pin {i}\n")).collect();
+    assert_same(
+        Scenario::new(json!([
+            {"text": "", "tool_calls": [
+                call("g1", "grep", json!({"pattern": "needle"})),
+                call("g2", "grep", json!({"pattern": "NEEDLE", "ignoreCase": true, "glob": "*.rs"})),
+                call("g3", "grep", json!({"pattern": "a.b", "literal": true, "context": 1})),
+                call("g4", "grep", json!({"pattern": "pin", "path": "many.txt", "limit": 5})),
+                call("g5", "grep", json!({"pattern": "needle", "path": "long.txt"})),
+                call("g6", "grep", json!({"pattern": "nomatch-anywhere"})),
+                call("g7", "grep", json!({"pattern": "("})),
+                call("g8", "grep", json!({"pattern": "needle", "path": "missing-dir"}))
+            ]},
+            {"text": "", "tool_calls": [
+                call("f1", "find", json!({"pattern": "*.rs"})),
+                call("f2", "find", json!({"pattern": "**/*.md", "path": "src"})),
+                call("f3", "find", json!({"pattern": "*.txt"})),
+                call("f4", "find", json!({"pattern": "*.nothing"})),
+                call("f5", "find", json!({"pattern": "*", "path": "missing-dir"}))
+            ]},
+            {"text": "", "tool_calls": [
+                call("l1", "ls", json!({})),
+                call("l2", "ls", json!({"path": "src", "limit": 2})),
+                call("l3", "ls", json!({"path": "notes.md"})),
+                call("l4", "ls", json!({"path": "missing-dir"}))
+            ]},
+            text("Searched.")
+        ]))
+        .file(".gitignore", "ignored/\n*.log\n")
+        .file("ignored/skip.rs", "needle in an ignored folder\n")
+        .file("debug.log", "needle in a log\n")
+        .file(".hidden/secret.rs", "fn needle() {}\n")
+        .file("src/main.rs", "fn main() {\n    let NEEDLE = 1;\n    a.b();\n    axb();\n}\n")
+        .file("src/lib/util.rs", "// needle\npub fn util() {}\n")
+        .file("src/docs/guide.md", "# Guide\nneedle here\n")
+        .file("src/README.md", "read me\n")
+        .file("notes.md", "a.b and needle\n")
+        .file("many.txt", &many)
+        .file("long.txt", &long_line)
+        .file("b.txt", "b\n")
+        .file("a.txt", "a\n")
+        .grep_in_path_order()
+        .with_search_tools()
+        .run(&["--tools", "grep,find,ls", "--mode", "json", "-p", "search the tree"]),
+    );
+}
+
+/// The same tools inside a git repository, where ripgrep obeys `.gitignore` too: nested
+/// ignore files, `.ignore`, negated globs, a path given as a file, and `find` on a path glob.
+#[test]
+fn grep_and_find_inside_a_git_repository() {
+    let call =
+        |id: &str, name: &str, args: Value| json!({"id": id, "name": name, "arguments": args});
+    assert_same(
+        Scenario::new(json!([
+            {"text": "", "tool_calls": [
+                call("g1", "grep", json!({"pattern": "token"})),
+                call("g2", "grep", json!({"pattern": "token", "glob": "!*.md"})),
+                call("g3", "grep", json!({"pattern": "token", "path": "app/keep.log"})),
+                call("g4", "grep", json!({"pattern": "tok(en", "literal": true}))
+            ]},
+            {"text": "", "tool_calls": [
+                call("f1", "find", json!({"pattern": "*"})),
+                call("f2", "find", json!({"pattern": "app/**/*.py"})),
+                call("f3", "find", json!({"pattern": "*.LOG"}))
+            ]},
+            text("Done.")
+        ]))
+        .file(".git/HEAD", "ref: refs/heads/main\n")
+        .file(".gitignore", "*.log\n!keep.log\nbuild/\n")
+        .file("app/.gitignore", "generated.py\n")
+        .file("app/generated.py", "token = 'generated'\n")
+        .file("app/main.py", "token = 1\n")
+        .file("app/deep/mod.py", "# token tok(en\n")
+        .file("app/keep.log", "token kept\n")
+        .file("app/drop.log", "token dropped\n")
+        .file(".ignore", "private/\n")
+        .file("private/key.txt", "token secret\n")
+        .file("build/out.txt", "token built\n")
+        .file("README.md", "token in docs\n")
+        .grep_in_path_order()
+        .with_search_tools()
+        .run(&[
+            "--tools",
+            "grep,find",
+            "--mode",
+            "json",
+            "-p",
+            "search the repository",
+        ]),
     );
 }
