@@ -14,8 +14,7 @@ use clap::Args;
 
 use pith_actors::resources::{DiagnosticKind, ResourceOptions, Resources};
 use pith_actors::runtime::SystemPromptFn;
-use pith_actors::system_prompt::{self, PromptOptions};
-use pith_tools::tool::ToolSpec;
+use pith_actors::system_prompt::{self, PromptOptions, PromptTool};
 
 /// pi's system-prompt and resource flags.
 #[derive(Debug, Clone, Default, Args)]
@@ -165,7 +164,7 @@ pub fn load(args: &ResourceArgs, cwd: &Path, agent_dir: &Path, project_trusted: 
     let skills = resources.skills.clone();
     let agent_dir = agent_dir.to_path_buf();
     let no_context_files = args.no_context_files;
-    let system_prompt: SystemPromptFn = Arc::new(move |cwd: &Path, specs: &[ToolSpec]| {
+    let system_prompt: SystemPromptFn = Arc::new(move |cwd: &Path, tools: &[PromptTool]| {
         let options = PromptOptions {
             custom_prompt: custom.clone(),
             append: (!append.is_empty()).then(|| append.join("\n\n")),
@@ -176,7 +175,7 @@ pub fn load(args: &ResourceArgs, cwd: &Path, agent_dir: &Path, project_trusted: 
             },
             skills: skills.clone(),
         };
-        system_prompt::build_with(cwd, specs, &options)
+        system_prompt::build_with(cwd, tools, &options)
     });
     Loaded {
         resources,

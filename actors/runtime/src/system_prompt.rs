@@ -9,8 +9,6 @@
 
 use std::path::{Path, PathBuf};
 
-use pith_tools::tool::ToolSpec;
-
 use crate::resources::SkillReader;
 
 mod worktree;
@@ -31,6 +29,57 @@ pub struct ContextFile {
     pub path: PathBuf,
     /// Its text (invalid UTF-8 replaced with U+FFFD, as Node reads it).
     pub content: String,
+}
+
+/// A tool as the system prompt lists it: its line under `<tools>` and its rules under
+/// `<rules>` (pi 1.6.0: `toolSnippets`, `toolGuidelines`; a tool without a snippet is not
+/// listed, though the model is still offered it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptTool {
+    /// The name the model calls it by.
+    pub name: String,
+    /// One line, whitespace collapsed; `None` leaves the tool out of `<tools>`.
+    pub snippet: Option<String>,
+    /// Trimmed, non-empty, without repeats, in declaration order.
+    pub guidelines: Vec<String>,
+}
+
+impl PromptTool {
+    /// A built-in tool with pi's snippet and guidelines.
+    pub fn builtin(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            snippet: pith_tools::prompt_snippet(name).map(str::to_owned),
+            guidelines: pith_tools::prompt_guidelines(name)
+                .iter()
+                .map(|g| (*g).to_owned())
+                .collect(),
+        }
+    }
+
+    /// A tool declared elsewhere (an extension's `promptSnippet` and `promptGuidelines`,
+    /// extensions.md §1.2 "Tools"), normalised as pi's `_normalizePromptSnippet` and
+    /// `_normalizePromptGuidelines` do.
+    pub fn declared(name: &str, snippet: Option<&str>, guidelines: &[String]) -> Self {
+        let snippet = snippet
+            .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|s| !s.is_empty());
+        let mut kept: Vec<String> = Vec::new();
+        for g in guidelines
+            .iter()
+            .map(|g| g.trim())
+            .filter(|g| !g.is_empty())
+        {
+            if !kept.iter().any(|k| k == g) {
+                kept.push(g.to_owned());
+            }
+        }
+        Self {
+            name: name.to_owned(),
+            snippet,
+            guidelines: kept,
+        }
+    }
 }
 
 /// What goes into a prompt beyond the defaults.
@@ -101,7 +150,7 @@ fn context_file_in(dir: &Path) -> Option<ContextFile> {
 
 /// pi's default system prompt for a session in `cwd` with `tools` active, with the context
 /// files of `agent_dir` (pith's is `~/.pith/agent`) and of `cwd` and its ancestors.
-pub fn build(cwd: &Path, agent_dir: &Path, tools: &[ToolSpec]) -> String {
+pub fn build(cwd: &Path, agent_dir: &Path, tools: &[PromptTool]) -> String {
     let options = PromptOptions {
         context_files: load_context_files(cwd, agent_dir),
         ..PromptOptions::default()
@@ -113,14 +162,14 @@ pub fn build(cwd: &Path, agent_dir: &Path, tools: &[ToolSpec]) -> String {
 /// `<tools>` and `<rules>`), then `<addendum>` (the appended text), `<project_context>` (the
 /// context files), `<skills>` (when `read` or `bash` is active) and `<cwd>` (backslashes
 /// turned into slashes), each section tagged and separated by a blank line.
-pub fn build_with(cwd: &Path, tools: &[ToolSpec], options: &PromptOptions) -> String {
+pub fn build_with(cwd: &Path, tools: &[PromptTool], options: &PromptOptions) -> String {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let mut sections: Vec<(&str, String)> = Vec::new();
     let preamble = match options.custom_prompt.as_deref().filter(|c| !c.is_empty()) {
         Some(custom) => custom.to_owned(),
         None => {
-            sections.push(("tools", tools_section(&names)));
-            sections.push(("rules", rules_section(&names)));
+            sections.push(("tools", tools_section(tools)));
+            sections.push(("rules", rules_section(tools)));
             "You are a coding assistant running inside pith, a coding agent harness. Help users inspect files, run commands, and modify code.".to_owned()
         }
     };
@@ -162,10 +211,10 @@ pub fn build_with(cwd: &Path, tools: &[ToolSpec], options: &PromptOptions) -> St
 }
 
 /// The tools with a prompt snippet, in the given order, else `(none)`.
-fn tools_section(names: &[&str]) -> String {
-    let listed: Vec<String> = names
+fn tools_section(tools: &[PromptTool]) -> String {
+    let listed: Vec<String> = tools
         .iter()
-        .filter_map(|name| pith_tools::prompt_snippet(name).map(|s| format!("- {name}: {s}")))
+        .filter_map(|t| t.snippet.as_ref().map(|s| format!("- {}: {s}", t.name)))
         .collect();
     let tools = if listed.is_empty() {
         "(none)".to_owned()
@@ -177,22 +226,20 @@ fn tools_section(names: &[&str]) -> String {
 
 /// pi's `buildRules`: the bash advice when no explorer tool is active, each tool's
 /// guidelines, then pi's two fixed ones, trimmed and without repeats.
-fn rules_section(names: &[&str]) -> String {
-    let mut rules: Vec<&str> = Vec::new();
-    let mut add = |g: &'static str| {
+fn rules_section(tools: &[PromptTool]) -> String {
+    let mut rules: Vec<String> = Vec::new();
+    let mut add = |g: &str| {
         let g = g.trim();
-        if !g.is_empty() && !rules.contains(&g) {
-            rules.push(g);
+        if !g.is_empty() && !rules.iter().any(|r| r == g) {
+            rules.push(g.to_owned());
         }
     };
-    let has = |n: &str| names.contains(&n);
+    let has = |n: &str| tools.iter().any(|t| t.name == n);
     if has("bash") && !has("grep") && !has("find") && !has("ls") {
         add("Use bash for file operations like ls, rg, find");
     }
-    for name in names {
-        for g in pith_tools::prompt_guidelines(name) {
-            add(g);
-        }
+    for g in tools.iter().flat_map(|t| &t.guidelines) {
+        add(g);
     }
     add("Be concise in your responses");
     add("Show file paths clearly when working with files");

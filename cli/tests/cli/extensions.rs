@@ -592,3 +592,96 @@ fn a_gate_whose_manifest_says_allow_lets_the_call_through_when_it_hangs() {
         [json!({"id":"c1","text":"hi\n","isError":false})]
     );
 }
+
+/// Runs `timed_tools.py` (its `slow` tool declared `slow_mode`) under `pith --mode json` on a
+/// mock model that calls `slow` then `quick` in one turn; returns the tool events as
+/// `start:<id>`/`end:<id>` and the system prompt of the first request.
+fn timed_tools_run(slow_mode: &str) -> (Vec<String>, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    let call = |id: &str, name: &str| json!({"id": id, "name": name, "arguments": {}});
+    let mock = pith_tests::pi_oracle::MockLlm::start(
+        tmp.path(),
+        "mock",
+        &json!([{"text": "", "tool_calls": [call("s1", "slow"), call("q1", "quick")]},
+                {"text": "done"}]),
+    );
+    pith_tests::files::write(
+        &agent.join("models.json"),
+        json!({"providers": {"mock": {"baseUrl": mock.url, "api": "openai-completions",
+            "apiKey": "none", "models": [{"id": "mock-1"}]}}})
+        .to_string(),
+    );
+    let ext = tmp.path().join("timed");
+    fs::create_dir_all(&ext).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/extensions/timed_tools.py");
+    fs::write(
+        ext.join("extension.json"),
+        json!({"name": "timed", "version": "0", "protocol": 1,
+               "command": ["python3", script], "env": {"TIMED_SLOW_MODE": slow_mode}})
+        .to_string(),
+    )
+    .unwrap();
+    let out = pith(&agent, &cwd)
+        .args(["--mode", "json", "-p", "--model", "mock/mock-1", "-e"])
+        .arg(&ext)
+        .arg("go")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|e| match e["type"].as_str() {
+            Some("tool_execution_start") => Some(format!("start:{}", e["toolCallId"].as_str()?)),
+            Some("tool_execution_end") => Some(format!("end:{}", e["toolCallId"].as_str()?)),
+            _ => None,
+        })
+        .collect();
+    let first = mock.request_bodies().remove(0);
+    let system = first["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (events, system)
+}
+
+/// extensions.md §1.2 "Tools": a tool's `promptSnippet` is listed under `<tools>` and its
+/// `promptGuidelines` under `<rules>` (normalised as pi does: one line, trimmed, no repeats),
+/// a tool without a snippet is not listed; a `sequential` tool makes its turn's calls run one
+/// at a time, each ended before the next starts (pi's `executeToolCalls`).
+#[test]
+fn extension_tools_add_their_snippets_and_guidelines_and_sequential_ones_run_alone() {
+    let (events, system) = timed_tools_run("sequential");
+    assert_eq!(events, ["start:s1", "end:s1", "start:q1", "end:q1"]);
+    let tools = system
+        .split("<tools>\n")
+        .nth(1)
+        .and_then(|t| t.split("\n</tools>").next())
+        .unwrap_or_default();
+    assert!(
+        tools.ends_with("- slow: Wait a little\n\nAdditional tools may be available."),
+        "{tools}"
+    );
+    assert!(!tools.contains("quick"), "{tools}");
+    let rules = system
+        .split("<rules>\n")
+        .nth(1)
+        .and_then(|t| t.split("\n</rules>").next())
+        .unwrap_or_default();
+    assert_eq!(
+        rules.matches("- Call slow before quick\n").count(),
+        1,
+        "{rules}"
+    );
+    assert!(rules.ends_with("- Call slow before quick\n- Be concise in your responses\n- Show file paths clearly when working with files"), "{rules}");
+
+    // Parallel (the default): the quick call ends while the slow one still runs.
+    let (events, _) = timed_tools_run("parallel");
+    assert_eq!(events, ["start:s1", "start:q1", "end:q1", "end:s1"]);
+}

@@ -12,25 +12,46 @@ use crate::extensions::registry::Found;
 use crate::extensions::schema::validate;
 use pith_tools::tool::{ToolContext, ToolError, ToolModel, ToolOutput};
 
+/// What a running call reports to the turn.
+enum Report {
+    Progress(usize, ToolOutput),
+    /// The result and how long the tool's execute took, in ms.
+    Done(usize, Result<ToolOutput, ToolError>, u64),
+}
+
+/// A turn's tool calls as they settle, by call index.
+struct Batch {
+    outcomes: Vec<Option<(Vec<ContentBlock>, Value, bool)>>,
+    /// pi ≥ 1.1 times each execute (not the lookup or the gates): `durationMs` of the
+    /// toolResult and of `tool_execution_end`; absent for a call that never ran.
+    durations: Vec<Option<u64>>,
+    /// The arguments each call ran with (a `tool_call` gate may replace them).
+    ran_with: Vec<Value>,
+    /// Calls started and not yet done.
+    running: usize,
+}
+
 impl Run {
-    /// Runs a turn's tool calls (spec: agent-and-events.md §1.3, parallel mode):
-    /// `tool_execution_start` for each in call order, unknown tools answered at once, the
-    /// others run concurrently with `tool_execution_update`/`tool_execution_end` in completion
-    /// order. Returns the toolResult messages in call order.
+    /// Runs a turn's tool calls (spec: agent-and-events.md §1.3): `tool_execution_start` for
+    /// each in call order, unknown tools answered at once, the others run concurrently with
+    /// `tool_execution_update`/`tool_execution_end` in completion order. When one of the
+    /// calls is to a tool declared `executionMode: "sequential"` (extensions.md §1.2), every
+    /// call of the turn runs alone, each ended before the next starts (pi's
+    /// `executeToolCallsSequential`). Returns the toolResult messages in call order.
     pub(super) async fn run_tools(&self, calls: &[(String, String, Value)]) -> Vec<AgentMessage> {
-        enum Report {
-            Progress(usize, ToolOutput),
-            /// The result and how long the tool's execute took, in ms.
-            Done(usize, Result<ToolOutput, ToolError>, u64),
-        }
-        let mut outcomes: Vec<Option<(Vec<ContentBlock>, Value, bool)>> = vec![None; calls.len()];
-        // pi ≥ 1.1 times each execute (not the lookup or the gates): `durationMs` of the
-        // toolResult and of `tool_execution_end`; absent for a call that never ran.
-        let mut durations: Vec<Option<u64>> = vec![None; calls.len()];
-        // The arguments each call ran with (a `tool_call` gate may replace them).
-        let mut ran_with: Vec<Value> = calls.iter().map(|(_, _, a)| a.clone()).collect();
+        let registry = self.args.extensions.registry();
+        let sequential = calls.iter().any(|(_, name, _)| {
+            registry
+                .find(&self.args.tools, name)
+                .is_some_and(|f| f.sequential)
+        });
+        let mut batch = Batch {
+            outcomes: vec![None; calls.len()],
+            durations: vec![None; calls.len()],
+            ran_with: calls.iter().map(|(_, _, a)| a.clone()).collect(),
+            running: 0,
+        };
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut running = 0usize;
         for (index, (id, name, args)) in calls.iter().enumerate() {
             self.emit(AgentEvent::ToolExecutionStart {
                 tool_call_id: id.clone(),
@@ -38,7 +59,7 @@ impl Run {
                 args: args.clone(),
             })
             .await;
-            let found = self.args.extensions.registry().find(&self.args.tools, name);
+            let found = registry.find(&self.args.tools, name);
             let prepared = match found {
                 // pi's error results carry `details: {}` (agent-and-events.md §1.3).
                 None => Err(format!("Tool {name} not found")),
@@ -49,11 +70,11 @@ impl Run {
                 Err(text) => {
                     let outcome = (vec![ContentBlock::text(text)], json!({}), true);
                     self.end_tool(id, name, &outcome, Map::new(), None).await;
-                    outcomes[index] = Some(outcome);
+                    batch.outcomes[index] = Some(outcome);
                     continue;
                 }
             };
-            ran_with[index] = args.clone();
+            batch.ran_with[index] = args.clone();
             let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
             let ctx = ToolContext {
                 cwd: self.args.cwd.clone(),
@@ -68,7 +89,7 @@ impl Run {
             };
             let call = tool.run(args, ctx);
             let tx = tx.clone();
-            running += 1;
+            batch.running += 1;
             // Each execution is a span of its own in traces.
             let span = tracing::info_span!("tool", tool = %name, call = %id);
             tokio::spawn(
@@ -95,55 +116,21 @@ impl Run {
                 }
                 .instrument(span),
             );
+            // One at a time: this call ends before the next one starts.
+            while sequential && batch.running > 0 {
+                let Some(report) = rx.recv().await else { break };
+                self.settle(calls, report, &mut batch).await;
+            }
         }
         drop(tx);
-        while running > 0 {
+        while batch.running > 0 {
             let Some(report) = rx.recv().await else { break };
-            match report {
-                Report::Progress(index, partial) => {
-                    let (id, name, args) = &calls[index];
-                    self.emit(AgentEvent::ToolExecutionUpdate {
-                        tool_call_id: id.clone(),
-                        tool_name: name.clone(),
-                        args: args.clone(),
-                        partial_result: result_json(&partial.content, &partial.details),
-                    })
-                    .await;
-                }
-                Report::Done(index, result, took) => {
-                    running -= 1;
-                    // What pi's event `result` holds besides content and details: the
-                    // structured content, and `isError` when the tool returned its error
-                    // result (a thrown error has neither).
-                    let mut extra = Map::new();
-                    let outcome = match result {
-                        Ok(out) => {
-                            if let Some(s) = out.structured_content {
-                                extra.insert("structuredContent".into(), s);
-                            }
-                            (out.content, out.details, false)
-                        }
-                        Err(ToolError::Result(out)) => {
-                            if let Some(s) = out.structured_content {
-                                extra.insert("structuredContent".into(), s);
-                            }
-                            extra.insert("isError".into(), Value::Bool(true));
-                            (out.content, out.details, true)
-                        }
-                        Err(e) => (vec![ContentBlock::text(e.to_string())], json!({}), true),
-                    };
-                    let (id, name, _) = &calls[index];
-                    let outcome = self.patch_result(id, name, &ran_with[index], outcome).await;
-                    self.end_tool(id, name, &outcome, extra, Some(took)).await;
-                    outcomes[index] = Some(outcome);
-                    durations[index] = Some(took);
-                }
-            }
+            self.settle(calls, report, &mut batch).await;
         }
         calls
             .iter()
-            .zip(outcomes)
-            .zip(durations)
+            .zip(batch.outcomes)
+            .zip(batch.durations)
             .map(|(((id, name, _), outcome), duration_ms)| {
                 let (content, details, is_error) = outcome.unwrap_or_else(|| {
                     (
@@ -164,6 +151,53 @@ impl Run {
                 })
             })
             .collect()
+    }
+
+    /// Takes one report of a running call: progress becomes `tool_execution_update`, a
+    /// finished call is patched by `tool_result` interceptors and ended.
+    async fn settle(&self, calls: &[(String, String, Value)], report: Report, batch: &mut Batch) {
+        match report {
+            Report::Progress(index, partial) => {
+                let (id, name, args) = &calls[index];
+                self.emit(AgentEvent::ToolExecutionUpdate {
+                    tool_call_id: id.clone(),
+                    tool_name: name.clone(),
+                    args: args.clone(),
+                    partial_result: result_json(&partial.content, &partial.details),
+                })
+                .await;
+            }
+            Report::Done(index, result, took) => {
+                batch.running -= 1;
+                // What pi's event `result` holds besides content and details: the
+                // structured content, and `isError` when the tool returned its error
+                // result (a thrown error has neither).
+                let mut extra = Map::new();
+                let outcome = match result {
+                    Ok(out) => {
+                        if let Some(s) = out.structured_content {
+                            extra.insert("structuredContent".into(), s);
+                        }
+                        (out.content, out.details, false)
+                    }
+                    Err(ToolError::Result(out)) => {
+                        if let Some(s) = out.structured_content {
+                            extra.insert("structuredContent".into(), s);
+                        }
+                        extra.insert("isError".into(), Value::Bool(true));
+                        (out.content, out.details, true)
+                    }
+                    Err(e) => (vec![ContentBlock::text(e.to_string())], json!({}), true),
+                };
+                let (id, name, _) = &calls[index];
+                let outcome = self
+                    .patch_result(id, name, &batch.ran_with[index], outcome)
+                    .await;
+                self.end_tool(id, name, &outcome, extra, Some(took)).await;
+                batch.outcomes[index] = Some(outcome);
+                batch.durations[index] = Some(took);
+            }
+        }
     }
 
     /// pi's `prepareToolCall` after the lookup: the arguments checked against an extension

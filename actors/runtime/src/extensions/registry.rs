@@ -12,6 +12,8 @@ use serde_json::Value;
 
 use pith_tools::tool::{Tool, ToolSpec, Toolset};
 
+use crate::system_prompt::PromptTool;
+
 /// One registered tool.
 #[derive(Clone)]
 pub struct RegisteredTool {
@@ -25,6 +27,11 @@ pub struct RegisteredTool {
     pub overrides: bool,
     /// `inputSchema`, checked before `tool_call` (spec: extensions.md §1.2 "Tools").
     pub schema: Value,
+    /// Its `promptSnippet` and `promptGuidelines` for the system prompt.
+    pub prompt: PromptTool,
+    /// `executionMode: "sequential"`: a turn that calls it runs all its calls one at a time
+    /// (pi's `executeToolCalls`).
+    pub sequential: bool,
 }
 
 /// A tool found for a call: what runs it and how gates see it.
@@ -38,6 +45,8 @@ pub struct Found {
     pub annotations: Value,
     /// The schema to validate arguments against; `None` for built-ins (they check their own).
     pub schema: Option<Value>,
+    /// Calls of a turn that calls it run one at a time (see [`RegisteredTool::sequential`]).
+    pub sequential: bool,
 }
 
 /// The extension tools of one session; clones share them.
@@ -64,9 +73,12 @@ impl ToolRegistry {
         self.tools.read().map(|t| t.clone()).unwrap_or_default()
     }
 
-    /// The specs the system prompt lists: [`ToolRegistry::specs`] without the tools of sources
-    /// (MCP servers), whose descriptions reach the model with the request's tools only.
-    pub fn prompt_specs(&self, builtins: &Toolset) -> Vec<ToolSpec> {
+    /// The tools the system prompt lists, with their snippets and guidelines:
+    /// [`ToolRegistry::specs`] without the tools of sources (MCP servers), whose descriptions
+    /// reach the model with the request's tools only. A built-in an extension overrides takes
+    /// the extension's snippet and guidelines (pi: the definition replaces the built-in's).
+    pub fn prompt_tools(&self, builtins: &Toolset) -> Vec<PromptTool> {
+        let ext = self.snapshot();
         let fixed: Vec<String> = builtins.fixed_specs().into_iter().map(|s| s.name).collect();
         let from_sources: Vec<String> = builtins
             .names()
@@ -76,6 +88,15 @@ impl ToolRegistry {
         self.specs(builtins)
             .into_iter()
             .filter(|s| !from_sources.contains(&s.name))
+            .map(|s| {
+                let declared = ext.iter().find(|t| {
+                    t.tool.spec().name == s.name && (t.overrides || !fixed.contains(&s.name))
+                });
+                match declared {
+                    Some(t) => t.prompt.clone(),
+                    None => PromptTool::builtin(&s.name),
+                }
+            })
             .collect()
     }
 
@@ -112,6 +133,7 @@ impl ToolRegistry {
             source: format!("extension:{}", t.extension),
             annotations: t.annotations.clone(),
             schema: Some(t.schema.clone()),
+            sequential: t.sequential,
         };
         let named = |t: &&RegisteredTool| t.tool.spec().name == name;
         if let Some(t) = ext.iter().filter(named).find(|t| t.overrides) {
@@ -127,6 +149,7 @@ impl ToolRegistry {
                     .unwrap_or_else(|| Value::Object(Default::default())),
                 tool,
                 schema: None,
+                sequential: false,
             });
         }
         ext.iter().find(named).map(of)

@@ -29,10 +29,11 @@ use pith_tools::tool::Toolset;
 pub use crate::event::RuntimeEvent;
 pub use crate::extension_host::{ExtensionFactory, HostedExtensions};
 
-/// Builds a session's system prompt from its cwd and the tools offered; called for every
-/// session the runtime starts, since a switch may change the cwd.
+/// Builds a session's system prompt from its cwd and the tools it lists (their snippets and
+/// guidelines); called for every session the runtime starts, since a switch may change the
+/// cwd.
 pub type SystemPromptFn =
-    Arc<dyn Fn(&std::path::Path, &[pith_tools::tool::ToolSpec]) -> String + Send + Sync>;
+    Arc<dyn Fn(&std::path::Path, &[crate::system_prompt::PromptTool]) -> String + Send + Sync>;
 
 /// Everything the runtime needs besides the first session.
 #[derive(Clone)]

@@ -147,7 +147,7 @@ impl Runtime {
                 model: chosen.model.clone(),
                 thinking_level: chosen.thinking_level,
                 system_prompt: state.config.system_prompt.as_ref().map(|build| {
-                    build(Path::new(&cwd), &extensions.registry().prompt_specs(&tools))
+                    build(Path::new(&cwd), &extensions.registry().prompt_tools(&tools))
                 }),
                 tools,
                 cwd: PathBuf::from(&cwd),

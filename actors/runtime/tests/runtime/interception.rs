@@ -6,6 +6,7 @@ use super::support::*;
 use pith_actors::extension::{
     Extension, ExtensionContext, InjectedMessage, Injection, ResultPatch, Verdict,
 };
+use pith_actors::system_prompt::PromptTool;
 use pith_events::{ContentBlock, ExtensionEvent as E, UserContent};
 use pith_tools::tool::{Tool, ToolContext, ToolFuture, ToolOutput, ToolSpec, Toolset};
 use serde_json::{Value, json};
@@ -160,7 +161,7 @@ async fn gates_rewrites_patches_and_prompt_changes_chain_in_load_order() {
         vec![Arc::new(|| Box::new(First)), Arc::new(|| Box::new(Second))],
     );
     config.tools = ToolChoice::Fixed(Toolset::new(vec![Arc::new(Echo)]));
-    config.system_prompt = Some(Arc::new(|_: &Path, _: &[ToolSpec]| "BASE".to_owned()));
+    config.system_prompt = Some(Arc::new(|_: &Path, _: &[PromptTool]| "BASE".to_owned()));
     let rt = Runtime::start(config, FirstSession::New)
         .await
         .unwrap()

@@ -2,9 +2,8 @@
 //! and skills (its `<docs>` section, which points at pi's own files, left out).
 
 use pith_actors::resources::Skill;
-use pith_actors::system_prompt::{self, PromptOptions};
+use pith_actors::system_prompt::{self, PromptOptions, PromptTool};
 use pith_tests::files::{dir, write};
-use pith_tools::tool::Tool;
 
 const RULES_DEFAULT: &str = "- Use bash for file operations like ls, rg, find
 - Use read to examine files instead of cat or sed.
@@ -25,7 +24,7 @@ fn system_prompt_is_pis() {
     write(&cwd.join("CLAUDE.md"), "\u{feff}claude sub\n");
     let specs: Vec<_> = pith_tools::builtin_tools()
         .iter()
-        .map(|t| t.spec())
+        .map(|t| PromptTool::builtin(&t.spec().name))
         .collect();
     let prompt = system_prompt::build(&cwd, &agent, &specs);
     let r = root.path().display();
@@ -70,7 +69,7 @@ claude sub
     );
     assert_eq!(prompt, expected);
 
-    let read_only = [pith_tools::read::ReadTool.spec()];
+    let read_only = [PromptTool::builtin("read")];
     let prompt = system_prompt::build(
         &root.path().join("none"),
         &root.path().join("none"),
@@ -121,7 +120,7 @@ fn custom_prompt_addendum_and_skills_as_pi() {
         context_files: Vec::new(),
         skills: vec![skill("pdf", false), skill("web", true)],
     };
-    let bash = [pith_tools::tool_by_name("bash").unwrap().spec()];
+    let bash = [PromptTool::builtin("bash")];
     let prompt = system_prompt::build_with(std::path::Path::new("/w"), &bash, &options);
     assert_eq!(
         prompt,

@@ -22,6 +22,7 @@ use crate::extension::{ExtensionMsg, SlashCommand, Verdict};
 use crate::extensions::child::{self, Wiring};
 use crate::extensions::registry::RegisteredTool;
 use crate::extensions::tool::{ExtensionTool, shared};
+use crate::system_prompt::PromptTool;
 
 impl ProcessState {
     pub(super) fn ext_name(&self) -> &str {
@@ -216,6 +217,12 @@ impl ProcessState {
                 annotations: t.annotations.clone().unwrap_or_else(|| json!({})),
                 overrides,
                 schema: t.input_schema.clone(),
+                prompt: PromptTool::declared(
+                    &t.name,
+                    t.prompt_snippet.as_deref(),
+                    t.prompt_guidelines.as_deref().unwrap_or_default(),
+                ),
+                sequential: t.execution_mode.as_deref() == Some("sequential"),
                 tool: shared(ExtensionTool {
                     spec: ToolSpec {
                         name: t.name,
