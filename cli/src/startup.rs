@@ -318,8 +318,38 @@ pub fn hosted_extensions(args: &RunArgs, agent_dir: &Path, cwd: &Path) -> Result
         no_discovery: args.no_extensions,
         project: &project,
     })?;
+    // `/reload` discovers again (extensions.md §1.2 "Hot reload"): the same sources and
+    // flags, in the session's cwd; a project extension new or changed since startup runs only
+    // when trusted already (or `--approve`), since a reload asks nobody.
+    let rediscover: pith_actors::extension_host::Rediscover = {
+        let agent_dir = agent_dir.to_path_buf();
+        let cli = args.extensions.clone();
+        let no_extensions = args.no_extensions;
+        let approve = approve_flag(args);
+        Arc::new(move |cwd: &Path| {
+            let project = if no_extensions {
+                crate::ext_trust::Allowed::default()
+            } else {
+                crate::ext_trust::decide(&crate::ext_trust::Ask {
+                    agent_dir: &agent_dir,
+                    cwd,
+                    approve,
+                    interactive: false,
+                })
+            };
+            crate::ext_discovery::discover(&crate::ext_discovery::Sources {
+                agent_dir: &agent_dir,
+                cwd,
+                cli: &cli,
+                no_discovery: no_extensions,
+                project: &project,
+            })
+            .map_err(|e| format!("{e:#}"))
+        })
+    };
     Ok(HostedExtensions {
         specs,
+        rediscover: Some(rediscover),
         mode: mode.to_owned(),
         has_ui: matches!(mode, "rpc" | "tui"),
         dialogs: Dialogs::default(),

@@ -86,11 +86,25 @@ struct Member {
     subscriptions: Arc<RwLock<Vec<String>>>,
 }
 
+/// Finds the extension processes of a session in `cwd` again, in load order, for `/reload`
+/// (spec: extensions.md §1.2 "Hot reload": a reload discovers again). `Err` names what could
+/// not be loaded; the extensions already running are then reloaded as they were.
+pub type Rediscover =
+    Arc<dyn Fn(&std::path::Path) -> Result<Vec<ExtensionSpec>, String> + Send + Sync>;
+
+/// `Extension:<name>` without its prefix.
+fn plain_name(name: &ActorName) -> String {
+    let name = name.to_string();
+    name.strip_prefix("Extension:").unwrap_or(&name).to_owned()
+}
+
 /// Extension processes to host in a session, and how (spec: extensions.md §1.2).
 #[derive(Clone, Default)]
 pub struct HostedExtensions {
     /// In load order, after the Rust extensions.
     pub specs: Vec<ExtensionSpec>,
+    /// Discovery for `/reload`; `None` reloads the same list.
+    pub rediscover: Option<Rediscover>,
     /// `tui`, `print`, `json` or `rpc`.
     pub mode: String,
     /// Whether dialogs reach a user.
@@ -130,6 +144,8 @@ enum Source {
 struct Recipe {
     factories: Vec<ExtensionFactory>,
     hosted: HostedExtensions,
+    /// The processes' specs: `hosted.specs`, then what the last `/reload` discovered.
+    specs: RwLock<Vec<ExtensionSpec>>,
     host: HostContext,
     supervisor: ActorCell,
 }
@@ -173,13 +189,14 @@ impl Recipe {
                 (actor, name, subscriptions)
             }
             Source::Process(i) => {
-                let Some(spec) = self.hosted.specs.get(i) else {
+                let spec = self.specs.read().ok().and_then(|s| s.get(i).cloned());
+                let Some(spec) = spec else {
                     return Err(SpawnErr::StartupFailed("no such extension".into()));
                 };
                 let subscriptions = Arc::new(RwLock::new(Vec::new()));
                 let name = ActorName::Extension(Arc::from(spec.manifest.name.as_str()));
                 let args = ProcessArgs {
-                    spec: spec.clone(),
+                    spec,
                     host: self.host.clone(),
                     subscriptions: subscriptions.clone(),
                 };
@@ -241,6 +258,7 @@ impl Extensions {
         let recipe = Recipe {
             factories: factories.to_vec(),
             hosted: hosted.clone(),
+            specs: RwLock::new(hosted.specs.clone()),
             host,
             supervisor,
         };
@@ -371,44 +389,94 @@ impl Extensions {
             .await;
     }
 
-    /// `/reload [name]` (spec: extensions.md §1.2 "Hot reload"): each extension named (all
-    /// when `None`) gets `session_shutdown {reason: "reload"}`, is stopped, spawned again
-    /// (a process is started afresh, a disabled one enabled again) and gets `session_start
-    /// {reason: "reload"}`. Returns the names reloaded.
+    /// `/reload [name]` (spec: extensions.md §1.2 "Hot reload"): the extensions are
+    /// discovered again; each one named (all when `None`) gets `session_shutdown {reason:
+    /// "reload"}`, is stopped, spawned again from what discovery found now (a process is
+    /// started afresh, a disabled one enabled again) and gets `session_start {reason:
+    /// "reload"}`. A full reload also starts the extensions discovered since and drops
+    /// those gone; `/reload name` starts `name` when it is new. Returns the names reloaded
+    /// or started, in load order.
     pub async fn reload(&self, from: &Origin, name: Option<&str>) -> Vec<String> {
         let Some(recipe) = self.recipe.clone() else {
             return Vec::new();
         };
+        let found = match &recipe.hosted.rediscover {
+            Some(rediscover) => match rediscover(&recipe.host.cwd) {
+                Ok(found) => Some(found),
+                Err(e) => {
+                    tracing::warn!("reload: extensions not discovered again: {e}");
+                    None
+                }
+            },
+            None => None,
+        };
+        match (name, found) {
+            (None, Some(found)) => self.reload_all(from, &recipe, found).await,
+            (name, found) => self.reload_each(from, &recipe, name, found).await,
+        }
+    }
+
+    /// Stops every member and starts the Rust ones and the `found` processes afresh.
+    async fn reload_all(
+        &self,
+        from: &Origin,
+        recipe: &Recipe,
+        found: Vec<ExtensionSpec>,
+    ) -> Vec<String> {
+        for m in self.list() {
+            self.retire(from, &m).await;
+        }
+        let count = found.len();
+        if let Ok(mut specs) = recipe.specs.write() {
+            *specs = found;
+        }
+        let sources = (0..recipe.factories.len())
+            .map(Source::Rust)
+            .chain((0..count).map(Source::Process));
+        let mut fresh = Vec::new();
+        for source in sources {
+            match recipe.spawn(source).await {
+                Ok(m) => fresh.push(m),
+                Err(e) => tracing::error!("reload: an extension actor was not spawned: {e}"),
+            }
+        }
+        for m in &fresh {
+            recipe.ready(m).await;
+        }
+        if let Ok(mut members) = self.members.write() {
+            *members = fresh.clone();
+        }
+        let mut reloaded = Vec::new();
+        for m in &fresh {
+            self.start_one(from, m, StartReason::Reload).await;
+            reloaded.push(plain_name(&m.name));
+        }
+        reloaded
+    }
+
+    /// Reloads the members called `name` (all when `None`) in place, each from its
+    /// rediscovered spec when there is one; a `name` discovered but not running is started.
+    async fn reload_each(
+        &self,
+        from: &Origin,
+        recipe: &Recipe,
+        name: Option<&str>,
+        found: Option<Vec<ExtensionSpec>>,
+    ) -> Vec<String> {
         let mut reloaded = Vec::new();
         for (index, m) in self.list().into_iter().enumerate() {
-            let plain = m.name.to_string();
-            let plain = plain
-                .strip_prefix("Extension:")
-                .unwrap_or(&plain)
-                .to_owned();
+            let plain = plain_name(&m.name);
             if name.is_some_and(|n| n != plain) {
                 continue;
             }
-            let bye = Box::new(ExtensionEvent::SessionShutdown {
-                reason: StartReason::Reload,
-                target_session_file: None,
-            });
-            if m.subscriptions
-                .read()
-                .is_ok_and(|s| s.iter().any(|e| e == "session_shutdown"))
+            if let (Source::Process(i), Some(found)) = (m.source, &found)
+                && let Some(spec) = found.iter().find(|s| s.manifest.name == plain)
+                && let Ok(mut specs) = recipe.specs.write()
+                && let Some(slot) = specs.get_mut(i)
             {
-                let _ = from
-                    .wait(&m.actor, "extension", |reply| ExtensionMsg::Event {
-                        event: bye,
-                        entries: Vec::new(),
-                        reply,
-                    })
-                    .await;
+                *slot = spec.clone();
             }
-            let _ = m
-                .actor
-                .stop_and_wait(None, Some(crate::envelope::CALL_TIMEOUT))
-                .await;
+            self.retire(from, &m).await;
             let Ok(fresh) = recipe.spawn(m.source).await else {
                 continue;
             };
@@ -421,7 +489,50 @@ impl Extensions {
             self.start_one(from, &fresh, StartReason::Reload).await;
             reloaded.push(plain);
         }
+        if let (Some(name), Some(found)) = (name, found)
+            && reloaded.is_empty()
+            && let Some(spec) = found.into_iter().find(|s| s.manifest.name == name)
+        {
+            let index = recipe.specs.write().ok().map(|mut specs| {
+                specs.push(spec);
+                specs.len() - 1
+            });
+            if let Some(index) = index
+                && let Ok(fresh) = recipe.spawn(Source::Process(index)).await
+            {
+                recipe.ready(&fresh).await;
+                if let Ok(mut members) = self.members.write() {
+                    members.push(fresh.clone());
+                }
+                self.start_one(from, &fresh, StartReason::Reload).await;
+                reloaded.push(name.to_owned());
+            }
+        }
         reloaded
+    }
+
+    /// `session_shutdown {reason: "reload"}` to `m` when it subscribed, then stops it.
+    async fn retire(&self, from: &Origin, m: &Member) {
+        let bye = Box::new(ExtensionEvent::SessionShutdown {
+            reason: StartReason::Reload,
+            target_session_file: None,
+        });
+        if m.subscriptions
+            .read()
+            .is_ok_and(|s| s.iter().any(|e| e == "session_shutdown"))
+        {
+            let _ = from
+                .wait(&m.actor, "extension", |reply| ExtensionMsg::Event {
+                    event: bye,
+                    entries: Vec::new(),
+                    reply,
+                })
+                .await;
+        }
+        let _ = m
+            .actor
+            .stop_and_wait(None, Some(crate::envelope::CALL_TIMEOUT))
+            .await;
     }
 
     fn subscribed(&self, event: &str) -> Vec<Member> {

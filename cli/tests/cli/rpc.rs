@@ -860,6 +860,45 @@ fn reload_starts_the_extensions_again() {
     assert!(status.success());
 }
 
+/// extensions.md §1.2 "Hot reload": a reload discovers again, so an extension put into the
+/// agent directory while the session runs starts, its tools usable at once, and one removed
+/// stops.
+#[test]
+fn reload_finds_an_extension_added_while_the_session_runs_and_drops_a_removed_one() {
+    let call = json!({"content":[{"type":"toolCall","id":"q1","name":"quick","arguments":{}}]});
+    let mut client = Client::start(
+        json!([call, {"content":[{"type":"text","text":"done"}]}]),
+        json!({}),
+    );
+    let answer = client.call(json!({"id": "r1", "type": "reload"}));
+    assert_eq!(answer["data"], json!({"reloaded": []}));
+    let ext = client.agent().join("extensions/timed");
+    std::fs::create_dir_all(&ext).unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/cli/extensions/timed_tools.py");
+    std::fs::write(
+        ext.join("extension.json"),
+        json!({"name": "timed", "version": "0", "protocol": 1, "command": ["python3", script]})
+            .to_string(),
+    )
+    .unwrap();
+    let answer = client.call(json!({"id": "r2", "type": "reload"}));
+    assert_eq!(answer["data"], json!({"reloaded": ["timed"]}));
+    let events = prompt(&mut client, "go");
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_execution_end")
+        .collect();
+    assert_eq!(ends.len(), 1, "{events:?}");
+    assert_eq!(ends[0]["result"]["content"][0]["text"], "quick done");
+    assert_eq!(ends[0]["isError"], false);
+    std::fs::remove_dir_all(&ext).unwrap();
+    let answer = client.call(json!({"id": "r3", "type": "reload"}));
+    assert_eq!(answer["data"], json!({"reloaded": []}));
+    let (status, _dir) = client.close();
+    assert!(status.success());
+}
+
 #[test]
 fn an_extension_command_can_ask_a_dialog_while_the_rpc_loop_reads_the_answer() {
     let picker =

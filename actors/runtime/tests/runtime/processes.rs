@@ -37,6 +37,7 @@ async fn a_process_tool_and_command_follow_the_branch_through_tree() {
     );
     config.cwd = tmp.path().to_string_lossy().into_owned();
     config.hosted = HostedExtensions {
+        rediscover: None,
         specs: vec![todo_spec()],
         mode: "print".into(),
         ..HostedExtensions::default()
@@ -103,6 +104,7 @@ async fn send_message_with_trigger_turn_starts_a_run_when_idle() {
     );
     config.cwd = tmp.path().to_string_lossy().into_owned();
     config.hosted = HostedExtensions {
+        rediscover: None,
         specs: vec![ExtensionSpec {
             manifest,
             dir: tmp.path().to_owned(),
@@ -171,6 +173,7 @@ async fn the_python_prompt_counter_writes_what_the_rust_one_writes() {
             )
             .unwrap();
             config.hosted = HostedExtensions {
+                rediscover: None,
                 specs: vec![ExtensionSpec {
                     manifest,
                     dir: tmp.path().to_owned(),
@@ -256,6 +259,7 @@ async fn a_process_cancels_forks_and_switches_and_supplies_the_compaction_summar
     );
     config.cwd = tmp.path().to_string_lossy().into_owned();
     config.hosted = HostedExtensions {
+        rediscover: None,
         specs: vec![ExtensionSpec {
             manifest,
             dir: tmp.path().to_owned(),
