@@ -685,3 +685,84 @@ fn extension_tools_add_their_snippets_and_guidelines_and_sequential_ones_run_alo
     let (events, _) = timed_tools_run("parallel");
     assert_eq!(events, ["start:s1", "start:q1", "end:q1", "end:s1"]);
 }
+
+/// A `/reload` that finds a new extension rebuilds the system prompt: the next request lists
+/// the new tool's snippet (pi rebuilds its prompt on reload too).
+#[test]
+fn a_reload_puts_a_new_extension_tool_into_the_system_prompt() {
+    use std::io::{BufRead, BufReader, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    fs::create_dir_all(&cwd).unwrap();
+    let mock = pith_tests::pi_oracle::MockLlm::start(
+        tmp.path(),
+        "mock",
+        &json!([{"text": "one"}, {"text": "two"}]),
+    );
+    pith_tests::files::write(
+        &agent.join("models.json"),
+        json!({"providers": {"mock": {"baseUrl": mock.url, "api": "openai-completions",
+            "apiKey": "none", "models": [{"id": "mock-1"}]}}})
+        .to_string(),
+    );
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"))
+        .env("PITH_AGENT_DIR", &agent)
+        .env_remove("OPENAI_API_KEY")
+        .current_dir(&cwd)
+        .args(["--mode", "rpc", "--model", "mock/mock-1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut until = |stop: &dyn Fn(&Value) -> bool| loop {
+        let line = lines.next().expect("pith ended early").unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if stop(&v) {
+            return v;
+        }
+    };
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    send(json!({"type": "prompt", "message": "before"}));
+    until(&|v| v["type"] == "agent_settled");
+    let ext = agent.join("extensions/timed");
+    fs::create_dir_all(&ext).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/extensions/timed_tools.py");
+    fs::write(
+        ext.join("extension.json"),
+        json!({"name": "timed", "version": "0", "protocol": 1, "command": ["python3", script]})
+            .to_string(),
+    )
+    .unwrap();
+    send(json!({"id": "r", "type": "reload"}));
+    let answer = until(&|v| v["type"] == "response");
+    assert_eq!(answer["data"], json!({"reloaded": ["timed"]}));
+    send(json!({"type": "prompt", "message": "after"}));
+    until(&|v| v["type"] == "agent_settled");
+    // End of input ends pith.
+    drop(send);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let systems: Vec<String> = mock
+        .request_bodies()
+        .iter()
+        .map(|b| {
+            b["messages"][0]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(systems.len(), 2);
+    assert!(
+        !systems[0].contains("- slow: Wait a little"),
+        "{}",
+        systems[0]
+    );
+    assert!(
+        systems[1].contains("- slow: Wait a little"),
+        "{}",
+        systems[1]
+    );
+}

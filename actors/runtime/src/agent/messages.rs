@@ -109,6 +109,12 @@ pub enum AgentMsg {
         /// The settings now.
         settings: crate::settings::Settings,
     },
+    /// The system prompt was built again (`/reload` changed the extension tools and their
+    /// snippets): used from the next run on.
+    SetSystemPrompt {
+        /// The prompt now.
+        prompt: String,
+    },
     /// An extension's `sendMessage` (spec: agent-and-events.md §3.3): `nextTurn` is held for
     /// the next prompt; during a run it is steered (or queued as a follow-up); when idle it
     /// starts a run (`trigger_turn`) or is recorded as it is.
@@ -147,6 +153,7 @@ impl MessageKind for AgentMsg {
             AgentMsg::SetModel { .. } => "set_model",
             AgentMsg::SetThinkingLevel { .. } => "set_thinking_level",
             AgentMsg::SetSettings { .. } => "set_settings",
+            AgentMsg::SetSystemPrompt { .. } => "set_system_prompt",
             AgentMsg::BashDone { .. } => "bash_done",
             AgentMsg::CustomMessage { .. } => "custom_message",
         }

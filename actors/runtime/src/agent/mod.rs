@@ -340,6 +340,9 @@ impl Agent {
             AgentMsg::SetSettings { settings } => {
                 Self::with_args(state, |args| args.settings = settings)
             }
+            AgentMsg::SetSystemPrompt { prompt } => {
+                Self::with_args(state, |args| args.system_prompt = Some(prompt))
+            }
             AgentMsg::Steer { text } => {
                 if let Ok(mut q) = state.queues.lock() {
                     q.shown_steering.push(text.clone());

@@ -168,6 +168,8 @@ struct Subtree {
     session_id: String,
     session_dir: Option<PathBuf>,
     cwd: String,
+    /// The built-in tools it offers (the system prompt lists them).
+    tools: Toolset,
     /// The model this session runs (its own when resumed, spec: lifecycle.md §6).
     model: ModelRef,
     /// The thinking level this session runs at.
@@ -474,7 +476,17 @@ impl Runtime {
             }
             RuntimeMsg::Reload { name, reply } => {
                 let reloaded = match &state.subtree {
-                    Some(sub) => sub.extensions.reload(from, name.as_deref()).await,
+                    Some(sub) => {
+                        let reloaded = sub.extensions.reload(from, name.as_deref()).await;
+                        // The reloaded tools' snippets and guidelines (pi rebuilds its
+                        // prompt on reload too).
+                        if let Some(build) = &state.config.system_prompt {
+                            let tools = sub.extensions.registry().prompt_tools(&sub.tools);
+                            let prompt = build(std::path::Path::new(&sub.cwd), &tools);
+                            from.cast(&sub.agent, AgentMsg::SetSystemPrompt { prompt });
+                        }
+                        reloaded
+                    }
                     None => Vec::new(),
                 };
                 let _ = reply.send(reloaded);

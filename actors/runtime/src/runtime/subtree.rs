@@ -149,7 +149,7 @@ impl Runtime {
                 system_prompt: state.config.system_prompt.as_ref().map(|build| {
                     build(Path::new(&cwd), &extensions.registry().prompt_tools(&tools))
                 }),
-                tools,
+                tools: tools.clone(),
                 cwd: PathBuf::from(&cwd),
                 events: events.clone(),
                 clock: state.config.env.clock.clone(),
@@ -184,6 +184,7 @@ impl Runtime {
             session_id,
             session_dir,
             cwd,
+            tools,
             model: chosen.model,
             thinking_level: chosen.thinking_level,
             failed: false,
