@@ -741,7 +741,6 @@ fn a_reload_puts_a_new_extension_tool_into_the_system_prompt() {
     send(json!({"type": "prompt", "message": "after"}));
     until(&|v| v["type"] == "agent_settled");
     // End of input ends pith.
-    drop(send);
     drop(stdin);
     assert!(child.wait().unwrap().success());
     let systems: Vec<String> = mock
