@@ -5,6 +5,7 @@
 
 mod differential;
 mod export;
+mod extension_check;
 mod extensions;
 mod flags16;
 mod full_disk;

@@ -42,10 +42,18 @@ pub enum Item {
         /// `exited (status 3)`, `timed out on intercept 3 times in a row`, …
         exit: String,
     },
+    /// A file of the session cwd the extension may read (`RULES.md`, a file a tool wrote):
+    /// part of the world the transcript was recorded in, written before a replay starts.
+    File {
+        /// Its path relative to the session cwd.
+        file: String,
+        /// Its text.
+        content: String,
+    },
 }
 
-/// One transcript line: `{"ext":"gate","from":"host","msg":{…}}` or
-/// `{"ext":"gate","exit":"exited (status 3)"}`.
+/// One transcript line: `{"ext":"gate","from":"host","msg":{…}}`,
+/// `{"ext":"gate","exit":"exited (status 3)"}` or `{"ext":"gate","file":"RULES.md","content":"…"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TranscriptLine {
     /// The extension's name (its manifest's).
@@ -71,6 +79,19 @@ impl TranscriptLine {
             ext: ext.to_owned(),
             item: Item::Exit {
                 exit: why.to_owned(),
+            },
+        }
+    }
+}
+
+impl TranscriptLine {
+    /// A file of the session cwd, at `file` relative to it.
+    pub fn file(ext: &str, file: &str, content: &str) -> TranscriptLine {
+        TranscriptLine {
+            ext: ext.to_owned(),
+            item: Item::File {
+                file: file.to_owned(),
+                content: content.to_owned(),
             },
         }
     }

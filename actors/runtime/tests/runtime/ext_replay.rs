@@ -206,6 +206,28 @@ impl Scenario {
             )
     }
 
+    /// The transcript, ids normalised, after the files of the project directory the
+    /// extension may have read (so `pith extension check` can set the same world up).
+    fn world(&self) -> Vec<pith_events::ext::transcript::TranscriptLine> {
+        use pith_events::ext::transcript::TranscriptLine;
+        let lines = normalize_all(&self.tap.lines());
+        let ext = lines.first().map(|l| l.ext.clone()).unwrap_or_default();
+        let mut files: Vec<_> = std::fs::read_dir(self.project())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        files
+            .iter()
+            .map(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                TranscriptLine::file(&ext, &name, &std::fs::read_to_string(p).unwrap())
+            })
+            .chain(lines)
+            .collect()
+    }
+
     /// The session files (`*.jsonl` under the agent dir), each under its relative path.
     fn files(&self) -> String {
         let agent = self.tmp.path().join("agent");
@@ -237,7 +259,7 @@ impl Scenario {
     async fn finish(self) {
         self.rt.shutdown().await.unwrap();
         self.quiet().await;
-        let transcript = self.redact(&to_jsonl(&normalize_all(&self.tap.lines())));
+        let transcript = self.redact(&to_jsonl(&self.world()));
         let events = self.redact(&self.events.lock().unwrap().join("\n"));
         let text = format!(
             "== events\n{events}\n\n== transcript\n{transcript}\n{}",
