@@ -6,6 +6,7 @@
 mod differential;
 mod export;
 mod extension_check;
+mod extension_trust;
 mod extensions;
 mod flags16;
 mod full_disk;

@@ -7,7 +7,7 @@
 //! drifts (`PITH_UPDATE_TRANSCRIPTS=1` rewrites them, as `INSTA_UPDATE` does the snapshots).
 //!
 //! (m), project trust, is decided by the `pith` binary before a runtime starts; its scenario
-//! lives in the cli tests (`extensions::replay_m_…`).
+//! lives in the cli tests (`extension_trust.rs`, snapshot `ext_replay_m_project_trust`).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
