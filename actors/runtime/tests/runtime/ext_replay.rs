@@ -425,6 +425,23 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// The session's entries as `user`, `assistant`, `toolResult`, `custom:<type>`, …,
+    /// without the model and thinking-level changes.
+    async fn kinds(&self) -> Vec<String> {
+        let snap = self.rt.snapshot().await.unwrap();
+        snap.entries
+            .iter()
+            .map(|e| serde_json::from_str::<Value>(e.raw()).unwrap())
+            .filter_map(|v| match v["type"].as_str().unwrap() {
+                "message" => Some(v["message"]["role"].as_str().unwrap().to_owned()),
+                "model_change" | "thinking_level_change" => None,
+                t => Some(format!("{t}:{}", v["customType"].as_str().unwrap_or(""))),
+            })
+            .collect()
+    }
+}
+
 fn setup(script: Value, specs: Vec<ExtensionSpec>, mode: &'static str) -> Setup {
     Setup {
         script,
@@ -638,6 +655,21 @@ async fn replay_j_crash_mid_tool_call() {
     s.prompt("try flaky").await;
     // The respawn comes 0.5 s after the crash.
     tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        s.kinds().await,
+        ["user", "assistant", "toolResult", "assistant"]
+    );
+    let restarts = s
+        .tap
+        .lines()
+        .iter()
+        .filter(|l| {
+            serde_json::to_string(l)
+                .unwrap()
+                .contains(r#""reason":"restart""#)
+        })
+        .count();
+    assert_eq!(restarts, 1);
     s.finish().await;
 }
 
@@ -686,5 +718,15 @@ async fn replay_l_three_crashes_disable() {
     std::fs::write(s.project().join("notes.txt"), "hello\n").unwrap();
     s.prompt("read notes").await;
     s.prompt("again").await;
+    // Healthy: the call without the gate read the file.
+    let snap = s.rt.snapshot().await.unwrap();
+    let last_result = snap
+        .entries
+        .iter()
+        .rev()
+        .find(|e| e.raw().contains(r#""role":"toolResult""#))
+        .unwrap();
+    assert!(last_result.raw().contains(r#""text":"hello\n""#));
+    assert!(last_result.raw().contains(r#""isError":false"#));
     s.finish().await;
 }
