@@ -64,6 +64,44 @@ fn extension_check_replays_golden_transcripts_against_the_examples() {
     }
 }
 
+/// The fault injector's transcripts: an exit mid tool call and the restart after it, a gate
+/// that never answers, three crashes. Its mode comes from a manifest's `env`.
+#[test]
+fn extension_check_replays_crashes_hangs_and_restarts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = repo().join("cli/tests/cli/extensions/fault.py");
+    for (mode, transcript, replies) in [
+        ("tool", "j_crash_mid_tool_call.jsonl", 4),
+        ("hang", "k_hang_deadline.jsonl", 1),
+        ("crash", "l_three_crashes.jsonl", 3),
+    ] {
+        let manifest = tmp.path().join(format!("{mode}.json"));
+        let json = serde_json::json!({"name": "fault", "command": ["python3", fault],
+                                      "env": {"FAULT_MODE": mode}});
+        fs::write(&manifest, json.to_string()).unwrap();
+        let out = check(&manifest, transcript).success();
+        let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert!(
+            stdout.ends_with(&format!(
+                "{transcript} ({replies} lines from the extension match)\n"
+            )),
+            "{stdout}"
+        );
+    }
+    // A fault injector that does not crash where the transcript says it did fails.
+    let manifest = tmp.path().join("ok.json");
+    let json = serde_json::json!({"name": "fault", "command": ["python3", fault],
+                                  "env": {"FAULT_MODE": "ok"}});
+    fs::write(&manifest, json.to_string()).unwrap();
+    let out = check(&manifest, "j_crash_mid_tool_call.jsonl").failure();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains(":7: the extension's line differs from the transcript\n")
+            && stdout.contains("/method: expected \"tool/progress\", missing"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn extension_check_fails_with_a_diff_when_an_extension_answers_differently() {
     let tmp = tempfile::tempdir().unwrap();
