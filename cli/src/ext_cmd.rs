@@ -3,8 +3,8 @@
 //!
 //! `check` speaks PXP/1 to the extension as pith would, without a model: `initialize`, then
 //! `session_start` and one harmless `intercept` for each interceptable event it subscribed
-//! to, then `shutdown`; it prints each exchange and fails on a malformed or late answer. The
-//! golden-transcript replay of the spec's §4 is not built yet.
+//! to, then `shutdown`; it prints each exchange and fails on a malformed or late answer. With
+//! `--transcript FILE` it plays a golden wire transcript instead (`crate::ext_replay`).
 
 use std::path::PathBuf;
 use std::process::{ExitCode, Stdio};
@@ -26,10 +26,16 @@ pub enum ExtensionCommand {
         #[arg(short = 'e', long = "extension", value_name = "PATH")]
         extensions: Vec<PathBuf>,
     },
-    /// Run an extension through the protocol's handshake and sample events.
+    /// Run an extension through the protocol's handshake and sample events, or replay a
+    /// golden transcript against it.
     Check {
         /// A directory with extension.json, a manifest, or a program.
         path: PathBuf,
+        /// A wire transcript (JSON lines, as in docs/extension-protocol/transcripts/): pith's
+        /// lines are sent as recorded and the extension's compared, ids normalised; a
+        /// difference exits non-zero.
+        #[arg(long, value_name = "FILE")]
+        transcript: Option<PathBuf>,
     },
 }
 
@@ -70,12 +76,15 @@ pub fn run(cmd: ExtensionCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        ExtensionCommand::Check { path } => {
+        ExtensionCommand::Check { path, transcript } => {
             let spec = crate::ext_discovery::load(&path, Scope::Cli)?;
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(check(spec))
+            match transcript {
+                Some(file) => rt.block_on(crate::ext_replay::replay(spec, &file)),
+                None => rt.block_on(check(spec)),
+            }
         }
     }
 }

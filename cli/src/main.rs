@@ -10,6 +10,7 @@
 mod export;
 mod ext_cmd;
 mod ext_discovery;
+mod ext_replay;
 mod ext_trust;
 mod interactive;
 mod logging;

@@ -353,6 +353,7 @@ pub fn hosted_extensions(args: &RunArgs, agent_dir: &Path, cwd: &Path) -> Result
         mode: mode.to_owned(),
         has_ui: matches!(mode, "rpc" | "tui"),
         dialogs: Dialogs::default(),
+        transcript: None,
     })
 }
 

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 use crate::lifecycle::{ExtensionEvent, ForkPosition};
 
+pub mod transcript;
+
 /// The protocol version pith speaks (`initialize.protocolVersion`).
 pub const PROTOCOL_VERSION: u32 = 1;
 /// The longest line either side may send: 16 MiB. A longer one counts as a crash.

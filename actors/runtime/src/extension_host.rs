@@ -67,6 +67,7 @@ use crate::event::UiSink;
 use crate::extensions::dialogs::Dialogs;
 use crate::extensions::process::{AgentSlot, HostContext, ProcessArgs, ProcessExtension};
 use crate::extensions::registry::ToolRegistry;
+use crate::extensions::transcript::TranscriptTap;
 use crate::trace::ActorName;
 use crate::trace::{MessageIds, Trace};
 use crate::writer::WriterRef;
@@ -111,6 +112,8 @@ pub struct HostedExtensions {
     pub has_ui: bool,
     /// Where dialogs wait for the frontend's answer.
     pub dialogs: Dialogs,
+    /// Records every line on the extensions' wires when set (tests, golden transcripts).
+    pub transcript: Option<TranscriptTap>,
 }
 
 /// What a session's extension processes need from it.
@@ -254,6 +257,7 @@ impl Extensions {
             dialogs: hosted.dialogs.clone(),
             ids: session.ids,
             agent: AgentSlot::default(),
+            transcript: hosted.transcript.clone(),
         };
         let recipe = Recipe {
             factories: factories.to_vec(),

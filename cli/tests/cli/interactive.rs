@@ -23,7 +23,7 @@ struct Terminal {
 }
 
 /// A pith running in a pseudo-terminal.
-struct Pith {
+pub(crate) struct Pith {
     process: PtyProcess,
     input: fs::File,
     term: Arc<Mutex<Terminal>>,
@@ -33,15 +33,15 @@ struct Pith {
 }
 
 /// `agent/` and `work/` under a temp dir, and a faux script.
-struct Setup {
+pub(crate) struct Setup {
     _tmp: tempfile::TempDir,
-    root: PathBuf,
-    agent: PathBuf,
-    work: PathBuf,
-    script: PathBuf,
+    pub(crate) root: PathBuf,
+    pub(crate) agent: PathBuf,
+    pub(crate) work: PathBuf,
+    pub(crate) script: PathBuf,
 }
 
-fn setup(script: &str) -> Setup {
+pub(crate) fn setup(script: &str) -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
     let (agent, work) = (root.join("agent"), root.join("work"));
@@ -69,7 +69,7 @@ impl Setup {
         .unwrap();
     }
 
-    fn start(&self, args: &[&str]) -> Pith {
+    pub(crate) fn start(&self, args: &[&str]) -> Pith {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pith"));
         for var in pith_llm::auth::KEY_VARS {
             cmd.env_remove(var);
@@ -137,7 +137,7 @@ fn read_terminal(mut output: fs::File, answer: &mut fs::File, term: &Mutex<Termi
 
 impl Pith {
     /// Everything printed so far as plain text: escape sequences and carriage returns removed.
-    fn transcript(&self) -> String {
+    pub(crate) fn transcript(&self) -> String {
         strip_ansi(&String::from_utf8_lossy(&self.term.lock().unwrap().raw))
     }
 
@@ -150,7 +150,7 @@ impl Pith {
     }
 
     /// Waits until `needle` appears after what earlier calls consumed, and consumes up to it.
-    fn expect(&mut self, needle: &str) -> String {
+    pub(crate) fn expect(&mut self, needle: &str) -> String {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             let text = self.transcript();
@@ -186,7 +186,7 @@ impl Pith {
     }
 
     /// Waits for the editor to show its prompt again (it reads the next line then).
-    fn prompt(&mut self) {
+    pub(crate) fn prompt(&mut self) {
         self.expect("> ");
     }
 
@@ -196,7 +196,7 @@ impl Pith {
         self.prompt();
     }
 
-    fn send(&mut self, keys: &str) {
+    pub(crate) fn send(&mut self, keys: &str) {
         self.input.write_all(keys.as_bytes()).unwrap();
         self.input.flush().unwrap();
     }
@@ -230,7 +230,7 @@ impl Pith {
     }
 
     /// `/quit`, and the exit status.
-    fn quit(&mut self) -> i32 {
+    pub(crate) fn quit(&mut self) -> i32 {
         self.line("/quit");
         self.exit_code()
     }
@@ -248,7 +248,7 @@ impl Pith {
     }
 }
 
-fn strip_ansi(text: &str) -> String {
+pub(crate) fn strip_ansi(text: &str) -> String {
     let re =
         regex::Regex::new(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])")
             .unwrap();

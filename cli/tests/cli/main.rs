@@ -5,6 +5,8 @@
 
 mod differential;
 mod export;
+mod extension_check;
+mod extension_trust;
 mod extensions;
 mod flags16;
 mod full_disk;

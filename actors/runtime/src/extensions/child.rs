@@ -24,6 +24,8 @@ use crate::trace::{ActorName, MessageIds, Trace};
 const LOG_ROTATE_BYTES: u64 = 5 * 1024 * 1024;
 /// Lines of stderr kept for crash reports.
 const TAIL_LINES: usize = 50;
+/// How long the exit report waits for the rest of stdout and stderr to be read.
+const DRAIN_AFTER_EXIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The last lines an extension wrote to stderr.
 pub type Tail = Arc<Mutex<VecDeque<String>>>;
@@ -144,13 +146,14 @@ pub fn spawn(
         });
     }
     let wiring = Arc::new(wiring);
-    if let Some(stdout) = child.stdout.take() {
+    let stdout = child.stdout.take().map(|stdout| {
         let wiring = wiring.clone();
-        tokio::spawn(async move { read_lines(stdout, &wiring).await });
-    }
-    if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(async move { log_stderr(stderr, log, tail).await });
-    }
+        tokio::spawn(async move { read_lines(stdout, &wiring).await })
+    });
+    let stderr = child
+        .stderr
+        .take()
+        .map(|stderr| tokio::spawn(async move { log_stderr(stderr, log, tail).await }));
     tokio::spawn(async move {
         let why = match child.wait().await {
             Ok(status) => match status.code() {
@@ -159,6 +162,12 @@ pub fn spawn(
             },
             Err(e) => format!("could not be waited for: {e}"),
         };
+        // What it wrote before it exited comes first: its last lines are handled (a reply, a
+        // progress note) and its last stderr line is in the crash report. A descendant that
+        // keeps the pipes open does not hold the report back for long.
+        for task in [stdout, stderr].into_iter().flatten() {
+            let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, task).await;
+        }
         wiring.send(ProcessInput::Closed {
             generation: wiring.generation,
             why,

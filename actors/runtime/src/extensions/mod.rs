@@ -10,6 +10,7 @@
 //! - [`dialogs`]: `ui/*` dialogs routed to frontends and back.
 //! - [`tool`]: a tool declared by an extension process.
 //! - [`registry`]: the tools extensions register, read by the Agent each turn.
+//! - [`transcript`]: a tap recording the wire both ways (tests, golden transcripts).
 //! - [`schema`]: checks tool arguments against a tool's `inputSchema` before `tool_call`.
 
 pub mod child;
@@ -21,3 +22,4 @@ pub mod registry;
 pub mod schema;
 pub mod session_api;
 pub mod tool;
+pub mod transcript;

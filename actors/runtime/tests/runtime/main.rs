@@ -8,6 +8,7 @@ mod support;
 mod cancel;
 mod compaction;
 mod controls;
+mod ext_replay;
 mod extensions;
 mod interception;
 mod no_prompt_lost;

@@ -180,7 +180,7 @@ impl Replay {
 }
 
 /// `"durationMs":<n>` → `"durationMs":"[MS]"`: how long a real tool took varies run to run.
-fn redact_durations(text: &str) -> String {
+pub(super) fn redact_durations(text: &str) -> String {
     const KEY: &str = "\"durationMs\":";
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use pith_events::ToolSpec;
+use pith_events::ext::transcript::Side;
 use pith_events::ext::{self, InitializeResult, OnFailure, PROTOCOL_VERSION, SubscribeMode};
 use pith_tools::tool::ToolError;
 
@@ -50,7 +51,15 @@ impl ProcessState {
 
     pub(super) fn write(&self, line: String) {
         if let Some(child) = &self.child {
+            self.tap(Side::Host, &line);
             child.stdin.send(line);
+        }
+    }
+
+    /// Records a line on the wire when the runtime keeps a transcript.
+    pub(super) fn tap(&self, from: Side, line: &str) {
+        if let Some(tap) = &self.host.transcript {
+            tap.line(self.ext_name(), from, line);
         }
     }
 
@@ -251,6 +260,9 @@ impl ProcessState {
         };
         child.signal(rustix::process::Signal::KILL);
         drop(child);
+        if let Some(tap) = &self.host.transcript {
+            tap.exit(self.ext_name(), why);
+        }
         self.generation += 1;
         self.ready = false;
         self.open_dialogs = 0;
@@ -258,9 +270,9 @@ impl ProcessState {
         let stderr = self.last_stderr();
         let what = format!("extension `{}` {why}: {stderr}", self.ext_name());
         let first_start = !self.started_once;
-        for (_, p) in std::mem::take(&mut self.pending) {
-            self.settle_failed(p.waiting, &what);
-        }
+        // The user hears of the crash (and of a disabling) before what waited learns of it,
+        // so the notices come before the failed calls' results in the event stream.
+        let pending = std::mem::take(&mut self.pending);
         self.notify_error("crash", what.clone());
         let now = Instant::now();
         self.crashes.push_back(now);
@@ -278,7 +290,13 @@ impl ProcessState {
                 format!("crashed {MAX_CRASHES} times within 60 s; disabled for this session")
             };
             self.disable(&reason);
+            for (_, p) in pending {
+                self.settle_failed(p.waiting, &what);
+            }
             return;
+        }
+        for (_, p) in pending {
+            self.settle_failed(p.waiting, &what);
         }
         let backoff = Duration::from_millis(500 << (self.crashes.len() - 1).min(6))
             .min(Duration::from_secs(30));

@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use pith_events::ExtensionEvent;
+use pith_events::ext::transcript::Side;
 use pith_events::ext::{self, ExtensionSpec, Incoming, InitializeResult, SubscribeMode};
 use pith_tools::tool::{ToolError, ToolOutput};
 
@@ -36,6 +37,7 @@ use crate::extensions::dialogs::Dialogs;
 pub use crate::extensions::process_input::ProcessInput;
 use crate::extensions::registry::ToolRegistry;
 use crate::extensions::session_api;
+use crate::extensions::transcript::TranscriptTap;
 use crate::trace::{ActorName, MessageIds};
 
 mod decision;
@@ -80,6 +82,8 @@ pub struct HostContext {
     pub ids: MessageIds,
     /// The session's Agent, once spawned: `session/sendMessage` goes through it.
     pub agent: AgentSlot,
+    /// Records the wire when set.
+    pub transcript: Option<TranscriptTap>,
 }
 
 /// The Agent of a session, set once it is spawned (after the extensions).
@@ -302,6 +306,7 @@ impl ProcessExtension {
             SubscribeMode::Observe => {
                 if let Some(child) = &state.child {
                     let line = ext::notification("event", json!({"event": payload}));
+                    state.tap(Side::Host, &line);
                     child.stdin.observe(line, name == "message_update");
                 }
                 if let Some(reply) = reply {
@@ -341,6 +346,7 @@ impl ProcessExtension {
     ) {
         match input {
             ProcessInput::Line { generation, line } if generation == state.generation => {
+                state.tap(Side::Ext, &line);
                 match Incoming::parse(&line) {
                     Some(Incoming::Response { id, result }) => {
                         Self::on_response(me, state, from, id, result).await
@@ -391,22 +397,28 @@ impl ProcessExtension {
         let Some(p) = state.pending.remove(&id) else {
             return;
         };
-        let secs = p.timeout.as_millis().div_ceil(1000);
+        // "30 s" as the spec words it; a deadline under a second or not a whole one in ms.
+        let ms = p.timeout.as_millis();
+        let secs = if ms % 1000 == 0 {
+            format!("{} s", ms / 1000)
+        } else {
+            format!("{ms} ms")
+        };
         if matches!(p.waiting, Waiting::Initialize) {
-            state.crashed(me, &format!("did not answer initialize within {secs} s"));
+            state.crashed(me, &format!("did not answer initialize within {secs}"));
             return;
         }
         let what = match &p.waiting {
             Waiting::Event { event, .. } if event.name() == "tool_call" => {
-                format!("extension gate did not answer within {secs} s")
+                format!("extension gate did not answer within {secs}")
             }
             Waiting::Event { event, .. } => format!(
-                "extension `{}` did not answer {} within {secs} s",
+                "extension `{}` did not answer {} within {secs}",
                 state.ext_name(),
                 event.name()
             ),
             _ => format!(
-                "extension `{}` did not answer {} within {secs} s",
+                "extension `{}` did not answer {} within {secs}",
                 state.ext_name(),
                 p.method
             ),
@@ -415,8 +427,9 @@ impl ProcessExtension {
             Waiting::Event { event, .. } => event.name().to_owned(),
             _ => p.method.to_owned(),
         };
+        // Told before the failed request is settled: the notice comes first in the stream.
+        state.notify_error(&event, what.clone());
         state.settle_failed(p.waiting, &what);
-        state.notify_error(&event, what);
         let count = state.timeouts_in_row.entry(p.method).or_default();
         *count += 1;
         if *count >= MAX_TIMEOUTS_IN_A_ROW {
@@ -568,9 +581,9 @@ impl Actor for ProcessExtension {
         // pi's stop sequence: shutdown, stdin closed, SIGTERM, 2 s, SIGKILL (process group).
         state.host.registry.remove(state.ext_name());
         if let Some(child) = state.child.take() {
-            child
-                .stdin
-                .send(ext::request(u64::MAX, "shutdown", json!({})));
+            let bye = ext::request(u64::MAX, "shutdown", json!({}));
+            state.tap(Side::Host, &bye);
+            child.stdin.send(bye);
             let grace = Duration::from_millis(state.spec.manifest.timeouts.shutdown_ms);
             tokio::spawn(async move {
                 tokio::time::sleep(grace).await;
