@@ -91,15 +91,16 @@ impl Scenario {
         let mut config = project_config(&env, provider.clone(), Vec::new());
         config.cwd = project.to_string_lossy().into_owned();
         config.tools = ToolChoice::defaults();
-        config.system_prompt = Some(Arc::new(|_: &Path, _: &[pith_tools::tool::ToolSpec]| {
-            "BASE".to_owned()
-        }));
+        config.system_prompt = Some(Arc::new(
+            |_: &Path, _: &[pith_actors::system_prompt::PromptTool]| "BASE".to_owned(),
+        ));
         config.hosted = HostedExtensions {
             specs: setup.specs,
             mode: setup.mode.into(),
             has_ui: setup.mode == "rpc",
             dialogs: dialogs.clone(),
             transcript: Some(tap.clone()),
+            rediscover: None,
         };
         let answers = Arc::new(Mutex::new(setup.answers.into_iter().collect()));
         let events = Arc::new(Mutex::new(Vec::new()));
