@@ -8,7 +8,8 @@ use anyhow::{Context, Result, bail};
 
 use pith_actors::RuntimeError;
 use pith_actors::runtime::RuntimeEvent;
-use pith_events::{AgentEvent, AgentMessage, ContentBlock, StopReason};
+use pith_events::{AgentEvent, AgentMessage, ContentBlock, ImageContent, StopReason};
+use pith_tools::image::Processed;
 use pith_tools::sanitize::for_terminal;
 
 use crate::startup::{Mode, RunArgs, Started, check_flags, start};
@@ -34,7 +35,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         // pi trims what is piped in and ignores it when nothing is left.
         piped = Some(pith_events::js::js_trim(&text).to_owned()).filter(|t| !t.is_empty());
     }
-    let file_text = file_arguments(&files)?;
+    let (file_text, images) = file_arguments(&files)?;
     // pi's buildInitialMessage: stdin, then the files, then the first message, no separator.
     if piped.is_some() || !file_text.is_empty() {
         let first = if prompts.is_empty() {
@@ -56,17 +57,21 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(run_prompts(args, prompts))
+    runtime.block_on(run_prompts(args, prompts, images))
 }
 
-/// pi's `processFileArguments` for text files: each non-empty file as
-/// `<file name="ABSOLUTE PATH">\nCONTENT\n</file>\n`, in order.
+/// pi's `processFileArguments`: each non-empty text file as
+/// `<file name="ABSOLUTE PATH">\nCONTENT\n</file>\n`, each image (judged by its first bytes,
+/// `image::detect_mime`) as `<file name="ABSOLUTE PATH"></file>\n` (a BMP's conversion note
+/// between the tags) plus the image itself, in order. The images are not resized here: as in
+/// pi, the run resizes them when the prompt's user message starts. An image that cannot be
+/// converted leaves pi's `[Image omitted: …]` note between the tags instead.
 ///
-/// Errors: a missing file (`File not found: PATH`), an unreadable one, or an image (pith's
-/// prompts carry no images yet).
-fn file_arguments(files: &[String]) -> Result<String> {
+/// Errors: a missing file (`File not found: PATH`) or an unreadable one.
+pub(crate) fn file_arguments(files: &[String]) -> Result<(String, Vec<ImageContent>)> {
     let cwd = std::env::current_dir()?;
     let mut text = String::new();
+    let mut images = Vec::new();
     for arg in files {
         let path = pith_tools::paths::resolve_read_path(arg, &cwd);
         let bytes = match std::fs::read(&path) {
@@ -79,11 +84,24 @@ fn file_arguments(files: &[String]) -> Result<String> {
         if bytes.is_empty() {
             continue;
         }
-        if pith_tools::image::detect_mime(&bytes).is_some() {
-            bail!(
-                "{} is an image: pith cannot attach images to prompts yet",
+        let head = &bytes[..bytes.len().min(pith_tools::image::SNIFF_BYTES)];
+        if let Some(mime) = pith_tools::image::detect_mime(head) {
+            let note = match pith_tools::image::process(&bytes, mime, false) {
+                Processed::Ok {
+                    data,
+                    mime_type,
+                    hints,
+                } => {
+                    images.push(ImageContent { data, mime_type });
+                    hints.join("\n")
+                }
+                Processed::Omitted(message) => message,
+            };
+            text.push_str(&format!(
+                "<file name=\"{}\">{note}</file>\n",
                 path.display()
-            );
+            ));
+            continue;
         }
         text.push_str(&format!(
             "<file name=\"{}\">\n{}\n</file>\n",
@@ -91,7 +109,7 @@ fn file_arguments(files: &[String]) -> Result<String> {
             String::from_utf8_lossy(&bytes)
         ));
     }
-    Ok(text)
+    Ok((text, images))
 }
 
 /// `!cmd` → `(cmd, false)`, `!!cmd` → `(cmd, true)` (kept out of the context); `None` for
@@ -106,7 +124,13 @@ fn user_command(text: &str) -> Option<(&str, bool)> {
     (!command.is_empty()).then_some((command, exclude))
 }
 
-async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
+/// Runs `prompts` in order; `images` go with the first (pi's `initialImages`, from `@file`
+/// arguments).
+async fn run_prompts(
+    args: RunArgs,
+    prompts: Vec<String>,
+    mut images: Vec<ImageContent>,
+) -> Result<ExitCode> {
     let Started {
         rt,
         header_line,
@@ -134,6 +158,8 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
     let mut interrupted = false;
     let mut bash_failed = false;
     for prompt in prompts {
+        // Only the first prompt has images; a command that takes it drops them, as in pi.
+        let prompt_images = std::mem::take(&mut images);
         // `/name args` runs an extension command instead of prompting (agent-and-events §3.1).
         if let Some(rest) = prompt.strip_prefix('/') {
             let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
@@ -215,7 +241,7 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
             }
             continue;
         }
-        rt.prompt(&prompt).await?;
+        rt.prompt_with_images(&prompt, prompt_images).await?;
         // A prompt is done when the agent is idle, not at the first agent_end: a compaction
         // and an overflow retry may follow it.
         let idle = rt.wait_idle();

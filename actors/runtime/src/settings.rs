@@ -236,6 +236,14 @@ impl Settings {
         mode(self.get("steeringMode"))
     }
 
+    /// `images.autoResize` (pi's default: on): whether images attached to prompts are
+    /// shrunk to the inline size limit (`pith_tools::image::process`).
+    pub fn images_auto_resize(&self) -> bool {
+        self.get("images.autoResize")
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+    }
+
     /// `followUpMode`.
     pub fn follow_up_mode(&self) -> QueueMode {
         mode(self.get("followUpMode"))

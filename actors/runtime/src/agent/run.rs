@@ -9,12 +9,15 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use pith_events::{AgentEvent, AgentMessage, AssistantMessage, CustomMessage, StopReason};
+use pith_events::{
+    AgentEvent, AgentMessage, AssistantMessage, ContentBlock, CustomMessage, ImageContent,
+    StopReason, UserContent, UserMessage,
+};
 use pith_llm::provider::{ProviderEvent, ProviderRequest};
 use pith_llm::tool_pairs::pair_tool_calls;
 use pith_store::llm::convert_to_llm;
 
-use super::{After, AgentArgs, AgentMsg, Queues, unshow_queued};
+use super::{After, AgentArgs, AgentMsg, Queues, UserInput, unshow_queued};
 use crate::compactor::{CompactorMsg, NextStep};
 use crate::envelope::{Envelope, Origin};
 use crate::extension_host::InputOutcome;
@@ -49,20 +52,28 @@ pub(super) struct Run {
 }
 
 impl Run {
-    fn user(&self, text: String) -> AgentMessage {
-        AgentMessage::user_text(text, self.args.clock.now_ms())
+    /// The user message for `input`: its text block, then its images as they came; they are
+    /// resized when the message starts ([`Run::deliver`]).
+    fn user(&self, input: UserInput) -> AgentMessage {
+        let mut message = AgentMessage::user_text(input.text, self.args.clock.now_ms());
+        if let AgentMessage::User(u) = &mut message
+            && let UserContent::Blocks(blocks) = &mut u.content
+        {
+            blocks.extend(input.images.into_iter().map(ContentBlock::Image));
+        }
+        message
     }
 
     /// The queued messages to deliver now: one (pi's default `one-at-a-time`) or all,
     /// per the `steeringMode` / `followUpMode` settings.
-    fn poll(&self, steering: bool) -> Vec<String> {
+    fn poll(&self, steering: bool) -> Vec<UserInput> {
         use crate::settings::QueueMode;
         let mode = if steering {
             self.args.settings.steering_mode()
         } else {
             self.args.settings.follow_up_mode()
         };
-        let texts: Vec<String> = self
+        let texts: Vec<UserInput> = self
             .queues
             .lock()
             .map(|mut q| {
@@ -176,10 +187,72 @@ impl Run {
         self.args.events.emit(event);
     }
 
+    /// pi's `_normalizePromptImages` / `_normalizeQueuedMessageImages`: each image of a user
+    /// message whose first block is text goes through `image::process` (resized unless
+    /// `images.autoResize` is off); an image that cannot be sent is dropped and pi's
+    /// `[Image omitted: …]` note takes its place; the notes are appended to the text after a
+    /// blank line, and the images move after the other blocks.
+    async fn normalize_images(&self, user: &mut UserMessage) {
+        let UserContent::Blocks(blocks) = &mut user.content else {
+            return;
+        };
+        if !blocks.iter().any(|b| matches!(b, ContentBlock::Image(_))) {
+            return;
+        }
+        let Some(ContentBlock::Text(first)) = blocks.first() else {
+            return;
+        };
+        let mut first = first.clone();
+        let (images, others): (Vec<ContentBlock>, Vec<ContentBlock>) = blocks
+            .drain(1..)
+            .partition(|b| matches!(b, ContentBlock::Image(_)));
+        let auto_resize = self.args.settings.images_auto_resize();
+        let images: Vec<ImageContent> = images
+            .into_iter()
+            .filter_map(|b| match b {
+                ContentBlock::Image(i) => Some(i),
+                _ => None,
+            })
+            .collect();
+        // Decoding and re-encoding a large image is CPU work: off the async threads.
+        let processed = tokio::task::spawn_blocking(move || {
+            images
+                .iter()
+                .map(|i| pith_tools::image::process_base64(&i.data, &i.mime_type, auto_resize))
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        let mut hints = Vec::new();
+        let mut sent = Vec::new();
+        for p in processed {
+            match p {
+                pith_tools::image::Processed::Ok {
+                    data,
+                    mime_type,
+                    hints: h,
+                } => {
+                    sent.push(ContentBlock::Image(ImageContent { data, mime_type }));
+                    hints.extend(h);
+                }
+                pith_tools::image::Processed::Omitted(message) => hints.push(message),
+            }
+        }
+        if !hints.is_empty() {
+            first.text = format!("{}\n\n{}", first.text, hints.join("\n"));
+        }
+        blocks.truncate(0);
+        blocks.push(ContentBlock::Text(first));
+        blocks.extend(others);
+        blocks.extend(sent);
+    }
+
     /// A message that is persisted on `message_end`: start, end, append.
     async fn deliver(&self, message: AgentMessage) -> Option<String> {
-        if let AgentMessage::User(u) = &message {
+        let mut message = message;
+        if let AgentMessage::User(u) = &mut message {
             unshow_queued(&self.args.events, &self.queues, &u.content.joined_text(""));
+            self.normalize_images(u).await;
         }
         self.emit(AgentEvent::MessageStart {
             message: message.clone(),
@@ -279,28 +352,28 @@ impl Run {
     }
 
     /// One run: `text` as the prompt, or none to send the context again (an overflow retry).
-    pub(super) async fn run(&self, text: Option<String>) -> After {
+    pub(super) async fn run(&self, input: Option<UserInput>) -> After {
         // `input` comes first: an extension may rewrite the prompt or take care of it.
-        let text = match text {
-            Some(text) if self.args.extensions.wants("input") => {
+        let input = match input {
+            Some(input) if self.args.extensions.wants("input") => {
                 match self
                     .args
                     .extensions
                     .input(
                         &self.from,
-                        text,
-                        Vec::new(),
+                        input.text,
+                        input.images,
                         self.args.extensions.input_source(),
                     )
                     .await
                 {
-                    InputOutcome::Continue { text, .. } => Some(text),
+                    InputOutcome::Continue { text, images } => Some(UserInput { text, images }),
                     InputOutcome::Handled => return After::Handled,
                 }
             }
             other => other,
         };
-        if text.is_some() {
+        if input.is_some() {
             // Retries (no text) must not record them twice.
             for bash in &self.pending_bash {
                 let _ = self.persist(bash).await;
@@ -322,14 +395,14 @@ impl Run {
                 .cast(&self.me, AgentMsg::Deferring { deferring: false });
         }
         let mut injected = Vec::new();
-        if let Some(text) = &text {
+        if let Some(input) = &input {
             // pi: before_agent_start once per prompt; the system prompt starts from the
             // session's again unless an extension changes it.
             let base = self.args.system_prompt.as_deref();
             let (messages, system_prompt) = self
                 .args
                 .extensions
-                .before_agent_start(&self.from, text, &[], base)
+                .before_agent_start(&self.from, &input.text, &input.images, base)
                 .await;
             if let Ok(mut p) = self.system_prompt.lock() {
                 *p = system_prompt.or_else(|| self.args.system_prompt.clone());
@@ -344,8 +417,8 @@ impl Run {
             timestamp: self.args.clock.now_ms(),
         })
         .await;
-        if let Some(text) = text {
-            let prompt = self.user(text);
+        if let Some(input) = input {
+            let prompt = self.user(input);
             self.deliver(prompt.clone()).await;
             new_messages.push(prompt);
             let held: Vec<CustomMessage> = self
