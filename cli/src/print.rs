@@ -18,12 +18,6 @@ use crate::startup::{Mode, RunArgs, Started, check_flags, start};
 /// the output limit (`length`, pi 1.6.0).
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     check_flags(&args)?;
-    // `@file` arguments are files for the first prompt, not prompts (pi's fileArgs).
-    let (files, mut prompts): (Vec<String>, Vec<String>) = args
-        .messages
-        .iter()
-        .cloned()
-        .partition(|m| m.starts_with('@'));
     let stdin = std::io::stdin();
     let mut piped = None;
     if !stdin.is_terminal() {
@@ -35,19 +29,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         // pi trims what is piped in and ignores it when nothing is left.
         piped = Some(pith_events::js::js_trim(&text).to_owned()).filter(|t| !t.is_empty());
     }
-    let (file_text, images) = file_arguments(&files)?;
-    // pi's buildInitialMessage: stdin, then the files, then the first message, no separator.
-    if piped.is_some() || !file_text.is_empty() {
-        let first = if prompts.is_empty() {
-            String::new()
-        } else {
-            prompts.remove(0)
-        };
-        prompts.insert(
-            0,
-            format!("{}{file_text}{first}", piped.unwrap_or_default()),
-        );
-    }
+    let (prompts, images) = initial_prompts(&args.messages, piped)?;
     if prompts.is_empty() {
         bail!("no prompt: give one as an argument (pith -p \"…\") or on stdin");
     }
@@ -60,6 +42,33 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     runtime.block_on(run_prompts(args, prompts, images))
 }
 
+/// The prompts of the command line (pi's `prepareInitialMessage`): `@file` arguments are
+/// files for the first prompt, not prompts (pi's `fileArgs`); the first prompt is what was
+/// piped in, then the files' text, then the first message, without separators; the images
+/// go with that first prompt.
+///
+/// Errors: as [`file_arguments`].
+pub(crate) fn initial_prompts(
+    messages: &[String],
+    piped: Option<String>,
+) -> Result<(Vec<String>, Vec<ImageContent>)> {
+    let (files, mut prompts): (Vec<String>, Vec<String>) =
+        messages.iter().cloned().partition(|m| m.starts_with('@'));
+    let (file_text, images) = file_arguments(&files)?;
+    if piped.is_some() || !file_text.is_empty() {
+        let first = if prompts.is_empty() {
+            String::new()
+        } else {
+            prompts.remove(0)
+        };
+        prompts.insert(
+            0,
+            format!("{}{file_text}{first}", piped.unwrap_or_default()),
+        );
+    }
+    Ok((prompts, images))
+}
+
 /// pi's `processFileArguments`: each non-empty text file as
 /// `<file name="ABSOLUTE PATH">\nCONTENT\n</file>\n`, each image (judged by its first bytes,
 /// `image::detect_mime`) as `<file name="ABSOLUTE PATH"></file>\n` (a BMP's conversion note
@@ -68,7 +77,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 /// converted leaves pi's `[Image omitted: …]` note between the tags instead.
 ///
 /// Errors: a missing file (`File not found: PATH`) or an unreadable one.
-pub(crate) fn file_arguments(files: &[String]) -> Result<(String, Vec<ImageContent>)> {
+fn file_arguments(files: &[String]) -> Result<(String, Vec<ImageContent>)> {
     let cwd = std::env::current_dir()?;
     let mut text = String::new();
     let mut images = Vec::new();

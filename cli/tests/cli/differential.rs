@@ -1453,3 +1453,16 @@ fn a_large_image_is_resized_and_a_bmp_converted() {
             .run(&["-c", "-p", "@old.bmp", "and this?"]),
     );
 }
+
+#[test]
+fn images_kept_at_their_size_when_auto_resize_is_off() {
+    let mut settings = json!({"retry": {"baseDelayMs": 10}});
+    settings["images"] = json!({"autoResize": false});
+    assert_same(
+        Scenario::new(json!([text("Wide and whole.")]))
+            .with_image_input()
+            .settings(settings)
+            .binary_file("wide.png", picture(2400, 300, image::ImageFormat::Png))
+            .run(&["--mode", "json", "-p", "@wide.png", "what is this"]),
+    );
+}

@@ -1511,3 +1511,46 @@ fn a_destructive_mcp_tool_is_confirmed_in_the_transcript() {
         ]
     );
 }
+
+#[test]
+fn an_image_given_as_a_file_argument_goes_with_the_first_prompt() {
+    let s = setup(&format!(
+        "[{}, {}]",
+        text_reply("A gradient."),
+        text_reply("Noted.")
+    ));
+    let mut png = Vec::new();
+    image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(8, 6, |x, y| {
+        image::Rgb([x as u8 * 30, y as u8 * 40, 0])
+    }))
+    .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+    .unwrap();
+    fs::write(s.work.join("shot.png"), &png).unwrap();
+    let mut pith = s.start(&["@shot.png", "what is this"]);
+    pith.expect("A gradient.");
+    pith.idle();
+    pith.line("and now?");
+    pith.expect("Noted.");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+
+    let files = s.sessions();
+    let users: Vec<Value> = lines(&files[0])
+        .into_iter()
+        .filter(|v| v["message"]["role"] == "user")
+        .map(|v| v["message"]["content"].clone())
+        .collect();
+    use base64::Engine;
+    assert_eq!(
+        users,
+        [
+            serde_json::json!([
+                {"type": "text", "text": format!("<file name=\"{}\"></file>\nwhat is this",
+                    s.work.join("shot.png").display())},
+                {"type": "image", "mimeType": "image/png",
+                    "data": base64::engine::general_purpose::STANDARD.encode(&png)}
+            ]),
+            serde_json::json!([{"type": "text", "text": "and now?"}]),
+        ]
+    );
+}
