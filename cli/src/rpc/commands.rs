@@ -284,6 +284,7 @@ impl Rpc {
             ),
             Command::GetCommands => {
                 let mcp = self.mcp.is_some();
+                let resources = self.resources.clone();
                 Answer::Now(rt.commands().await.map_err(failed).map(|cmds| {
                     let mut commands: Vec<Value> = cmds
                         .iter()
@@ -302,6 +303,8 @@ impl Rpc {
                                 "scope": "temporary", "origin": "top-level"}
                         }));
                     }
+                    // pi: the templates, then the skills (`skill:name`), with their sources.
+                    commands.extend(resources.commands().iter().map(|c| c.to_json()));
                     Some(json!({ "commands": commands }))
                 }))
             }

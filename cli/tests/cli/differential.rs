@@ -1466,3 +1466,32 @@ fn images_kept_at_their_size_when_auto_resize_is_off() {
             .run(&["--mode", "json", "-p", "@wide.png", "what is this"]),
     );
 }
+
+#[test]
+fn skills_and_prompt_templates_named_in_settings() {
+    let mut settings = json!({"retry": {"baseDelayMs": 10}});
+    settings["skills"] = json!(["../extra/skills", "!old-skill"]);
+    settings["prompts"] = json!(["~/more-prompts", "../single.md", "-prompts/hidden.md"]);
+    let skill = |name: &str| {
+        format!("---\nname: {name}\ndescription: The {name} skill.\n---\nDo {name} things.\n")
+    };
+    let template = |what: &str| format!("---\ndescription: {what}\n---\n{what}: $ARGUMENTS\n");
+    let script = rpc_script(&[
+        json!({"id": "1", "type": "get_commands"}),
+        json!({"id": "2", "type": "prompt", "message": "/nested the code"}),
+        json!({"id": "3", "type": "prompt", "message": "/skill:pdf read it"}),
+    ]);
+    assert_same(
+        Scenario::new(json!([text("nested"), text("pdf")]))
+            .settings(settings)
+            .agent_file("skills/kept/SKILL.md", &skill("kept"))
+            .agent_file("skills/old-skill/SKILL.md", &skill("old-skill"))
+            .agent_file("prompts/review.md", &template("Review"))
+            .agent_file("prompts/hidden.md", &template("Hidden"))
+            .agent_file("../extra/skills/pdf/SKILL.md", &skill("pdf"))
+            .agent_file("../home/more-prompts/deep/nested.md", &template("Nested"))
+            .agent_file("../home/more-prompts/top.md", &template("Top"))
+            .agent_file("../single.md", &template("Single"))
+            .run_with(&["--mode", "rpc"], &script),
+    );
+}

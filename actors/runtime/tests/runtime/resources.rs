@@ -78,6 +78,8 @@ fn options(t: &Tree, trusted: bool) -> ResourceOptions {
         no_prompt_templates: false,
         skill_paths: Vec::new(),
         template_paths: Vec::new(),
+        user_entries: Default::default(),
+        project_entries: Default::default(),
     }
 }
 
@@ -257,6 +259,8 @@ async fn the_runtime_expands_prompts_steering_and_follow_ups() {
         no_prompt_templates: false,
         skill_paths: Vec::new(),
         template_paths: Vec::new(),
+        user_entries: Default::default(),
+        project_entries: Default::default(),
     });
     let config = RuntimeConfig {
         resources: Arc::new(resources),
@@ -307,6 +311,8 @@ fn a_symlink_loop_in_a_skills_directory_is_searched_once() {
         no_prompt_templates: false,
         skill_paths: Vec::new(),
         template_paths: Vec::new(),
+        user_entries: Default::default(),
+        project_entries: Default::default(),
     });
     let listed: Vec<String> = names(&r).into_iter().map(|(n, _)| n).collect();
     assert_eq!(listed, ["inner"]);
