@@ -15,6 +15,7 @@
 //! Esc Esc are pi's app keys ([`editor::KeyAction`]). Replies are rendered by [`markdown`].
 
 mod app;
+mod clipboard;
 mod commands;
 mod dialogs;
 mod editor;
