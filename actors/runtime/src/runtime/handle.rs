@@ -79,7 +79,7 @@ impl RuntimeHandle {
     /// [`RuntimeHandle::prompt`] with images attached (pi's `prompt(text, {images})`): the
     /// user message is the text, then the images, resized as pi resizes them
     /// (`pith_tools::image::process`; a note is appended to the text when one was resized
-    /// or left out, agent-and-events.md §8).
+    /// or left out, agent-and-events.md §3 step 8).
     pub async fn prompt_with_images(
         &self,
         text: &str,
