@@ -84,6 +84,11 @@ fn rpc_session(mut child: std::process::Child, script: &str) -> std::process::Ou
             let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
             if event["type"] == "response" && event["id"] == cmd["id"] {
                 answered = true;
+                // A prompt queued into a running run starts none of its own.
+                if settles && event["data"]["disposition"] == "queued" {
+                    runs -= 1;
+                    settled = true;
+                }
                 if cmd["type"] == "get_fork_messages" {
                     fork_ids = event["data"]["messages"]
                         .as_array()
@@ -1424,8 +1429,10 @@ fn images_in_rpc_prompts_steering_and_follow_ups() {
         json!({"type": "_sleep", "ms": 1200}),
         json!({"id": "3", "type": "steer", "message": "also this", "images": [jpeg]}),
         json!({"id": "4", "type": "follow_up", "message": "and then that", "images": [png]}),
+        json!({"id": "5", "type": "prompt", "message": "last", "images": [jpeg],
+            "streamingBehavior": "followUp", "_nowait": true}),
         json!({"type": "_settle"}),
-        json!({"id": "5", "type": "get_messages"}),
+        json!({"id": "6", "type": "get_messages"}),
     ]);
     let mut slow = text("Working on it.");
     slow["delay_ms"] = json!(3500);
@@ -1434,7 +1441,8 @@ fn images_in_rpc_prompts_steering_and_follow_ups() {
             text("Seen."),
             slow,
             text("Steered."),
-            text("Followed up.")
+            text("Followed up."),
+            text("Last.")
         ]))
         .with_image_input()
         .run_with(&["--mode", "rpc"], &script),
