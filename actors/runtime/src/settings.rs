@@ -244,6 +244,14 @@ impl Settings {
             .unwrap_or(true)
     }
 
+    /// `images.blockImages` (pi's default: off): every image is left out of the requests
+    /// (`Image reading is disabled.` in its place); the session keeps them.
+    pub fn images_blocked(&self) -> bool {
+        self.get("images.blockImages")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
     /// `followUpMode`.
     pub fn follow_up_mode(&self) -> QueueMode {
         mode(self.get("followUpMode"))

@@ -1503,3 +1503,18 @@ fn skills_and_prompt_templates_named_in_settings() {
             .run_with(&["--mode", "rpc"], &script),
     );
 }
+
+#[test]
+fn images_blocked_by_the_settings() {
+    let mut settings = json!({"retry": {"baseDelayMs": 10}});
+    settings["images"] = json!({"blockImages": true});
+    assert_same(
+        Scenario::new(json!([text("Blocked."), text("Still blocked.")]))
+            .with_image_input()
+            .settings(settings)
+            .binary_file("shot.png", picture(64, 48, image::ImageFormat::Png))
+            .binary_file("photo.jpg", picture(40, 30, image::ImageFormat::Jpeg))
+            .run(&["-p", "@shot.png", "@photo.jpg", "what are these"])
+            .run(&["-c", "-p", "and now?"]),
+    );
+}

@@ -29,6 +29,7 @@ use crate::trace::{ActorName, Trace};
 use crate::writer::WriterRef;
 
 mod auto_retry;
+mod images;
 pub mod messages;
 mod run;
 mod tool_calls;

@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use pith_events::{
-    AgentEvent, AgentMessage, AssistantMessage, ContentBlock, CustomMessage, ImageContent,
-    StopReason, UserContent, UserMessage,
+    AgentEvent, AgentMessage, AssistantMessage, ContentBlock, CustomMessage, StopReason,
+    UserContent,
 };
 use pith_llm::provider::{ProviderEvent, ProviderRequest};
 use pith_llm::tool_pairs::pair_tool_calls;
@@ -187,72 +187,12 @@ impl Run {
         self.args.events.emit(event);
     }
 
-    /// pi's `_normalizePromptImages` / `_normalizeQueuedMessageImages`: each image of a user
-    /// message whose first block is text goes through `image::process` (resized unless
-    /// `images.autoResize` is off); an image that cannot be sent is dropped and pi's
-    /// `[Image omitted: …]` note takes its place; the notes are appended to the text after a
-    /// blank line, and the images move after the other blocks.
-    async fn normalize_images(&self, user: &mut UserMessage) {
-        let UserContent::Blocks(blocks) = &mut user.content else {
-            return;
-        };
-        if !blocks.iter().any(|b| matches!(b, ContentBlock::Image(_))) {
-            return;
-        }
-        let Some(ContentBlock::Text(first)) = blocks.first() else {
-            return;
-        };
-        let mut first = first.clone();
-        let (images, others): (Vec<ContentBlock>, Vec<ContentBlock>) = blocks
-            .drain(1..)
-            .partition(|b| matches!(b, ContentBlock::Image(_)));
-        let auto_resize = self.args.settings.images_auto_resize();
-        let images: Vec<ImageContent> = images
-            .into_iter()
-            .filter_map(|b| match b {
-                ContentBlock::Image(i) => Some(i),
-                _ => None,
-            })
-            .collect();
-        // Decoding and re-encoding a large image is CPU work: off the async threads.
-        let processed = tokio::task::spawn_blocking(move || {
-            images
-                .iter()
-                .map(|i| pith_tools::image::process_base64(&i.data, &i.mime_type, auto_resize))
-                .collect::<Vec<_>>()
-        })
-        .await
-        .unwrap_or_default();
-        let mut hints = Vec::new();
-        let mut sent = Vec::new();
-        for p in processed {
-            match p {
-                pith_tools::image::Processed::Ok {
-                    data,
-                    mime_type,
-                    hints: h,
-                } => {
-                    sent.push(ContentBlock::Image(ImageContent { data, mime_type }));
-                    hints.extend(h);
-                }
-                pith_tools::image::Processed::Omitted(message) => hints.push(message),
-            }
-        }
-        if !hints.is_empty() {
-            first.text = format!("{}\n\n{}", first.text, hints.join("\n"));
-        }
-        blocks.truncate(0);
-        blocks.push(ContentBlock::Text(first));
-        blocks.extend(others);
-        blocks.extend(sent);
-    }
-
     /// A message that is persisted on `message_end`: start, end, append.
     async fn deliver(&self, message: AgentMessage) -> Option<String> {
         let mut message = message;
         if let AgentMessage::User(u) = &mut message {
             unshow_queued(&self.args.events, &self.queues, &u.content.joined_text(""));
-            self.normalize_images(u).await;
+            super::images::normalize(u, self.args.settings.images_auto_resize()).await;
         }
         self.emit(AgentEvent::MessageStart {
             message: message.clone(),
@@ -270,6 +210,9 @@ impl Run {
             // Repaired per request, never in the file (tool_pairs module docs).
             Ok(ctx) => {
                 let mut messages = convert_to_llm(&ctx.messages);
+                if self.args.settings.images_blocked() {
+                    messages = super::images::blocked(messages);
+                }
                 if let Some(overflowed) = &self.overflowed {
                     messages
                         .retain(|m| !matches!(m, AgentMessage::Assistant(a) if a == overflowed));
