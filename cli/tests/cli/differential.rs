@@ -1518,3 +1518,20 @@ fn images_blocked_by_the_settings() {
             .run(&["-c", "-p", "and now?"]),
     );
 }
+
+#[test]
+fn the_read_tool_resizes_and_converts_images_as_prompts_do() {
+    assert_same(
+        Scenario::new(json!([
+            {"text": "Reading.", "tool_calls": [
+                {"id": "call_1", "name": "read", "arguments": {"path": "wide.png"}},
+                {"id": "call_2", "name": "read", "arguments": {"path": "old.bmp"}}]},
+            text("Two pictures.")
+        ]))
+        .with_image_input()
+        .reencoded_images()
+        .binary_file("wide.png", picture(2400, 300, image::ImageFormat::Png))
+        .binary_file("old.bmp", picture(20, 10, image::ImageFormat::Bmp))
+        .run(&["--mode", "json", "-p", "read both"]),
+    );
+}
