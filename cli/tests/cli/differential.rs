@@ -1535,3 +1535,15 @@ fn the_read_tool_resizes_and_converts_images_as_prompts_do() {
         .run(&["--mode", "json", "-p", "read both"]),
     );
 }
+
+#[test]
+fn file_argument_images_through_the_anthropic_api() {
+    assert_same(
+        Scenario::new(json!([text("A gradient."), text("Text only.")]))
+            .api("anthropic-messages")
+            .with_image_input()
+            .binary_file("shot.png", picture(64, 48, image::ImageFormat::Png))
+            .run(&["-p", "@shot.png", "what is this"])
+            .run(&["-c", "-p", "and the colours?"]),
+    );
+}
