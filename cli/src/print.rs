@@ -8,7 +8,8 @@ use anyhow::{Context, Result, bail};
 
 use pith_actors::RuntimeError;
 use pith_actors::runtime::RuntimeEvent;
-use pith_events::{AgentEvent, AgentMessage, ContentBlock, StopReason};
+use pith_events::{AgentEvent, AgentMessage, ContentBlock, ImageContent, StopReason};
+use pith_tools::image::Processed;
 use pith_tools::sanitize::for_terminal;
 
 use crate::startup::{Mode, RunArgs, Started, check_flags, start};
@@ -17,12 +18,6 @@ use crate::startup::{Mode, RunArgs, Started, check_flags, start};
 /// the output limit (`length`, pi 1.6.0).
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     check_flags(&args)?;
-    // `@file` arguments are files for the first prompt, not prompts (pi's fileArgs).
-    let (files, mut prompts): (Vec<String>, Vec<String>) = args
-        .messages
-        .iter()
-        .cloned()
-        .partition(|m| m.starts_with('@'));
     let stdin = std::io::stdin();
     let mut piped = None;
     if !stdin.is_terminal() {
@@ -34,8 +29,32 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         // pi trims what is piped in and ignores it when nothing is left.
         piped = Some(pith_events::js::js_trim(&text).to_owned()).filter(|t| !t.is_empty());
     }
-    let file_text = file_arguments(&files)?;
-    // pi's buildInitialMessage: stdin, then the files, then the first message, no separator.
+    let (prompts, images) = initial_prompts(&args.messages, piped)?;
+    if prompts.is_empty() {
+        bail!("no prompt: give one as an argument (pith -p \"…\") or on stdin");
+    }
+    // stderr carries warnings in print and json modes; stdout stays the reply or the events.
+    let _log =
+        crate::logging::install(&pith_store::dirs::agent_dir(), args.trace.as_deref(), true)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run_prompts(args, prompts, images))
+}
+
+/// The prompts of the command line (pi's `prepareInitialMessage`): `@file` arguments are
+/// files for the first prompt, not prompts (pi's `fileArgs`); the first prompt is what was
+/// piped in, then the files' text, then the first message, without separators; the images
+/// go with that first prompt.
+///
+/// Errors: as [`file_arguments`].
+pub(crate) fn initial_prompts(
+    messages: &[String],
+    piped: Option<String>,
+) -> Result<(Vec<String>, Vec<ImageContent>)> {
+    let (files, mut prompts): (Vec<String>, Vec<String>) =
+        messages.iter().cloned().partition(|m| m.starts_with('@'));
+    let (file_text, images) = file_arguments(&files)?;
     if piped.is_some() || !file_text.is_empty() {
         let first = if prompts.is_empty() {
             String::new()
@@ -47,26 +66,21 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             format!("{}{file_text}{first}", piped.unwrap_or_default()),
         );
     }
-    if prompts.is_empty() {
-        bail!("no prompt: give one as an argument (pith -p \"…\") or on stdin");
-    }
-    // stderr carries warnings in print and json modes; stdout stays the reply or the events.
-    let _log =
-        crate::logging::install(&pith_store::dirs::agent_dir(), args.trace.as_deref(), true)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(run_prompts(args, prompts))
+    Ok((prompts, images))
 }
 
-/// pi's `processFileArguments` for text files: each non-empty file as
-/// `<file name="ABSOLUTE PATH">\nCONTENT\n</file>\n`, in order.
+/// pi's `processFileArguments`: each non-empty text file as
+/// `<file name="ABSOLUTE PATH">\nCONTENT\n</file>\n`, each image (judged by its first bytes,
+/// `image::detect_mime`) as `<file name="ABSOLUTE PATH"></file>\n` (a BMP's conversion note
+/// between the tags) plus the image itself, in order. The images are not resized here: as in
+/// pi, the run resizes them when the prompt's user message starts. An image that cannot be
+/// converted leaves pi's `[Image omitted: …]` note between the tags instead.
 ///
-/// Errors: a missing file (`File not found: PATH`), an unreadable one, or an image (pith's
-/// prompts carry no images yet).
-fn file_arguments(files: &[String]) -> Result<String> {
+/// Errors: a missing file (`File not found: PATH`) or an unreadable one.
+fn file_arguments(files: &[String]) -> Result<(String, Vec<ImageContent>)> {
     let cwd = std::env::current_dir()?;
     let mut text = String::new();
+    let mut images = Vec::new();
     for arg in files {
         let path = pith_tools::paths::resolve_read_path(arg, &cwd);
         let bytes = match std::fs::read(&path) {
@@ -79,11 +93,24 @@ fn file_arguments(files: &[String]) -> Result<String> {
         if bytes.is_empty() {
             continue;
         }
-        if pith_tools::image::detect_mime(&bytes).is_some() {
-            bail!(
-                "{} is an image: pith cannot attach images to prompts yet",
+        let head = &bytes[..bytes.len().min(pith_tools::image::SNIFF_BYTES)];
+        if let Some(mime) = pith_tools::image::detect_mime(head) {
+            let note = match pith_tools::image::process(&bytes, mime, false) {
+                Processed::Ok {
+                    data,
+                    mime_type,
+                    hints,
+                } => {
+                    images.push(ImageContent { data, mime_type });
+                    hints.join("\n")
+                }
+                Processed::Omitted(message) => message,
+            };
+            text.push_str(&format!(
+                "<file name=\"{}\">{note}</file>\n",
                 path.display()
-            );
+            ));
+            continue;
         }
         text.push_str(&format!(
             "<file name=\"{}\">\n{}\n</file>\n",
@@ -91,7 +118,7 @@ fn file_arguments(files: &[String]) -> Result<String> {
             String::from_utf8_lossy(&bytes)
         ));
     }
-    Ok(text)
+    Ok((text, images))
 }
 
 /// `!cmd` → `(cmd, false)`, `!!cmd` → `(cmd, true)` (kept out of the context); `None` for
@@ -106,7 +133,13 @@ fn user_command(text: &str) -> Option<(&str, bool)> {
     (!command.is_empty()).then_some((command, exclude))
 }
 
-async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
+/// Runs `prompts` in order; `images` go with the first (pi's `initialImages`, from `@file`
+/// arguments).
+async fn run_prompts(
+    args: RunArgs,
+    prompts: Vec<String>,
+    mut images: Vec<ImageContent>,
+) -> Result<ExitCode> {
     let Started {
         rt,
         header_line,
@@ -134,6 +167,8 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
     let mut interrupted = false;
     let mut bash_failed = false;
     for prompt in prompts {
+        // Only the first prompt has images; a command that takes it drops them, as in pi.
+        let prompt_images = std::mem::take(&mut images);
         // `/name args` runs an extension command instead of prompting (agent-and-events §3.1).
         if let Some(rest) = prompt.strip_prefix('/') {
             let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
@@ -215,7 +250,7 @@ async fn run_prompts(args: RunArgs, prompts: Vec<String>) -> Result<ExitCode> {
             }
             continue;
         }
-        rt.prompt(&prompt).await?;
+        rt.prompt_with_images(&prompt, prompt_images).await?;
         // A prompt is done when the agent is idle, not at the first agent_end: a compaction
         // and an overflow retry may follow it.
         let idle = rt.wait_idle();

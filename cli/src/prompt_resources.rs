@@ -97,24 +97,29 @@ fn discover(cwd: &Path, agent_dir: &Path, name: &str, trusted: bool) -> Option<P
 /// diagnostics to stderr as pi's non-interactive modes do (`Warning: ...`).
 pub fn load(args: &ResourceArgs, cwd: &Path, agent_dir: &Path, project_trusted: bool) -> Loaded {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let resources = Resources::load(&ResourceOptions {
-        cwd: cwd.to_path_buf(),
-        agent_dir: agent_dir.to_path_buf(),
-        project_trusted,
-        no_skills: args.no_skills,
-        no_prompt_templates: args.no_prompt_templates,
-        skill_paths: args
-            .skills
-            .iter()
-            .map(|p| resolve_path(p, cwd, home.as_deref()))
-            .collect(),
-        template_paths: args
-            .prompt_templates
-            .iter()
-            .map(|p| resolve_path(p, cwd, home.as_deref()))
-            .collect(),
-        home,
-    });
+    let resources = Resources::load(
+        &ResourceOptions {
+            cwd: cwd.to_path_buf(),
+            agent_dir: agent_dir.to_path_buf(),
+            project_trusted,
+            no_skills: args.no_skills,
+            no_prompt_templates: args.no_prompt_templates,
+            skill_paths: args
+                .skills
+                .iter()
+                .map(|p| resolve_path(p, cwd, home.as_deref()))
+                .collect(),
+            template_paths: args
+                .prompt_templates
+                .iter()
+                .map(|p| resolve_path(p, cwd, home.as_deref()))
+                .collect(),
+            home,
+            user_entries: Default::default(),
+            project_entries: Default::default(),
+        }
+        .with_settings_entries(),
+    );
     for d in resources
         .skill_diagnostics
         .iter()

@@ -75,6 +75,8 @@ pub(crate) struct Rpc {
     dialogs: Dialogs,
     /// The MCP servers, for the `mcp` command (`None` with `--no-mcp`).
     mcp: Option<pith_mcp::McpHub>,
+    /// The prompt templates and skills, which `get_commands` lists after the extensions'.
+    resources: std::sync::Arc<pith_actors::resources::Resources>,
 }
 
 async fn serve(args: RunArgs) -> Result<ExitCode> {
@@ -86,6 +88,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         provider,
         dialogs,
         mcp,
+        resources,
         ..
     } = start(&args).await?;
     if !args.messages.is_empty() {
@@ -115,6 +118,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         bash_id: None,
         dialogs,
         mcp: mcp.clone(),
+        resources,
     };
     let mut lines = framing::read_lines();
     let status: u8 = loop {

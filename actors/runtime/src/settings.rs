@@ -236,6 +236,22 @@ impl Settings {
         mode(self.get("steeringMode"))
     }
 
+    /// `images.autoResize` (pi's default: on): whether images attached to prompts are
+    /// shrunk to the inline size limit (`pith_tools::image::process`).
+    pub fn images_auto_resize(&self) -> bool {
+        self.get("images.autoResize")
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+    }
+
+    /// `images.blockImages` (pi's default: off): every image is left out of the requests
+    /// (`Image reading is disabled.` in its place); the session keeps them.
+    pub fn images_blocked(&self) -> bool {
+        self.get("images.blockImages")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
     /// `followUpMode`.
     pub fn follow_up_mode(&self) -> QueueMode {
         mode(self.get("followUpMode"))

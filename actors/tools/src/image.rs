@@ -132,12 +132,119 @@ pub struct Prepared {
     pub resized: Option<((u32, u32), (u32, u32))>,
 }
 
-/// pi's `resizeImage`: the image as it is when it is within 2000×2000 and under 4.5 MB of
-/// base64; else the first encoding under 4.5 MB of: PNG, JPEG at qualities 80/85/70/55/40, at
-/// the size that fits 2000×2000 and then at 75 % steps. `None` when the image cannot be
-/// decoded or no size fits (pi then omits it).
-pub fn prepare(bytes: &[u8], mime_type: &str) -> Option<Prepared> {
-    let original = STANDARD.encode(bytes);
+/// pi 1.6.0's `processImage` (`utils/image-process.js`), the one rule for every image that
+/// goes to a model: a `read` result, an `@file` argument, an image attached to a prompt, a
+/// steering or follow-up message.
+///
+/// `mime_type` is the claimed type (parameters and case ignored; `image/jpg` is JPEG). PNG,
+/// JPEG, GIF and WebP are kept; any other type is converted to PNG (pi: Photon), with the hint
+/// `[Image converted from FROM to TO.]`. With `auto_resize` (pi's `images.autoResize`, on by
+/// default) the image then goes through [`prepare`], which adds the dimension note when it
+/// shrank the image.
+pub fn process(bytes: &[u8], mime_type: &str, auto_resize: bool) -> Processed {
+    let base = mime_type
+        .split(';')
+        .next()
+        .unwrap_or(mime_type)
+        .trim()
+        .to_lowercase();
+    let supported = match base.as_str() {
+        "image/png" => Some("image/png"),
+        "image/jpeg" | "image/jpg" => Some("image/jpeg"),
+        "image/gif" => Some("image/gif"),
+        "image/webp" => Some("image/webp"),
+        _ => None,
+    };
+    let (bytes, mime, converted_from) = match supported {
+        Some(m) => (std::borrow::Cow::Borrowed(bytes), m, None),
+        None => match to_png(bytes) {
+            Some(png) => (std::borrow::Cow::Owned(png), "image/png", Some(base)),
+            None => {
+                return Processed::Omitted(
+                    "[Image omitted: could not be converted to a supported inline image format.]"
+                        .into(),
+                );
+            }
+        },
+    };
+    let conversion_hint = |to: &str| {
+        converted_from
+            .as_deref()
+            .filter(|from| *from != to)
+            .map(|from| format!("[Image converted from {from} to {to}.]"))
+    };
+    if !auto_resize {
+        return Processed::Ok {
+            hints: conversion_hint(mime).into_iter().collect(),
+            data: STANDARD.encode(&bytes),
+            mime_type: mime.to_owned(),
+        };
+    }
+    match prepare(&bytes, mime) {
+        None => Processed::Omitted(
+            "[Image omitted: could not be resized below the inline image size limit.]".into(),
+        ),
+        Some(prepared) => {
+            let mut hints: Vec<String> = conversion_hint(&prepared.mime_type).into_iter().collect();
+            if let Some((original, shown)) = prepared.resized {
+                hints.push(dimension_note(original, shown));
+            }
+            Processed::Ok {
+                data: prepared.data,
+                mime_type: prepared.mime_type,
+                hints,
+            }
+        }
+    }
+}
+
+/// [`process`] for an image that came as base64 (an rpc client's or an extension's
+/// `ImageContent`), decoded as leniently as Node's `Buffer.from(data, "base64")`: characters
+/// outside the alphabet are skipped, so bad data ends as an image that cannot be decoded.
+pub fn process_base64(data: &str, mime_type: &str, auto_resize: bool) -> Processed {
+    let clean: String = data
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '-' | '_'))
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            c => c,
+        })
+        .collect();
+    let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(clean.as_bytes())
+        .unwrap_or_default();
+    process(&bytes, mime_type, auto_resize)
+}
+
+/// What [`process`] made of an image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Processed {
+    /// The image to send.
+    Ok {
+        /// Base64 of the bytes to send.
+        data: String,
+        /// Their MIME type.
+        mime_type: String,
+        /// Notes for the model about what was done (conversion, resize), in pi's order.
+        hints: Vec<String>,
+    },
+    /// Not sendable: pi's message saying why (`[Image omitted: …]`), which takes its place.
+    Omitted(String),
+}
+
+/// pi's `convertImageBytesToPng`: decode (any format `image` reads), apply the EXIF
+/// orientation, encode as PNG; `None` when it cannot be decoded.
+fn to_png(bytes: &[u8]) -> Option<Vec<u8>> {
+    let image = decode(bytes)?;
+    let mut png = Vec::new();
+    image
+        .write_to(&mut Cursor::new(&mut png), ImageFormat::Png)
+        .ok()?;
+    Some(png)
+}
+
+fn decode(bytes: &[u8]) -> Option<DynamicImage> {
     let reader = ImageReader::new(Cursor::new(bytes))
         .with_guessed_format()
         .ok()?;
@@ -147,16 +254,17 @@ pub fn prepare(bytes: &[u8], mime_type: &str) -> Option<Prepared> {
     if let Some(o) = orientation {
         image.apply_orientation(o);
     }
-    // Providers take no BMP: pi 1.6.0's `normalizeImage` converts it to PNG first.
-    let (original, mime_type) = if mime_type == "image/bmp" {
-        let mut png = Vec::new();
-        image
-            .write_to(&mut Cursor::new(&mut png), ImageFormat::Png)
-            .ok()?;
-        (STANDARD.encode(&png), "image/png")
-    } else {
-        (original, mime_type)
-    };
+    Some(image)
+}
+
+/// pi's `resizeImage`: the image as it is when it is within 2000×2000 and under 4.5 MB of
+/// base64; else the first encoding under 4.5 MB of: PNG, JPEG at qualities 80/85/70/55/40, at
+/// the size that fits 2000×2000 and then at 75 % steps. `None` when the image cannot be
+/// decoded or no size fits (pi then omits it). `mime_type` is a type providers take (BMP
+/// goes through [`process`], which converts it first).
+pub fn prepare(bytes: &[u8], mime_type: &str) -> Option<Prepared> {
+    let original = STANDARD.encode(bytes);
+    let image = decode(bytes)?;
     let (width, height) = (image.width(), image.height());
     if width <= MAX_WIDTH && height <= MAX_HEIGHT && original.len() < MAX_BASE64_BYTES {
         return Some(Prepared {
@@ -267,10 +375,18 @@ mod tests {
         bmp.extend_from_slice(&[0; 24]);
         bmp.extend_from_slice(&[0, 0, 255, 0]);
         assert_eq!(detect_mime(&bmp), Some("image/bmp"));
-        let sent = prepare(&bmp, "image/bmp").expect("a decodable BMP");
-        assert_eq!(sent.mime_type, "image/png");
+        let Processed::Ok {
+            data,
+            mime_type,
+            hints,
+        } = process(&bmp, "image/bmp", true)
+        else {
+            panic!("a decodable BMP")
+        };
+        assert_eq!(mime_type, "image/png");
+        assert_eq!(hints, ["[Image converted from image/bmp to image/png.]"]);
         assert_eq!(
-            detect_mime(&STANDARD.decode(sent.data).unwrap()),
+            detect_mime(&STANDARD.decode(data).unwrap()),
             Some("image/png")
         );
         bmp[28] = 3; // no such bit depth

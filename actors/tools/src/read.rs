@@ -149,27 +149,29 @@ fn read_error(e: &std::io::Error, absolute: &Path) -> String {
 /// instead of the image, and the interactive mode shows a note).
 fn read_image(bytes: &[u8], mime: &str, model: Option<&ToolModel>) -> ToolOutput {
     // Decoding and re-encoding a large image is CPU work; this runs on a blocking thread.
-    match image::prepare(bytes, mime) {
-        None => ToolOutput {
+    // pi passes `images.autoResize` (on by default); pith's tools do not see settings.
+    match image::process(bytes, mime, true) {
+        image::Processed::Omitted(message) => ToolOutput {
             content: vec![ContentBlock::text(format!(
-                "Read image file [{mime}]\n[Image omitted: could not be resized below the inline image size limit.]"
+                "Read image file [{mime}]\n{message}"
             ))],
             details: Value::Null,
             structured_content: None,
         },
-        Some(img) => {
-            let mut note = format!("Read image file [{}]", img.mime_type);
-            if let Some((original, shown)) = img.resized {
+        image::Processed::Ok {
+            data,
+            mime_type,
+            hints,
+        } => {
+            let mut note = format!("Read image file [{mime_type}]");
+            if !hints.is_empty() {
                 note.push('\n');
-                note.push_str(&image::dimension_note(original, shown));
+                note.push_str(&hints.join("\n"));
             }
             ToolOutput {
                 content: vec![
                     ContentBlock::text(note),
-                    ContentBlock::Image(ImageContent {
-                        data: img.data,
-                        mime_type: img.mime_type,
-                    }),
+                    ContentBlock::Image(ImageContent { data, mime_type }),
                 ],
                 details: match model {
                     Some(m) if !m.accepts_images => json!({ "imageUnsupportedByModel": m.id }),

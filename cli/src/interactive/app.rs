@@ -95,6 +95,9 @@ pub struct App {
     /// Prompts waiting their turn: the command-line messages, and lines typed during a
     /// compaction (pi queues those).
     pub(super) queued: VecDeque<String>,
+    /// The images of the command line's `@file` arguments: they go with the first prompt
+    /// sent (pi's `initialImages`).
+    first_images: Vec<pith_events::ImageContent>,
     /// Extension commands of the current session.
     pub(super) ext_commands: Vec<SlashCommand>,
     /// Extension dialogs waiting for an answer.
@@ -143,6 +146,8 @@ pub struct Parts {
     pub screen: Screen,
     /// Prompts from the command line.
     pub messages: Vec<String>,
+    /// Images for the first of them (`@file` arguments).
+    pub images: Vec<pith_events::ImageContent>,
     /// Extension dialogs waiting for an answer.
     pub dialogs: pith_actors::extensions::dialogs::Dialogs,
     /// Prompt templates and skills of this run.
@@ -178,6 +183,7 @@ impl App {
             next_initial: String::new(),
             question: None,
             queued: parts.messages.into(),
+            first_images: parts.images,
             ext_commands,
             dialogs: parts.dialogs,
             resources: parts.resources,
@@ -344,7 +350,8 @@ impl App {
         if typed {
             self.transcript.typed(text);
         }
-        match self.rt.prompt(text).await {
+        let images = std::mem::take(&mut self.first_images);
+        match self.rt.prompt_with_images(text, images).await {
             Ok(()) => {
                 let rt = self.rt.clone();
                 self.run = Some(Box::pin(async move { rt.wait_idle().await }));
@@ -364,6 +371,8 @@ impl App {
                 break;
             };
             if text.starts_with('/') && self.command(&text).await?.is_some() {
+                // A command takes the first prompt's place: its images go with it (pi).
+                self.first_images.clear();
                 continue;
             }
             self.prompt(&text, false).await?;

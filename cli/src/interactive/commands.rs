@@ -117,7 +117,7 @@ const NEED_IDLE: [&str; 7] = [
 ];
 
 /// The keys, for `/help` and the startup header.
-pub const KEYS: [(&str, &str); 14] = [
+pub const KEYS: [(&str, &str); 15] = [
     ("enter", "send; while a reply streams: steer"),
     ("ctrl+j", "new line"),
     ("alt+enter", "queue a follow-up while a reply streams"),
@@ -134,6 +134,10 @@ pub const KEYS: [(&str, &str); 14] = [
     ("shift+tab", "next thinking level"),
     ("ctrl+t", "hide or show thinking blocks"),
     ("ctrl+o", "the last tool output in full"),
+    (
+        "ctrl+v",
+        "paste an image (as a file path) or text from the clipboard",
+    ),
     ("esc esc", "/tree (when idle)"),
 ];
 

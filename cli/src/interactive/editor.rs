@@ -251,6 +251,12 @@ fn setup(
             })),
         );
     }
+    // Ctrl-V pastes the clipboard's image as a file path, or its text (pi's
+    // `app.clipboard.pasteImage`).
+    rl.bind_sequence(
+        KeyEvent::ctrl('V'),
+        EventHandler::Conditional(Box::new(PasteKey)),
+    );
     // Ctrl-J adds a line (pi's `tui.input.newLine`); Enter sends.
     rl.bind_sequence(KeyEvent::ctrl('J'), EventHandler::Simple(Cmd::Newline));
     rl.bind_sequence(
@@ -303,6 +309,18 @@ fn serve(
         if inputs.send(input).is_err() {
             return;
         }
+    }
+}
+
+/// Ctrl-V: what [`super::clipboard::paste`] finds goes in at the cursor.
+struct PasteKey;
+
+impl ConditionalEventHandler for PasteKey {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, _: &EventContext) -> Option<Cmd> {
+        Some(match super::clipboard::paste() {
+            Some(text) => Cmd::Insert(1, text),
+            None => Cmd::Noop,
+        })
     }
 }
 

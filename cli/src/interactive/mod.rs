@@ -15,6 +15,7 @@
 //! Esc Esc are pi's app keys ([`editor::KeyAction`]). Replies are rendered by [`markdown`].
 
 mod app;
+mod clipboard;
 mod commands;
 mod dialogs;
 mod editor;
@@ -77,6 +78,10 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
             }
         }
     }
+    // `@file` arguments are read before the screen is taken, as pi's main does; a missing
+    // file ends the run with its error.
+    let (messages, images) = crate::print::initial_prompts(&args.messages, None)?;
+    args.messages = messages;
     // The screen is the terminal: diagnostics go to the log file only.
     let _log =
         crate::logging::install(&pith_store::dirs::agent_dir(), args.trace.as_deref(), false)?;
@@ -85,7 +90,7 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
         .build()?;
     // Quitting on a signal leaves the editor thread inside a read, in raw mode.
     let saved = rustix::termios::tcgetattr(std::io::stdin()).ok();
-    let result = runtime.block_on(interactive(args));
+    let result = runtime.block_on(interactive(args, images));
     if let Some(termios) = saved {
         let _ = rustix::termios::tcsetattr(
             std::io::stdin(),
@@ -108,7 +113,10 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
 
 /// Runs the mode; `true` when it ended with the editor's prompt on screen, and the command
 /// that resumes the session.
-async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
+async fn interactive(
+    args: RunArgs,
+    images: Vec<pith_events::ImageContent>,
+) -> Result<(bool, Option<String>)> {
     let Started {
         rt,
         choice,
@@ -180,6 +188,7 @@ async fn interactive(args: RunArgs) -> Result<(bool, Option<String>)> {
         editor: (editor, inputs),
         screen,
         messages: args.messages.clone(),
+        images,
         dialogs,
         resources,
         skill_commands,

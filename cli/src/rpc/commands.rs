@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use pith_actors::runtime::{RuntimeError, RuntimeHandle};
 use pith_actors::settings::{QueueMode, Settings};
-use pith_events::{BashExecutionMessage, SessionStart};
+use pith_events::{BashExecutionMessage, ImageContent, SessionStart};
 use pith_store::SessionTree;
 
 use super::Rpc;
@@ -55,13 +55,22 @@ fn failed(e: RuntimeError) -> String {
     e.to_string()
 }
 
-fn no_images(images: Option<&Vec<Value>>) -> Result<(), String> {
-    match images {
-        Some(images) if !images.is_empty() => {
-            Err("pith's rpc mode does not take images yet; send the text alone".into())
-        }
-        _ => Ok(()),
-    }
+/// The `images` of `prompt`, `steer` and `follow_up`: pi's `ImageContent[]`
+/// (`{"type":"image","data":<base64>,"mimeType":…}`), in order; they become image blocks of
+/// the user message, resized as pi resizes them.
+///
+/// Errors: an item without a string `data` and `mimeType` (pi would fail on it later, when
+/// it decodes the image).
+fn images_of(images: Option<Vec<Value>>) -> Result<Vec<ImageContent>, String> {
+    images
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            serde_json::from_value::<ImageContent>(v)
+                .map_err(|e| format!("images[{i}] is not an image ({{type, data, mimeType}}): {e}"))
+        })
+        .collect()
 }
 
 fn queue_mode_name(mode: QueueMode) -> &'static str {
@@ -114,12 +123,14 @@ impl Rpc {
                 images,
                 streaming_behavior,
             } => self.prompt(id, message, images, streaming_behavior).await,
-            Command::Steer { message, images } => {
-                Answer::Now(self.queue(&message, images, true).await)
-            }
-            Command::FollowUp { message, images } => {
-                Answer::Now(self.queue(&message, images, false).await)
-            }
+            Command::Steer { message, images } => Answer::Now(match images_of(images) {
+                Ok(images) => self.queue(&message, images, true).await,
+                Err(e) => Err(e),
+            }),
+            Command::FollowUp { message, images } => Answer::Now(match images_of(images) {
+                Ok(images) => self.queue(&message, images, false).await,
+                Err(e) => Err(e),
+            }),
             // Awaited here (pi's abort waits for idle too): once idle, no run is on, whatever
             // events the aborted run did or did not get to emit.
             Command::Abort => Answer::Now(rt.abort().await.map_err(failed).map(|()| {
@@ -273,6 +284,7 @@ impl Rpc {
             ),
             Command::GetCommands => {
                 let mcp = self.mcp.is_some();
+                let resources = self.resources.clone();
                 Answer::Now(rt.commands().await.map_err(failed).map(|cmds| {
                     let mut commands: Vec<Value> = cmds
                         .iter()
@@ -291,6 +303,8 @@ impl Rpc {
                                 "scope": "temporary", "origin": "top-level"}
                         }));
                     }
+                    // pi: the templates, then the skills (`skill:name`), with their sources.
+                    commands.extend(resources.commands().iter().map(|c| c.to_json()));
                     Some(json!({ "commands": commands }))
                 }))
             }
@@ -348,9 +362,10 @@ impl Rpc {
         images: Option<Vec<Value>>,
         behavior: Option<String>,
     ) -> Answer {
-        if let Err(e) = no_images(images.as_ref()) {
-            return Answer::Now(Err(e));
-        }
+        let images = match images_of(images) {
+            Ok(images) => images,
+            Err(e) => return Answer::Now(Err(e)),
+        };
         if let Some(rest) = message.strip_prefix('/') {
             let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
             match self.rt.commands().await {
@@ -372,7 +387,7 @@ impl Rpc {
         }
         // The agent decides, not a flag read before: a prompt sent as a run ends waits
         // for it and starts (pi's run is over once its client has seen `agent_end`).
-        match self.rt.prompt(&message).await {
+        match self.rt.prompt_with_images(&message, images.clone()).await {
             Ok(()) => {
                 self.tracked.streaming = true;
                 return Answer::BeforeEvents(Ok(disposition("started")));
@@ -383,19 +398,18 @@ impl Rpc {
         // pi tests the option for truthiness, and anything but "followUp" steers.
         match behavior.as_deref() {
             None | Some("") => Answer::Now(Err(BUSY.into())),
-            Some("followUp") => Answer::Now(self.queue(&message, None, false).await),
-            Some(_) => Answer::Now(self.queue(&message, None, true).await),
+            Some("followUp") => Answer::Now(self.queue(&message, images, false).await),
+            Some(_) => Answer::Now(self.queue(&message, images, true).await),
         }
     }
 
     /// `steer` / `follow_up`: queued in the agent; answered once the agent has queued it, so
     /// its `queue_update` comes first, as in pi.
-    async fn queue(&mut self, message: &str, images: Option<Vec<Value>>, steer: bool) -> Outcome {
-        no_images(images.as_ref())?;
+    async fn queue(&mut self, message: &str, images: Vec<ImageContent>, steer: bool) -> Outcome {
         if steer {
-            self.rt.steer(message);
+            self.rt.steer_with_images(message, images);
         } else {
-            self.rt.follow_up(message);
+            self.rt.follow_up_with_images(message, images);
         }
         self.rt.is_idle().await.map_err(failed)?;
         Ok(disposition("queued"))

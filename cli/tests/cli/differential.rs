@@ -84,6 +84,11 @@ fn rpc_session(mut child: std::process::Child, script: &str) -> std::process::Ou
             let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
             if event["type"] == "response" && event["id"] == cmd["id"] {
                 answered = true;
+                // A prompt queued into a running run starts none of its own.
+                if settles && event["data"]["disposition"] == "queued" {
+                    runs -= 1;
+                    settled = true;
+                }
                 if cmd["type"] == "get_fork_messages" {
                     fork_ids = event["data"]["messages"]
                         .as_array()
@@ -157,13 +162,19 @@ struct Scenario {
     replies: Value,
     settings: Value,
     invocations: Vec<(Vec<String>, String)>,
-    files: Vec<(String, String)>,
+    files: Vec<(String, Vec<u8>)>,
     /// The models.json `api` of the mock provider.
+    /// Whether the mock model takes images (`input: ["text", "image"]` in models.json; pi's
+    /// default for a models.json model is text only).
+    images: bool,
     api: &'static str,
     /// Whether the mock model can reason (`reasoning` in models.json).
     reasoning: bool,
     /// Files in the agent directory (skills, prompt templates), by relative path.
     agent_files: Vec<(String, String)>,
+    /// Images that are re-encoded (resized, converted from BMP): their bytes are set aside,
+    /// their type and size compared (docs/divergences.md, "re-encoded images").
+    reencoded_images: bool,
     /// Invocations whose stdout, stderr and exit status differ on purpose (a row of
     /// docs/divergences.md): pith's `(exit, stderr)` is asserted instead.
     own_output: Vec<(usize, i32, &'static str)>,
@@ -186,6 +197,8 @@ impl Scenario {
             search_tools: false,
             api: "openai-completions",
             reasoning: true,
+            images: false,
+            reencoded_images: false,
             agent_files: Vec::new(),
         }
     }
@@ -226,6 +239,24 @@ impl Scenario {
         self
     }
 
+    /// Images are re-encoded: compare their type and size, not their bytes.
+    fn reencoded_images(mut self) -> Scenario {
+        self.reencoded_images = true;
+        self
+    }
+
+    /// The mock model takes images.
+    fn with_image_input(mut self) -> Scenario {
+        self.images = true;
+        self
+    }
+
+    /// A file in the work folder with these bytes (an image) before the first invocation.
+    fn binary_file(mut self, name: &str, bytes: Vec<u8>) -> Scenario {
+        self.files.push((name.to_owned(), bytes));
+        self
+    }
+
     /// A file in the agent directory (`skills/…`, `prompts/…`) before the first invocation.
     fn agent_file(mut self, name: &str, text: &str) -> Scenario {
         self.agent_files.push((name.to_owned(), text.to_owned()));
@@ -240,7 +271,7 @@ impl Scenario {
 
     /// A file in the work folder before the first invocation.
     fn file(mut self, name: &str, text: &str) -> Scenario {
-        self.files.push((name.to_owned(), text.to_owned()));
+        self.files.push((name.to_owned(), text.as_bytes().to_vec()));
         self
     }
 
@@ -283,7 +314,8 @@ impl Scenario {
             &agent_dir.join("models.json"),
             json!({"providers": {"mock": {"baseUrl": mock.url, "api": self.api,
                 "apiKey": "none", "models": [{"id": "mock-1", "name": "Mock One",
-                "contextWindow": 100000, "maxTokens": 1000, "reasoning": self.reasoning}]}}})
+                "contextWindow": 100000, "maxTokens": 1000, "reasoning": self.reasoning,
+                "input": if self.images { json!(["text", "image"]) } else { json!(["text"]) }}]}}})
             .to_string(),
         );
         pith_tests::files::write(&agent_dir.join("settings.json"), self.settings.to_string());
@@ -810,10 +842,65 @@ fn mcp_description_aside(e: &mut Value) {
     }
 }
 
+/// An image's bytes as `<MIME WIDTHxHEIGHT>`: pi re-encodes with Photon, pith with the `image`
+/// crate, so a resized or converted image has other bytes (and a BMP's PNG another colour
+/// type) at the same type and size (docs/divergences.md, "re-encoded images"). Applies to
+/// image blocks (`{"type":"image","data",…}`) and Chat Completions' `data:` URLs.
+fn image_bytes_aside(v: &mut Value) {
+    fn shape(base64: &str) -> String {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(base64)
+            .unwrap_or_default();
+        let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+            .with_guessed_format()
+            .unwrap();
+        let format = reader.format().map(|f| f.to_mime_type().to_owned());
+        let (w, h) = reader.into_dimensions().unwrap_or((0, 0));
+        format!("<{} {w}x{h}>", format.unwrap_or_default())
+    }
+    match v {
+        Value::Object(map) => {
+            if map.get("type").and_then(Value::as_str) == Some("image")
+                && let Some(Value::String(data)) = map.get_mut("data")
+            {
+                *data = shape(data);
+            }
+            if let Some(Value::String(url)) = map.get_mut("url")
+                && let Some((_, data)) = url
+                    .strip_prefix("data:")
+                    .and_then(|u| u.split_once(";base64,"))
+            {
+                *url = shape(data);
+            }
+            map.values_mut().for_each(image_bytes_aside);
+        }
+        Value::Array(items) => items.iter_mut().for_each(image_bytes_aside),
+        _ => {}
+    }
+}
+
+fn without_image_bytes(mut run: Run) -> Run {
+    run.sessions
+        .iter_mut()
+        .flatten()
+        .for_each(image_bytes_aside);
+    run.requests.iter_mut().for_each(image_bytes_aside);
+    edit_events(&mut run, |mut e| {
+        image_bytes_aside(&mut e);
+        Some(e)
+    });
+    run
+}
+
 fn assert_same(scenario: Scenario) {
     let (pi, pith) = scenario.both();
     let mut pith = without_pith_extras(pith);
     let mut pi = without_agreed_divergences(pi);
+    if scenario.reencoded_images {
+        pi = without_image_bytes(pi);
+        pith = without_image_bytes(pith);
+    }
     for &(i, exit, stderr) in &scenario.own_output {
         assert_eq!(
             (pith.outputs[i].0, pith.outputs[i].2.as_str()),
@@ -1480,5 +1567,193 @@ fn grep_and_find_inside_a_git_repository() {
             "-p",
             "search the repository",
         ]),
+    );
+}
+
+/// A `width`×`height` picture (a colour gradient) in `format`, as a screenshot tool or a
+/// camera would write it.
+fn picture(width: u32, height: u32, format: image::ImageFormat) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([(x * 255 / width) as u8, (y * 255 / height) as u8, 128])
+    });
+    let mut bytes = Vec::new();
+    image::DynamicImage::ImageRgb8(img)
+        .write_to(&mut std::io::Cursor::new(&mut bytes), format)
+        .unwrap();
+    bytes
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[test]
+fn images_given_as_file_arguments() {
+    assert_same(
+        Scenario::new(json!([
+            text("A gradient."),
+            text("A photo."),
+            text("Both.")
+        ]))
+        .with_image_input()
+        .binary_file("shot.png", picture(64, 48, image::ImageFormat::Png))
+        .binary_file("photo.jpg", picture(40, 30, image::ImageFormat::Jpeg))
+        .file("notes.md", "Compare the two.\n")
+        .run(&["-p", "@shot.png", "what is this"])
+        .run(&["-c", "--mode", "json", "-p", "@photo.jpg", "and this?"])
+        .run(&[
+            "-c",
+            "-p",
+            "@notes.md",
+            "@shot.png",
+            "@photo.jpg",
+            "now both",
+        ])
+        // One argument: the whole of it is the file's name, as in pi.
+        .run(&["-p", "@shot.png what is this"]),
+    );
+}
+
+#[test]
+fn images_sent_to_a_model_without_image_input() {
+    assert_same(
+        Scenario::new(json!([text("I cannot see it."), text("Still text only.")]))
+            .binary_file("shot.png", picture(64, 48, image::ImageFormat::Png))
+            .run(&["-p", "@shot.png", "what is this"])
+            .run(&["-c", "-p", "and now?"]),
+    );
+}
+
+#[test]
+fn images_in_rpc_prompts_steering_and_follow_ups() {
+    let image = |format| {
+        json!({"type": "image", "mimeType": if format == image::ImageFormat::Png { "image/png" } else { "image/jpeg" },
+            "data": base64_of(&picture(32, 24, format))})
+    };
+    let png = image(image::ImageFormat::Png);
+    let jpeg = image(image::ImageFormat::Jpeg);
+    let script = rpc_script(&[
+        json!({"id": "1", "type": "prompt", "message": "look", "images": [png]}),
+        json!({"id": "2", "type": "prompt", "message": "start", "images": [jpeg, png], "_nowait": true}),
+        json!({"type": "_sleep", "ms": 1200}),
+        json!({"id": "3", "type": "steer", "message": "also this", "images": [jpeg]}),
+        json!({"id": "4", "type": "follow_up", "message": "and then that", "images": [png]}),
+        json!({"id": "5", "type": "prompt", "message": "last", "images": [jpeg],
+            "streamingBehavior": "followUp", "_nowait": true}),
+        json!({"type": "_settle"}),
+        json!({"id": "6", "type": "get_messages"}),
+    ]);
+    let mut slow = text("Working on it.");
+    slow["delay_ms"] = json!(3500);
+    assert_same(
+        Scenario::new(json!([
+            text("Seen."),
+            slow,
+            text("Steered."),
+            text("Followed up."),
+            text("Last.")
+        ]))
+        .with_image_input()
+        .run_with(&["--mode", "rpc"], &script),
+    );
+}
+
+#[test]
+fn a_large_image_is_resized_and_a_bmp_converted() {
+    assert_same(
+        Scenario::new(json!([text("Wide."), text("Bitmap.")]))
+            .with_image_input()
+            .reencoded_images()
+            .binary_file("wide.png", picture(2400, 300, image::ImageFormat::Png))
+            .binary_file("old.bmp", picture(20, 10, image::ImageFormat::Bmp))
+            .run(&["-p", "@wide.png", "what is this"])
+            .run(&["-c", "-p", "@old.bmp", "and this?"]),
+    );
+}
+
+#[test]
+fn images_kept_at_their_size_when_auto_resize_is_off() {
+    let mut settings = json!({"retry": {"baseDelayMs": 10}});
+    settings["images"] = json!({"autoResize": false});
+    assert_same(
+        Scenario::new(json!([text("Wide and whole.")]))
+            .with_image_input()
+            .settings(settings)
+            .binary_file("wide.png", picture(2400, 300, image::ImageFormat::Png))
+            .run(&["--mode", "json", "-p", "@wide.png", "what is this"]),
+    );
+}
+
+#[test]
+fn skills_and_prompt_templates_named_in_settings() {
+    let mut settings = json!({"retry": {"baseDelayMs": 10}});
+    settings["skills"] = json!(["../extra/skills", "!old-skill"]);
+    settings["prompts"] = json!(["~/more-prompts", "../single.md", "-prompts/hidden.md"]);
+    let skill = |name: &str| {
+        format!("---\nname: {name}\ndescription: The {name} skill.\n---\nDo {name} things.\n")
+    };
+    let template = |what: &str| format!("---\ndescription: {what}\n---\n{what}: $ARGUMENTS\n");
+    let script = rpc_script(&[
+        json!({"id": "1", "type": "get_commands"}),
+        json!({"id": "2", "type": "prompt", "message": "/nested the code"}),
+        json!({"id": "3", "type": "prompt", "message": "/skill:pdf read it"}),
+    ]);
+    assert_same(
+        Scenario::new(json!([text("nested"), text("pdf")]))
+            .settings(settings)
+            .agent_file("skills/kept/SKILL.md", &skill("kept"))
+            .agent_file("skills/old-skill/SKILL.md", &skill("old-skill"))
+            .agent_file("prompts/review.md", &template("Review"))
+            .agent_file("prompts/hidden.md", &template("Hidden"))
+            .agent_file("../extra/skills/pdf/SKILL.md", &skill("pdf"))
+            .agent_file("../home/more-prompts/deep/nested.md", &template("Nested"))
+            .agent_file("../home/more-prompts/top.md", &template("Top"))
+            .agent_file("../single.md", &template("Single"))
+            .run_with(&["--mode", "rpc"], &script),
+    );
+}
+
+#[test]
+fn images_blocked_by_the_settings() {
+    let mut settings = json!({"retry": {"baseDelayMs": 10}});
+    settings["images"] = json!({"blockImages": true});
+    assert_same(
+        Scenario::new(json!([text("Blocked."), text("Still blocked.")]))
+            .with_image_input()
+            .settings(settings)
+            .binary_file("shot.png", picture(64, 48, image::ImageFormat::Png))
+            .binary_file("photo.jpg", picture(40, 30, image::ImageFormat::Jpeg))
+            .run(&["-p", "@shot.png", "@photo.jpg", "what are these"])
+            .run(&["-c", "-p", "and now?"]),
+    );
+}
+
+#[test]
+fn the_read_tool_resizes_and_converts_images_as_prompts_do() {
+    assert_same(
+        Scenario::new(json!([
+            {"text": "Reading.", "tool_calls": [
+                {"id": "call_1", "name": "read", "arguments": {"path": "wide.png"}},
+                {"id": "call_2", "name": "read", "arguments": {"path": "old.bmp"}}]},
+            text("Two pictures.")
+        ]))
+        .with_image_input()
+        .reencoded_images()
+        .binary_file("wide.png", picture(2400, 300, image::ImageFormat::Png))
+        .binary_file("old.bmp", picture(20, 10, image::ImageFormat::Bmp))
+        .run(&["--mode", "json", "-p", "read both"]),
+    );
+}
+
+#[test]
+fn file_argument_images_through_the_anthropic_api() {
+    assert_same(
+        Scenario::new(json!([text("A gradient."), text("Text only.")]))
+            .api("anthropic-messages")
+            .with_image_input()
+            .binary_file("shot.png", picture(64, 48, image::ImageFormat::Png))
+            .run(&["-p", "@shot.png", "what is this"])
+            .run(&["-c", "-p", "and the colours?"]),
     );
 }

@@ -70,7 +70,15 @@ impl Setup {
     }
 
     pub(crate) fn start(&self, args: &[&str]) -> Pith {
+        self.start_with_env(args, &[])
+    }
+
+    /// [`Setup::start`] with extra environment variables.
+    fn start_with_env(&self, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Pith {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pith"));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         for var in pith_llm::auth::KEY_VARS {
             cmd.env_remove(var);
         }
@@ -1509,5 +1517,114 @@ fn a_destructive_mcp_tool_is_confirmed_in_the_transcript() {
             (names[1].to_owned(), false),
             (names[0].to_owned(), false),
         ]
+    );
+}
+
+#[test]
+fn an_image_given_as_a_file_argument_goes_with_the_first_prompt() {
+    let s = setup(&format!(
+        "[{}, {}]",
+        text_reply("A gradient."),
+        text_reply("Noted.")
+    ));
+    let mut png = Vec::new();
+    image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(8, 6, |x, y| {
+        image::Rgb([x as u8 * 30, y as u8 * 40, 0])
+    }))
+    .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+    .unwrap();
+    fs::write(s.work.join("shot.png"), &png).unwrap();
+    let mut pith = s.start(&["@shot.png", "what is this"]);
+    pith.expect("A gradient.");
+    pith.idle();
+    pith.line("and now?");
+    pith.expect("Noted.");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+
+    let files = s.sessions();
+    let users: Vec<Value> = lines(&files[0])
+        .into_iter()
+        .filter(|v| v["message"]["role"] == "user")
+        .map(|v| v["message"]["content"].clone())
+        .collect();
+    use base64::Engine;
+    assert_eq!(
+        users,
+        [
+            serde_json::json!([
+                {"type": "text", "text": format!("<file name=\"{}\"></file>\nwhat is this",
+                    s.work.join("shot.png").display())},
+                {"type": "image", "mimeType": "image/png",
+                    "data": base64::engine::general_purpose::STANDARD.encode(&png)}
+            ]),
+            serde_json::json!([{"type": "text", "text": "and now?"}]),
+        ]
+    );
+}
+
+/// Ctrl-V with an image on an X11 clipboard: pith asks `xclip` (a stand-in script on PATH
+/// that answers as xclip does) for the types, then the PNG, saves it in the temp folder and
+/// puts its path into the editor, as pi 1.6.0 does; the prompt carries the path as text.
+#[test]
+fn ctrl_v_pastes_a_clipboard_image_as_a_file_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = setup(&format!("[{}]", text_reply("I will read it.")));
+    let bin = s.root.join("bin");
+    let tmp = s.root.join("tmp");
+    fs::create_dir_all(&bin).unwrap();
+    fs::create_dir_all(&tmp).unwrap();
+    let mut png = Vec::new();
+    image::DynamicImage::ImageRgb8(image::RgbImage::new(4, 4))
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    fs::write(s.root.join("clip.png"), &png).unwrap();
+    let xclip = bin.join("xclip");
+    fs::write(
+        &xclip,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in\n  *TARGETS*) printf 'TARGETS\\ntext/plain\\nimage/png\\n' ;;\n  *image/png*) cat '{}' ;;\n  *) exit 1 ;;\nesac\n",
+            s.root.join("clip.png").display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&xclip, fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut pith = s.start_with_env(
+        &[],
+        &[
+            ("PATH", path.as_ref()),
+            ("DISPLAY", ":99".as_ref()),
+            ("WAYLAND_DISPLAY", "".as_ref()),
+            ("TMPDIR", tmp.as_os_str()),
+        ],
+    );
+    pith.expect("pith v");
+    pith.prompt();
+    pith.send("look at \x16");
+    pith.expect("pith-clipboard-");
+    pith.send(" please\r");
+    pith.expect("I will read it.");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+
+    let saved: Vec<PathBuf> = fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(fs::read(&saved[0]).unwrap(), png);
+    let name = saved[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("pith-clipboard-") && name.ends_with(".png"),
+        "{name}"
+    );
+    assert_eq!(
+        user_texts(&s.sessions()[0]),
+        [format!("look at {} please", saved[0].display())]
     );
 }

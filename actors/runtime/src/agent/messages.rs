@@ -6,11 +6,33 @@ use std::sync::Arc;
 
 use ractor::RpcReplyPort;
 
-use pith_events::{BashExecutionMessage, ModelRef, ThinkingLevel};
+use pith_events::{BashExecutionMessage, ImageContent, ModelRef, ThinkingLevel};
 use pith_llm::provider::Provider;
 
 use crate::RuntimeError;
 use crate::envelope::MessageKind;
+
+/// What a user sends: a prompt, steering or follow-up text and the images attached to it
+/// (pi's `prompt(text, {images})`, `steer(text, images)`, `followUp(text, images)`). The
+/// images are sent as they came; the run resizes them when their user message starts
+/// (`image::process`, pi's `_normalizePromptImages`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserInput {
+    /// The text, prompt templates and skills already expanded.
+    pub text: String,
+    /// The attached images, in order.
+    pub images: Vec<ImageContent>,
+}
+
+impl UserInput {
+    /// Text without images.
+    pub fn text(text: impl Into<String>) -> UserInput {
+        UserInput {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+}
 
 /// A user shell command: `!cmd`, or `!!cmd` (kept out of the context).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,19 +50,19 @@ pub enum AgentMsg {
     /// [`RuntimeError::AgentBusy`] while one runs (queue it with `Steer`/`FollowUp`).
     Prompt {
         /// The prompt.
-        text: String,
+        input: UserInput,
         /// Started, or why not.
         reply: RpcReplyPort<Result<(), RuntimeError>>,
     },
     /// Queue a steering message (delivered after the current tool calls).
     Steer {
         /// The message.
-        text: String,
+        input: UserInput,
     },
     /// Queue a follow-up (delivered when the run would otherwise end).
     FollowUp {
         /// The message.
-        text: String,
+        input: UserInput,
     },
     /// Take every queued steering and follow-up message out of the queues (pi's
     /// `clearQueue()`, pi ≥ 0.84.4); answered with what was queued, oldest first, after a

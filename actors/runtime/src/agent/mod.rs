@@ -29,6 +29,7 @@ use crate::trace::{ActorName, Trace};
 use crate::writer::WriterRef;
 
 mod auto_retry;
+mod images;
 pub mod messages;
 mod run;
 mod tool_calls;
@@ -39,7 +40,7 @@ mod tests;
 
 use run::Run;
 
-pub use messages::{AgentMsg, QueuedMessages, UserCommand};
+pub use messages::{AgentMsg, QueuedMessages, UserCommand, UserInput};
 
 /// What a run leads to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,8 +93,8 @@ pub struct AgentArgs {
 /// Steering and follow-up messages waiting for the run.
 #[derive(Default)]
 struct Queues {
-    steering: VecDeque<String>,
-    follow_up: VecDeque<String>,
+    steering: VecDeque<UserInput>,
+    follow_up: VecDeque<UserInput>,
     /// What `queue_update` shows: pi keeps the displayed lists apart from the agent's
     /// queues and takes a text off them when its user message starts (agent-and-events.md
     /// §2 step 1), so a queued message leaves the display as it enters the transcript.
@@ -121,7 +122,7 @@ pub struct AgentState {
     /// The run is compacting or past `agent_end`: prompts wait in `deferred`.
     deferring: bool,
     /// Prompts that arrived while deferring, oldest first, with their traces.
-    deferred: VecDeque<(Trace, String)>,
+    deferred: VecDeque<(Trace, UserInput)>,
     /// Cancels the running user command; `None` when none runs.
     bash_abort: Option<CancellationToken>,
     /// User commands that finished during a run: recorded before the next prompt.
@@ -140,7 +141,7 @@ impl Agent {
         me: &ActorRef<Envelope<AgentMsg>>,
         state: &mut AgentState,
         cause: &Trace,
-        text: Option<String>,
+        input: Option<UserInput>,
         leading: Vec<AgentMessage>,
     ) {
         let abort = CancellationToken::new();
@@ -170,10 +171,10 @@ impl Agent {
         tokio::spawn(
             async move {
                 let mut run = run;
-                let mut text = text;
+                let mut input = input;
                 let mut handled = false;
                 loop {
-                    let after = run.run(text.take()).await;
+                    let after = run.run(input.take()).await;
                     if run.abort.is_cancelled() {
                         break;
                     }
@@ -271,8 +272,8 @@ impl Agent {
                 .lock()
                 .ok()
                 .and_then(|mut q| q.steering.pop_front().or_else(|| q.follow_up.pop_front()));
-            if let Some(text) = next {
-                Self::start_run(me, state, cause, Some(text), Vec::new());
+            if let Some(input) = next {
+                Self::start_run(me, state, cause, Some(input), Vec::new());
                 return;
             }
         }
@@ -298,11 +299,11 @@ impl Agent {
     ) {
         let from = Origin::new(ActorName::Agent, trace);
         match msg {
-            AgentMsg::Prompt { text, reply } => {
+            AgentMsg::Prompt { input, reply } => {
                 if state.deferring {
                     // A compaction may be running: the prompt waits and starts when the run
                     // is over (prompts sent during a compaction are not lost).
-                    state.deferred.push_back((trace.clone(), text));
+                    state.deferred.push_back((trace.clone(), input));
                     let _ = reply.send(Ok(()));
                     return;
                 }
@@ -310,7 +311,7 @@ impl Agent {
                     let _ = reply.send(Err(RuntimeError::AgentBusy));
                     return;
                 }
-                Self::start_run(me, state, trace, Some(text), Vec::new());
+                Self::start_run(me, state, trace, Some(input), Vec::new());
                 let _ = reply.send(Ok(()));
             }
             AgentMsg::CustomMessage {
@@ -343,17 +344,17 @@ impl Agent {
             AgentMsg::SetSystemPrompt { prompt } => {
                 Self::with_args(state, |args| args.system_prompt = Some(prompt))
             }
-            AgentMsg::Steer { text } => {
+            AgentMsg::Steer { input } => {
                 if let Ok(mut q) = state.queues.lock() {
-                    q.shown_steering.push(text.clone());
-                    q.steering.push_back(text);
+                    q.shown_steering.push(input.text.clone());
+                    q.steering.push_back(input);
                 }
                 emit_queue(&state.args.events, &state.queues);
             }
-            AgentMsg::FollowUp { text } => {
+            AgentMsg::FollowUp { input } => {
                 if let Ok(mut q) = state.queues.lock() {
-                    q.shown_follow_up.push(text.clone());
-                    q.follow_up.push_back(text);
+                    q.shown_follow_up.push(input.text.clone());
+                    q.follow_up.push_back(input);
                 }
                 emit_queue(&state.args.events, &state.queues);
             }
@@ -365,8 +366,8 @@ impl Agent {
                         q.shown_steering.clear();
                         q.shown_follow_up.clear();
                         QueuedMessages {
-                            steering: q.steering.drain(..).collect(),
-                            follow_up: q.follow_up.drain(..).collect(),
+                            steering: q.steering.drain(..).map(|i| i.text).collect(),
+                            follow_up: q.follow_up.drain(..).map(|i| i.text).collect(),
                         }
                     })
                     .unwrap_or_default();
@@ -408,16 +409,16 @@ impl Agent {
                 for waiter in state.waiting_for_run_end.drain(..) {
                     let _ = waiter.send(());
                 }
-                if let Some((cause, text)) = state.deferred.pop_front() {
+                if let Some((cause, input)) = state.deferred.pop_front() {
                     // Later ones follow it, as prompts queued during a run would. Whoever
                     // waits for the rest waits for this run too: it was asked for before.
                     if let Ok(mut q) = state.queues.lock() {
                         for (_, t) in state.deferred.drain(..) {
-                            q.shown_follow_up.push(t.clone());
+                            q.shown_follow_up.push(t.text.clone());
                             q.follow_up.push_back(t);
                         }
                     }
-                    Self::start_run(me, state, &cause, Some(text), Vec::new());
+                    Self::start_run(me, state, &cause, Some(input), Vec::new());
                     return;
                 }
                 // Extension messages that arrived after the run's last look at its queues

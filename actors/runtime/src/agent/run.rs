@@ -9,12 +9,15 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use pith_events::{AgentEvent, AgentMessage, AssistantMessage, CustomMessage, StopReason};
+use pith_events::{
+    AgentEvent, AgentMessage, AssistantMessage, ContentBlock, CustomMessage, StopReason,
+    UserContent,
+};
 use pith_llm::provider::{ProviderEvent, ProviderRequest};
 use pith_llm::tool_pairs::pair_tool_calls;
 use pith_store::llm::convert_to_llm;
 
-use super::{After, AgentArgs, AgentMsg, Queues, unshow_queued};
+use super::{After, AgentArgs, AgentMsg, Queues, UserInput, unshow_queued};
 use crate::compactor::{CompactorMsg, NextStep};
 use crate::envelope::{Envelope, Origin};
 use crate::extension_host::InputOutcome;
@@ -49,20 +52,28 @@ pub(super) struct Run {
 }
 
 impl Run {
-    fn user(&self, text: String) -> AgentMessage {
-        AgentMessage::user_text(text, self.args.clock.now_ms())
+    /// The user message for `input`: its text block, then its images as they came; they are
+    /// resized when the message starts ([`Run::deliver`]).
+    fn user(&self, input: UserInput) -> AgentMessage {
+        let mut message = AgentMessage::user_text(input.text, self.args.clock.now_ms());
+        if let AgentMessage::User(u) = &mut message
+            && let UserContent::Blocks(blocks) = &mut u.content
+        {
+            blocks.extend(input.images.into_iter().map(ContentBlock::Image));
+        }
+        message
     }
 
     /// The queued messages to deliver now: one (pi's default `one-at-a-time`) or all,
     /// per the `steeringMode` / `followUpMode` settings.
-    fn poll(&self, steering: bool) -> Vec<String> {
+    fn poll(&self, steering: bool) -> Vec<UserInput> {
         use crate::settings::QueueMode;
         let mode = if steering {
             self.args.settings.steering_mode()
         } else {
             self.args.settings.follow_up_mode()
         };
-        let texts: Vec<String> = self
+        let texts: Vec<UserInput> = self
             .queues
             .lock()
             .map(|mut q| {
@@ -178,8 +189,10 @@ impl Run {
 
     /// A message that is persisted on `message_end`: start, end, append.
     async fn deliver(&self, message: AgentMessage) -> Option<String> {
-        if let AgentMessage::User(u) = &message {
+        let mut message = message;
+        if let AgentMessage::User(u) = &mut message {
             unshow_queued(&self.args.events, &self.queues, &u.content.joined_text(""));
+            super::images::normalize(u, self.args.settings.images_auto_resize()).await;
         }
         self.emit(AgentEvent::MessageStart {
             message: message.clone(),
@@ -197,6 +210,9 @@ impl Run {
             // Repaired per request, never in the file (tool_pairs module docs).
             Ok(ctx) => {
                 let mut messages = convert_to_llm(&ctx.messages);
+                if self.args.settings.images_blocked() {
+                    messages = super::images::blocked(messages);
+                }
                 if let Some(overflowed) = &self.overflowed {
                     messages
                         .retain(|m| !matches!(m, AgentMessage::Assistant(a) if a == overflowed));
@@ -279,28 +295,28 @@ impl Run {
     }
 
     /// One run: `text` as the prompt, or none to send the context again (an overflow retry).
-    pub(super) async fn run(&self, text: Option<String>) -> After {
+    pub(super) async fn run(&self, input: Option<UserInput>) -> After {
         // `input` comes first: an extension may rewrite the prompt or take care of it.
-        let text = match text {
-            Some(text) if self.args.extensions.wants("input") => {
+        let input = match input {
+            Some(input) if self.args.extensions.wants("input") => {
                 match self
                     .args
                     .extensions
                     .input(
                         &self.from,
-                        text,
-                        Vec::new(),
+                        input.text,
+                        input.images,
                         self.args.extensions.input_source(),
                     )
                     .await
                 {
-                    InputOutcome::Continue { text, .. } => Some(text),
+                    InputOutcome::Continue { text, images } => Some(UserInput { text, images }),
                     InputOutcome::Handled => return After::Handled,
                 }
             }
             other => other,
         };
-        if text.is_some() {
+        if input.is_some() {
             // Retries (no text) must not record them twice.
             for bash in &self.pending_bash {
                 let _ = self.persist(bash).await;
@@ -322,14 +338,14 @@ impl Run {
                 .cast(&self.me, AgentMsg::Deferring { deferring: false });
         }
         let mut injected = Vec::new();
-        if let Some(text) = &text {
+        if let Some(input) = &input {
             // pi: before_agent_start once per prompt; the system prompt starts from the
             // session's again unless an extension changes it.
             let base = self.args.system_prompt.as_deref();
             let (messages, system_prompt) = self
                 .args
                 .extensions
-                .before_agent_start(&self.from, text, &[], base)
+                .before_agent_start(&self.from, &input.text, &input.images, base)
                 .await;
             if let Ok(mut p) = self.system_prompt.lock() {
                 *p = system_prompt.or_else(|| self.args.system_prompt.clone());
@@ -344,8 +360,8 @@ impl Run {
             timestamp: self.args.clock.now_ms(),
         })
         .await;
-        if let Some(text) = text {
-            let prompt = self.user(text);
+        if let Some(input) = input {
+            let prompt = self.user(input);
             self.deliver(prompt.clone()).await;
             new_messages.push(prompt);
             let held: Vec<CustomMessage> = self

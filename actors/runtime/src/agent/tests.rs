@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::AgentMsg;
+use super::{AgentMsg, UserInput};
 use crate::RuntimeError;
 use crate::testing::Parts;
 
@@ -20,7 +20,7 @@ async fn a_prompt_while_a_run_streams_is_refused_and_abort_answers_when_it_ended
     let ask = |text: &str| {
         let text = text.to_owned();
         from.call(&parts.agent, "agent", |reply| AgentMsg::Prompt {
-            text,
+            input: UserInput::text(text),
             reply,
         })
     };
@@ -61,7 +61,7 @@ async fn prompts_sent_while_a_run_compacts_wait_for_it_and_then_run_in_order() {
         let text = text.to_owned();
         let started = from
             .call(&parts.agent, "agent", |reply| AgentMsg::Prompt {
-                text,
+                input: UserInput::text(text),
                 reply,
             })
             .await

@@ -6,18 +6,23 @@
 //! - [`prompt_templates`]: `/name args` templates.
 //! - [`skills`]: `SKILL.md` skills, their system-prompt block and `/skill:name`.
 //!
+//! - [`settings_entries`]: the `skills` and `prompts` arrays of settings.json.
+//!
 //! Project-local files (`.pith/prompts`, `.pith/skills`, `.agents/skills` of the cwd and its
-//! ancestors up to the git root) are read only when [`ResourceOptions::project_trusted`].
+//! ancestors up to the git root, and the project settings' arrays) are read only when
+//! [`ResourceOptions::project_trusted`].
 
 pub mod frontmatter;
 mod ignore_rules;
 pub mod prompt_templates;
+pub mod settings_entries;
 pub mod skills;
 pub mod source_info;
 
 use std::path::{Path, PathBuf};
 
 pub use prompt_templates::PromptTemplate;
+pub use settings_entries::SettingsEntries;
 pub use skills::{Skill, SkillReader};
 pub use source_info::{Scope, Source, SourceInfo};
 
@@ -45,6 +50,59 @@ pub struct ResourceOptions {
     /// `--prompt-template PATH`s (absolute): files or directories read after the discovered
     /// ones.
     pub template_paths: Vec<PathBuf>,
+    /// The `skills`/`prompts` arrays of `<agent_dir>/settings.json` (paths from `agent_dir`).
+    pub user_entries: SettingsEntries,
+    /// Those of `<cwd>/.pith/settings.json` (paths from `<cwd>/.pith`); used only when the
+    /// project is trusted.
+    pub project_entries: SettingsEntries,
+}
+
+impl ResourceOptions {
+    /// The settings files' arrays for these options' `agent_dir` and `cwd` (the project's
+    /// only when `project_trusted`), read from disk.
+    pub fn with_settings_entries(mut self) -> ResourceOptions {
+        self.user_entries = SettingsEntries::read(&self.agent_dir.join("settings.json"));
+        self.project_entries = if self.project_trusted {
+            SettingsEntries::read(&self.cwd.join(PROJECT_DIR_NAME).join("settings.json"))
+        } else {
+            SettingsEntries::default()
+        };
+        self
+    }
+}
+
+/// pi's resource accumulator (`package-manager.js` `resolve`): a path's first place wins
+/// (with its source and on/off state); then the places are ordered by precedence — the
+/// project's settings entries, the project's discovered files, the user's entries, the
+/// user's discovered files — and the files switched off are left out.
+#[derive(Default)]
+struct Accumulator {
+    found: Vec<(PathBuf, SourceInfo, u8, bool)>,
+}
+
+impl Accumulator {
+    fn add(&mut self, path: PathBuf, info: &SourceInfo, enabled: bool) {
+        if self.found.iter().any(|(p, ..)| *p == path) {
+            return;
+        }
+        let rank = match (info.scope, info.source) {
+            (Scope::Project, Source::Local) => 0,
+            (Scope::Project, Source::Auto) => 1,
+            (Scope::User, Source::Local) => 2,
+            (Scope::User, Source::Auto) => 3,
+            (Scope::Temporary, _) => 4,
+        };
+        self.found.push((path, info.clone(), rank, enabled));
+    }
+
+    fn finish(mut self) -> Vec<Found> {
+        self.found.sort_by_key(|(_, _, rank, _)| *rank);
+        self.found
+            .into_iter()
+            .filter(|(.., enabled)| *enabled)
+            .map(|(p, info, ..)| (p, info))
+            .collect()
+    }
 }
 
 /// What kind of diagnostic.
@@ -184,21 +242,39 @@ impl Resources {
 /// The template files to read, in order: the trusted project's, the user's (unless
 /// `--no-prompt-templates`), then the explicit paths (always, as in pi).
 fn template_files(options: &ResourceOptions, diagnostics: &mut Vec<Diagnostic>) -> Vec<Found> {
+    use settings_entries::{Kind, enabled_by_overrides, local_files};
     let mut files = Vec::new();
     if !options.no_prompt_templates {
+        let mut acc = Accumulator::default();
+        let project = options.cwd.join(PROJECT_DIR_NAME);
+        let (user, home) = (&options.agent_dir, options.home.as_deref());
+        let (project_entries, user_entries) = (
+            &options.project_entries.prompts,
+            &options.user_entries.prompts,
+        );
         if options.project_trusted {
-            let project = options.cwd.join(PROJECT_DIR_NAME);
-            let info = SourceInfo::auto(Scope::Project, &project);
-            files.extend(tag(
-                prompt_templates::collect_entries(&project.join("prompts")),
-                &info,
-            ));
+            let info = SourceInfo::setting(Scope::Project);
+            for (f, on) in local_files(project_entries, &project, home, Kind::Prompts) {
+                acc.add(f, &info, on);
+            }
         }
-        let info = SourceInfo::auto(Scope::User, &options.agent_dir);
-        files.extend(tag(
-            prompt_templates::collect_entries(&options.agent_dir.join("prompts")),
-            &info,
-        ));
+        let info = SourceInfo::setting(Scope::User);
+        for (f, on) in local_files(user_entries, user, home, Kind::Prompts) {
+            acc.add(f, &info, on);
+        }
+        if options.project_trusted {
+            let info = SourceInfo::auto(Scope::Project, &project);
+            for f in prompt_templates::collect_entries(&project.join("prompts")) {
+                let on = enabled_by_overrides(&f, project_entries, &project);
+                acc.add(f, &info, on);
+            }
+        }
+        let info = SourceInfo::auto(Scope::User, user);
+        for f in prompt_templates::collect_entries(&user.join("prompts")) {
+            let on = enabled_by_overrides(&f, user_entries, user);
+            acc.add(f, &info, on);
+        }
+        files = acc.finish();
     }
     for path in &options.template_paths {
         let info = SourceInfo::local(path);
@@ -249,37 +325,67 @@ fn load_templates(files: &[Found], diagnostics: &mut Vec<Diagnostic>) -> Vec<Pro
 /// `--skill` paths (always, as in pi): a directory is searched as `~/.pith/agent/skills` is,
 /// a `.md` file is read as it is.
 fn skill_files(options: &ResourceOptions, diagnostics: &mut Vec<Diagnostic>) -> Vec<Found> {
+    use settings_entries::{Kind, enabled_by_overrides, local_files};
     use skills::Mode;
     let parent = |d: &Path| d.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut files = Vec::new();
     if !options.no_skills {
+        let mut acc = Accumulator::default();
         let project = options.cwd.join(PROJECT_DIR_NAME);
-        let user_agents = options
-            .home
-            .as_ref()
-            .map(|h| h.join(".agents").join("skills"));
+        let (user, home) = (&options.agent_dir, options.home.as_deref());
+        let (project_entries, user_entries) = (
+            &options.project_entries.skills,
+            &options.user_entries.skills,
+        );
+        let user_agents = home.map(|h| h.join(".agents").join("skills"));
         if options.project_trusted {
-            let info = SourceInfo::auto(Scope::Project, &project);
-            files.extend(tag(
-                skills::collect_entries(&project.join("skills"), Mode::Pith),
-                &info,
-            ));
+            let info = SourceInfo::setting(Scope::Project);
+            for (f, on) in local_files(project_entries, &project, home, Kind::Skills) {
+                acc.add(f, &info, on);
+            }
+        }
+        let info = SourceInfo::setting(Scope::User);
+        for (f, on) in local_files(user_entries, user, home, Kind::Skills) {
+            acc.add(f, &info, on);
+        }
+        // Discovered files, each switched off or on by its scope's patterns (pi's
+        // `isEnabledByOverrides`, against the base directory the file was found under).
+        let discovered = |acc: &mut Accumulator, dir: &Path, mode, scope, base: &Path| {
+            let entries = match scope {
+                Scope::Project => project_entries,
+                Scope::User | Scope::Temporary => user_entries,
+            };
+            let info = SourceInfo::auto(scope, base);
+            for f in skills::collect_entries(dir, mode) {
+                let on = enabled_by_overrides(&f, entries, base);
+                acc.add(f, &info, on);
+            }
+        };
+        if options.project_trusted {
+            discovered(
+                &mut acc,
+                &project.join("skills"),
+                Mode::Pith,
+                Scope::Project,
+                &project,
+            );
             for dir in ancestor_agents_skill_dirs(&options.cwd) {
                 if Some(&dir) != user_agents.as_ref() {
-                    let info = SourceInfo::auto(Scope::Project, &parent(&dir));
-                    files.extend(tag(skills::collect_entries(&dir, Mode::Agents), &info));
+                    discovered(&mut acc, &dir, Mode::Agents, Scope::Project, &parent(&dir));
                 }
             }
         }
-        let info = SourceInfo::auto(Scope::User, &options.agent_dir);
-        files.extend(tag(
-            skills::collect_entries(&options.agent_dir.join("skills"), Mode::Pith),
-            &info,
-        ));
+        discovered(
+            &mut acc,
+            &user.join("skills"),
+            Mode::Pith,
+            Scope::User,
+            user,
+        );
         if let Some(dir) = &user_agents {
-            let info = SourceInfo::auto(Scope::User, &parent(dir));
-            files.extend(tag(skills::collect_entries(dir, Mode::Agents), &info));
+            discovered(&mut acc, dir, Mode::Agents, Scope::User, &parent(dir));
         }
+        files = acc.finish();
     }
     for path in &options.skill_paths {
         let info = SourceInfo::local(path);

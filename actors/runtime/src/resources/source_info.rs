@@ -30,8 +30,9 @@ pub struct SourceInfo {
     /// User, project or this run.
     pub scope: Scope,
     /// The directory it belongs to: the agent dir, `.pith`, an `.agents` dir, or the named
-    /// directory (a named file's parent).
-    pub base_dir: PathBuf,
+    /// directory (a named file's parent); `None` for a settings entry (pi gives those no
+    /// `baseDir`).
+    pub base_dir: Option<PathBuf>,
 }
 
 impl SourceInfo {
@@ -40,7 +41,17 @@ impl SourceInfo {
         SourceInfo {
             source: Source::Auto,
             scope,
-            base_dir: base_dir.to_path_buf(),
+            base_dir: Some(base_dir.to_path_buf()),
+        }
+    }
+
+    /// Named by a settings file's `skills` or `prompts` array (pi's `resolveLocalEntries`
+    /// metadata: `local`, the file's scope, no `baseDir`).
+    pub(crate) fn setting(scope: Scope) -> SourceInfo {
+        SourceInfo {
+            source: Source::Local,
+            scope,
+            base_dir: None,
         }
     }
 
@@ -54,13 +65,13 @@ impl SourceInfo {
         SourceInfo {
             source: Source::Local,
             scope: Scope::Temporary,
-            base_dir,
+            base_dir: Some(base_dir),
         }
     }
 
     /// pi's JSON object for the resource at `path`.
     pub fn to_json(&self, path: &Path) -> serde_json::Value {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "path": path.to_string_lossy(),
             "source": match self.source { Source::Auto => "auto", Source::Local => "local" },
             "scope": match self.scope {
@@ -69,7 +80,10 @@ impl SourceInfo {
                 Scope::Temporary => "temporary",
             },
             "origin": "top-level",
-            "baseDir": self.base_dir.to_string_lossy(),
-        })
+        });
+        if let Some(dir) = &self.base_dir {
+            v["baseDir"] = dir.to_string_lossy().into();
+        }
+        v
     }
 }

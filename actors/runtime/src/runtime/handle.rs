@@ -6,13 +6,13 @@ use std::sync::Arc;
 use ractor::{Actor, ActorRef, RpcReplyPort};
 use tokio::sync::mpsc;
 
-use pith_events::{BashExecutionMessage, ModelRef, SessionStart, ThinkingLevel};
+use pith_events::{BashExecutionMessage, ImageContent, ModelRef, SessionStart, ThinkingLevel};
 use pith_llm::provider::Provider;
 
 use super::open::{FirstSession, Opened, open_first, opened};
 use super::{CurrentSession, Runtime, RuntimeConfig, RuntimeEvent, RuntimeMsg, SwitchOutcome};
 use crate::RuntimeError;
-use crate::agent::{QueuedMessages, UserCommand};
+use crate::agent::{QueuedMessages, UserCommand, UserInput};
 use crate::envelope::{Envelope, Origin};
 use crate::extension::SlashCommand;
 use crate::trace::{ActorName, MessageIds, Trace};
@@ -73,21 +73,55 @@ impl RuntimeHandle {
     ///
     /// Errors: [`RuntimeError::AgentBusy`] while another run is active.
     pub async fn prompt(&self, text: &str) -> Result<(), RuntimeError> {
-        let text = text.to_owned();
-        self.ask(|reply| RuntimeMsg::Prompt { text, reply }).await?
+        self.prompt_with_images(text, Vec::new()).await
+    }
+
+    /// [`RuntimeHandle::prompt`] with images attached (pi's `prompt(text, {images})`): the
+    /// user message is the text, then the images, resized as pi resizes them
+    /// (`pith_tools::image::process`; a note is appended to the text when one was resized
+    /// or left out, agent-and-events.md §3 step 8).
+    pub async fn prompt_with_images(
+        &self,
+        text: &str,
+        images: Vec<ImageContent>,
+    ) -> Result<(), RuntimeError> {
+        let input = UserInput {
+            text: text.to_owned(),
+            images,
+        };
+        self.ask(|reply| RuntimeMsg::Prompt { input, reply })
+            .await?
     }
 
     /// Queues a steering message.
     pub fn steer(&self, text: &str) {
+        self.steer_with_images(text, Vec::new());
+    }
+
+    /// Queues a steering message with images (pi's `steer(text, images)`); they are resized
+    /// when the message is delivered.
+    pub fn steer_with_images(&self, text: &str, images: Vec<ImageContent>) {
         self.cast(RuntimeMsg::Steer {
-            text: text.to_owned(),
+            input: UserInput {
+                text: text.to_owned(),
+                images,
+            },
         });
     }
 
     /// Queues a follow-up.
     pub fn follow_up(&self, text: &str) {
+        self.follow_up_with_images(text, Vec::new());
+    }
+
+    /// Queues a follow-up with images (pi's `followUp(text, images)`); they are resized when
+    /// the message is delivered.
+    pub fn follow_up_with_images(&self, text: &str, images: Vec<ImageContent>) {
         self.cast(RuntimeMsg::FollowUp {
-            text: text.to_owned(),
+            input: UserInput {
+                text: text.to_owned(),
+                images,
+            },
         });
     }
 

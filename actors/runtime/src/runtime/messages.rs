@@ -22,20 +22,20 @@ use crate::writer::Snapshot;
 pub enum RuntimeMsg {
     /// Send a prompt to the agent; answered when the run started (or why not).
     Prompt {
-        /// The prompt.
-        text: String,
+        /// The prompt and its images.
+        input: crate::agent::UserInput,
         /// Started, or why not.
         reply: RpcReplyPort<Result<(), RuntimeError>>,
     },
     /// Queue steering.
     Steer {
-        /// The message.
-        text: String,
+        /// The message and its images.
+        input: crate::agent::UserInput,
     },
     /// Queue a follow-up.
     FollowUp {
-        /// The message.
-        text: String,
+        /// The message and its images.
+        input: crate::agent::UserInput,
     },
     /// Abort the run; answered when idle.
     Abort {

@@ -273,12 +273,12 @@ impl Runtime {
             RuntimeMsg::Pacer { reply } => {
                 let _ = reply.send(state.ui.pacer().clone());
             }
-            RuntimeMsg::Prompt { text, reply } => {
-                let text = state.config.resources.expand(&text);
+            RuntimeMsg::Prompt { mut input, reply } => {
+                input.text = state.config.resources.expand(&input.text);
                 let r = match &state.subtree {
                     Some(sub) => from
                         .call(&sub.agent, "agent", |reply| AgentMsg::Prompt {
-                            text,
+                            input,
                             reply,
                         })
                         .await
@@ -287,16 +287,16 @@ impl Runtime {
                 };
                 let _ = reply.send(r);
             }
-            RuntimeMsg::Steer { text } => {
-                let text = state.config.resources.expand(&text);
+            RuntimeMsg::Steer { mut input } => {
+                input.text = state.config.resources.expand(&input.text);
                 if let Some(sub) = &state.subtree {
-                    from.cast(&sub.agent, AgentMsg::Steer { text });
+                    from.cast(&sub.agent, AgentMsg::Steer { input });
                 }
             }
-            RuntimeMsg::FollowUp { text } => {
-                let text = state.config.resources.expand(&text);
+            RuntimeMsg::FollowUp { mut input } => {
+                input.text = state.config.resources.expand(&input.text);
                 if let Some(sub) = &state.subtree {
-                    from.cast(&sub.agent, AgentMsg::FollowUp { text });
+                    from.cast(&sub.agent, AgentMsg::FollowUp { input });
                 }
             }
             // Forwarded with the port: waiting must not hold the Runtime's mailbox.

@@ -232,3 +232,103 @@ async fn gates_rewrites_patches_and_prompt_changes_chain_in_load_order() {
     assert_eq!(all[4]["data"], json!({"blocks": 2}));
     assert_eq!(all[8]["data"], json!({"aborted": false}));
 }
+
+/// Keeps the first image of a `crop` prompt (an `input` transform that changes the images).
+struct Cropper;
+
+impl Extension for Cropper {
+    fn name(&self) -> &str {
+        "cropper"
+    }
+
+    fn subscriptions(&self) -> &[&str] {
+        &["input"]
+    }
+
+    fn on_event(&mut self, event: &E, _ctx: &mut ExtensionContext) -> Verdict {
+        match event {
+            E::Input { text, images, .. } if text == "crop" => Verdict::Transform {
+                text: format!("cropped {} to 1", images.len()),
+                images: Some(images[..1].to_vec()),
+            },
+            _ => Verdict::Continue,
+        }
+    }
+}
+
+/// A 1×1 24-bit BMP, base64: providers take no BMP, so the run converts it to PNG.
+fn bmp_base64() -> String {
+    use base64::Engine;
+    let mut bmp = b"BM".to_vec();
+    bmp.extend_from_slice(&58u32.to_le_bytes());
+    bmp.extend_from_slice(&[0; 4]);
+    bmp.extend_from_slice(&54u32.to_le_bytes());
+    bmp.extend_from_slice(&40u32.to_le_bytes());
+    bmp.extend_from_slice(&1i32.to_le_bytes());
+    bmp.extend_from_slice(&1i32.to_le_bytes());
+    bmp.extend_from_slice(&1u16.to_le_bytes());
+    bmp.extend_from_slice(&24u16.to_le_bytes());
+    bmp.extend_from_slice(&[0; 24]);
+    bmp.extend_from_slice(&[0, 0, 255, 0]);
+    base64::engine::general_purpose::STANDARD.encode(bmp)
+}
+
+#[tokio::test]
+async fn an_input_extension_sees_and_replaces_a_prompt_s_images_before_they_are_converted() {
+    use pith_events::ImageContent;
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let provider = Arc::new(Recording {
+        inner: Faux::new(
+            script(r#"[{"content":[{"type":"text","text":"seen"}]}]"#),
+            env.clock.clone(),
+        ),
+        requests: Default::default(),
+    });
+    let config = project_config(&env, provider.clone(), vec![Arc::new(|| Box::new(Cropper))]);
+    let rt = Runtime::start(config, FirstSession::New)
+        .await
+        .unwrap()
+        .handle;
+    let bmp = ImageContent {
+        data: bmp_base64(),
+        mime_type: "image/bmp".into(),
+    };
+    let broken = ImageContent {
+        data: "bm90IGFuIGltYWdl".into(),
+        mime_type: "image/png".into(),
+    };
+    rt.prompt_with_images("crop", vec![bmp, broken.clone()])
+        .await
+        .unwrap();
+    rt.wait_idle().await.unwrap();
+    // Then one that cannot be decoded: left out, pi's note in its place.
+    rt.prompt_with_images("this one", vec![broken])
+        .await
+        .unwrap_or_default();
+    rt.wait_idle().await.unwrap();
+
+    let snap = rt.snapshot().await.unwrap();
+    let users: Vec<Value> = lines(&snap)
+        .into_iter()
+        .filter(|v| v["message"]["role"] == "user")
+        .map(|v| v["message"]["content"].clone())
+        .collect();
+    assert_eq!(users.len(), 2);
+    assert_eq!(
+        users[0][0],
+        json!({"type": "text",
+            "text": "cropped 2 to 1\n\n[Image converted from image/bmp to image/png.]"})
+    );
+    assert_eq!(users[0][1]["mimeType"], "image/png");
+    assert_eq!(users[0].as_array().unwrap().len(), 2);
+    assert_eq!(
+        users[1],
+        json!([{"type": "text",
+            "text": "this one\n\n[Image omitted: could not be resized below the inline image size limit.]"}])
+    );
+    // The request carries what the file holds.
+    let requests = provider.requests.lock().unwrap().clone();
+    let sent = serde_json::to_value(&requests[0].messages).unwrap();
+    assert_eq!(sent[0]["content"], users[0]);
+}

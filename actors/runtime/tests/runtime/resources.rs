@@ -78,6 +78,8 @@ fn options(t: &Tree, trusted: bool) -> ResourceOptions {
         no_prompt_templates: false,
         skill_paths: Vec::new(),
         template_paths: Vec::new(),
+        user_entries: Default::default(),
+        project_entries: Default::default(),
     }
 }
 
@@ -257,6 +259,8 @@ async fn the_runtime_expands_prompts_steering_and_follow_ups() {
         no_prompt_templates: false,
         skill_paths: Vec::new(),
         template_paths: Vec::new(),
+        user_entries: Default::default(),
+        project_entries: Default::default(),
     });
     let config = RuntimeConfig {
         resources: Arc::new(resources),
@@ -307,7 +311,57 @@ fn a_symlink_loop_in_a_skills_directory_is_searched_once() {
         no_prompt_templates: false,
         skill_paths: Vec::new(),
         template_paths: Vec::new(),
+        user_entries: Default::default(),
+        project_entries: Default::default(),
     });
     let listed: Vec<String> = names(&r).into_iter().map(|(n, _)| n).collect();
     assert_eq!(listed, ["inner"]);
+}
+
+/// The project's settings.json names skills and templates (paths from `<cwd>/.pith`) and
+/// switches off one of the project's discovered skills (its patterns reach the project's
+/// resources only, as in pi); the user's switches off a user skill. The project's file is
+/// read in a trusted project only; the user's counts in both.
+#[test]
+fn settings_arrays_of_a_project_count_only_when_it_is_trusted() {
+    let t = tree();
+    let cwd = t.root.join("proj/sub");
+    let agent = t.root.join("home/.pith/agent");
+    skill(
+        &t.root.join("shared/skills/review/SKILL.md"),
+        "description: shared review",
+    );
+    write(&t.root.join("shared/prompts/deploy.md"), "Deploy $1\n");
+    write(
+        &cwd.join(".pith/settings.json"),
+        r#"{"skills": ["../../../shared/skills", "!agent-one"], "prompts": ["../../../shared/prompts"]}"#,
+    );
+    write(
+        &agent.join("settings.json"),
+        r#"{"skills": ["-skills/Bad_Name/SKILL.md"]}"#,
+    );
+    let load = |trusted: bool| {
+        Resources::load(&ResourceOptions::with_settings_entries(options(
+            &t, trusted,
+        )))
+    };
+    let skill_names =
+        |r: &Resources| -> Vec<String> { r.skills.iter().map(|s| s.name.clone()).collect() };
+
+    let trusted = load(true);
+    assert_eq!(
+        skill_names(&trusted),
+        ["review", "pdf-tools", "deep", "group", "skills", "web"]
+    );
+    assert_eq!(trusted.expand("/deploy prod"), "Deploy prod\n");
+    let review = &trusted.commands()[trusted.templates.len()];
+    assert_eq!(
+        review.to_json()["sourceInfo"],
+        serde_json::json!({"path": t.root.join("shared/skills/review/SKILL.md"),
+            "source": "local", "scope": "project", "origin": "top-level"})
+    );
+
+    let untrusted = load(false);
+    assert_eq!(skill_names(&untrusted), ["pdf-tools", "skills", "web"]);
+    assert_eq!(untrusted.expand("/deploy prod"), "/deploy prod");
 }
