@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::lifecycle::{ExtensionEvent, ForkPosition};
 
+pub mod schema;
 pub mod transcript;
 
 /// The protocol version pith speaks (`initialize.protocolVersion`).
@@ -119,7 +120,7 @@ pub fn error_response(id: &Value, code: i64, message: &str, data: Option<Value>)
 }
 
 /// How an extension wants an event (`initialize.subscribe`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SubscribeMode {
     /// The `event` notification; pith does not wait.
@@ -131,7 +132,7 @@ pub enum SubscribeMode {
 }
 
 /// `initialize.tools[]`: MCP's Tool plus pi's fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolDecl {
     /// Its name.
@@ -164,7 +165,7 @@ fn empty_object_schema() -> Value {
 }
 
 /// `initialize.commands[]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CommandDecl {
     /// Name without the slash.
@@ -178,7 +179,7 @@ pub struct CommandDecl {
 }
 
 /// The extension's answer to `initialize`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     /// Must be [`PROTOCOL_VERSION`].
@@ -205,7 +206,9 @@ pub struct InitializeResult {
 }
 
 /// `onFailure` of the manifest: what a gate that crashes or times out means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OnFailure {
     /// The call is blocked (the default: gates fail closed).
@@ -216,7 +219,7 @@ pub enum OnFailure {
 }
 
 /// `timeouts` of the manifest, each in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Timeouts {
     /// Spawn + `initialize` (10 s).
@@ -247,7 +250,7 @@ impl Default for Timeouts {
 }
 
 /// `extension.json` (spec: extensions.md §1.2 "Discovery and manifest").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Manifest {
     /// Its name (the directory's name when absent).
@@ -280,7 +283,7 @@ fn protocol_one() -> u32 {
 }
 
 /// Where an extension was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// `~/.pith/agent/extensions/`.
@@ -318,7 +321,7 @@ pub struct ExtensionSpec {
 
 /// A decision as any `intercept` answer may hold it; which fields count depends on the event
 /// (spec: extensions.md §1.2 events table). Unknown fields are ignored.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Decision {
     /// `tool_call`: `{block: {reason}}` (pi's `{block: true, reason}` is read too).
