@@ -229,6 +229,12 @@ pub enum ExtensionMsg {
         /// The verdict ([`Verdict::Continue`] for events that cannot be answered).
         reply: RpcReplyPort<Verdict>,
     },
+    /// An event nobody waits for: a `message_update` (observe only, extensions.md §1.2
+    /// events table), sent without a reply so a streaming reply never waits for extensions.
+    Observe {
+        /// The event.
+        event: Box<ExtensionEvent>,
+    },
     /// A slash command; answered with the text to show.
     Command {
         /// Its name, without the slash.
@@ -284,7 +290,7 @@ pub struct ToolCallRequest {
 impl MessageKind for ExtensionMsg {
     fn kind(&self) -> &'static str {
         match self {
-            ExtensionMsg::Event { event, .. } => event.name(),
+            ExtensionMsg::Event { event, .. } | ExtensionMsg::Observe { event } => event.name(),
             ExtensionMsg::Command { .. } => "command",
             ExtensionMsg::Commands { .. } => "commands",
             ExtensionMsg::CallTool { .. } => "tool_call",
@@ -392,6 +398,13 @@ impl Actor for ExtensionActor {
                         Verdict::Continue
                     };
                     let _ = reply.send(verdict);
+                }
+                ExtensionMsg::Observe { event } => {
+                    if state.extension.subscriptions().contains(&event.name()) {
+                        let mut ctx = ExtensionContext::default();
+                        let _ = state.extension.on_event(&event, &mut ctx);
+                        Self::carry_out(&from, &state.writer, ctx.actions).await;
+                    }
                 }
                 ExtensionMsg::Command { name, args, reply } => {
                     let mut ctx = ExtensionContext::default();

@@ -571,6 +571,11 @@ impl Extensions {
     pub async fn agent_event(&self, from: &Origin, event: &AgentEvent) {
         for m in self.subscribed(event.name()) {
             let event = Box::new(ExtensionEvent::Agent(Box::new(event.clone())));
+            // Observe only: the stream goes on at once (ordered after what was sent before).
+            if matches!(event.as_ref(), ExtensionEvent::Agent(e) if e.name() == "message_update") {
+                from.cast(&m.actor, ExtensionMsg::Observe { event });
+                continue;
+            }
             let _ = from
                 .call(&m.actor, "extension", |reply| ExtensionMsg::Event {
                     event,

@@ -11,8 +11,14 @@ use tokio::sync::Notify;
 /// Observe events kept waiting at most.
 pub const OBSERVE_LIMIT: usize = 1_000;
 
+/// A line to write, or what builds it when it is written.
+enum Line {
+    Ready(String),
+    Later(Box<dyn FnOnce() -> String + Send>),
+}
+
 struct Item {
-    line: String,
+    line: Line,
     observe: bool,
     update: bool,
 }
@@ -36,7 +42,7 @@ impl Outbox {
     /// A request, response or notification that must arrive.
     pub fn send(&self, line: String) {
         self.push(Item {
-            line,
+            line: Line::Ready(line),
             observe: false,
             update: false,
         });
@@ -45,7 +51,17 @@ impl Outbox {
     /// An observe event; `update` marks a `message_update` (coalesced).
     pub fn observe(&self, line: String, update: bool) {
         self.push(Item {
-            line,
+            line: Line::Ready(line),
+            observe: true,
+            update,
+        });
+    }
+
+    /// [`Outbox::observe`] with the line built by `make` when it is written (never, when a
+    /// later update replaces it first).
+    pub fn observe_with(&self, make: Box<dyn FnOnce() -> String + Send>, update: bool) {
+        self.push(Item {
+            line: Line::Later(make),
             observe: true,
             update,
         });
@@ -94,18 +110,25 @@ impl Outbox {
     /// The next line to write; `None` once closed and empty.
     pub async fn next(&self) -> Option<String> {
         loop {
-            if let Ok(mut q) = self.queue.lock() {
-                if let Some(item) = q.items.pop_front() {
-                    if item.observe {
-                        q.observe -= 1;
+            let popped = match self.queue.lock() {
+                Ok(mut q) => match q.items.pop_front() {
+                    Some(item) => {
+                        if item.observe {
+                            q.observe -= 1;
+                        }
+                        Some(item.line)
                     }
-                    return Some(item.line);
-                }
-                if q.closed {
-                    return None;
-                }
+                    None if q.closed => return None,
+                    None => None,
+                },
+                Err(_) => None,
+            };
+            // Built outside the lock, so pushes never wait for a serialisation.
+            match popped {
+                Some(Line::Ready(line)) => return Some(line),
+                Some(Line::Later(make)) => return Some(make()),
+                None => self.ready.notified().await,
             }
-            self.ready.notified().await;
         }
     }
 }

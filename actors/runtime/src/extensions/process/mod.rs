@@ -172,7 +172,9 @@ fn answer_disabled(msg: ExtensionMsg, what: &str) {
         ExtensionMsg::Ready { reply } => {
             let _ = reply.send(());
         }
-        ExtensionMsg::CancelTool { .. } | ExtensionMsg::Process(_) => {}
+        ExtensionMsg::CancelTool { .. }
+        | ExtensionMsg::Observe { .. }
+        | ExtensionMsg::Process(_) => {}
     }
 }
 
@@ -231,6 +233,9 @@ impl ProcessExtension {
         match msg {
             ExtensionMsg::Event { event, reply, .. } => {
                 Self::send_event(me, state, from, *event, Some(reply)).await
+            }
+            ExtensionMsg::Observe { event } => {
+                Self::send_event(me, state, from, *event, None).await
             }
             ExtensionMsg::Command { name, args, reply } => {
                 let timeout = Duration::from_millis(state.spec.manifest.timeouts.command_ms);
@@ -295,6 +300,25 @@ impl ProcessExtension {
             }
             return;
         };
+        if mode == SubscribeMode::Observe
+            && name == "message_update"
+            && state.host.transcript.is_none()
+        {
+            // Built when written: a coalesced update is never serialised, and the actor
+            // keeps up with the stream (spec: extensions.md §4 step 6).
+            if let Some(child) = &state.child {
+                child.stdin.observe_with(
+                    Box::new(move || {
+                        ext::notification("event", json!({"event": ext::event_json(&event)}))
+                    }),
+                    true,
+                );
+            }
+            if let Some(reply) = reply {
+                let _ = reply.send(Verdict::Continue);
+            }
+            return;
+        }
         let mut payload = ext::event_json(&event);
         if let ExtensionEvent::SessionStart { .. } = &event {
             let (leaf, custom) =
