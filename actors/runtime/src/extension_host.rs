@@ -97,6 +97,9 @@ pub struct HostedExtensions {
     pub has_ui: bool,
     /// Where dialogs wait for the frontend's answer.
     pub dialogs: Dialogs,
+    /// Runs each process under `pith __guard`, so none outlives a killed pith; `None` starts
+    /// them directly.
+    pub guard: Option<pith_tools::ChildGuard>,
 }
 
 /// What a session's extension processes need from it.
@@ -237,6 +240,7 @@ impl Extensions {
             dialogs: hosted.dialogs.clone(),
             ids: session.ids,
             agent: AgentSlot::default(),
+            guard: hosted.guard.clone(),
         };
         let recipe = Recipe {
             factories: factories.to_vec(),

@@ -133,6 +133,7 @@ impl ProcessState {
             &self.spec,
             &self.host.cwd,
             &env,
+            self.host.guard.as_ref(),
             log,
             self.tail.clone(),
             wiring,
