@@ -102,6 +102,14 @@ pub(crate) fn pi_short_flags(
 }
 
 fn main() -> ExitCode {
+    // `pith __guard PROGRAM ARGS…`: an extension or MCP server that must not outlive pith.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == pith_tools::guard::GUARD_ARG)
+    {
+        std::process::exit(pith_tools::guard::run(&args[2..]));
+    }
     let cli = Cli::parse_from(pi_short_flags(std::env::args_os()));
     let result = match cli.command {
         Some(Command::Session(cmd)) => session_cmd::run(cmd).map(|()| ExitCode::SUCCESS),

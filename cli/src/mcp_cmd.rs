@@ -426,7 +426,7 @@ pub fn start_hub(
     let agent = agent_dir.to_path_buf();
     let loader: pith_mcp::hub::Loader =
         Arc::new(move |dir: &Path| config::load(&agent, dir, trusted));
-    let hub = McpHub::start_with_loader(loader, cwd.to_path_buf());
+    let hub = McpHub::start_with_loader(loader, cwd.to_path_buf(), crate::startup::child_guard());
     (
         ToolChoice::WithSource(Box::new(tools), Arc::new(hub.clone())),
         Some(hub),

@@ -11,6 +11,7 @@ use pith_actors::runtime::RuntimeEvent;
 use pith_events::{AgentEvent, AgentMessage, ContentBlock, ImageContent, StopReason};
 use pith_tools::image::Processed;
 use pith_tools::sanitize::for_terminal;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::startup::{Mode, RunArgs, Started, check_flags, start};
 
@@ -146,6 +147,9 @@ async fn run_prompts(
         mcp,
         ..
     } = start(&args).await?;
+    // Listened to from here to the end: a signal that arrives while an event is printed waits
+    // for the loop's next look instead of being lost with a dropped listener.
+    let mut shutdown = Shutdown::listen();
     let json = args.mode == Some(Mode::Json);
     if json {
         // pi prints the in-memory header first, even before the file exists.
@@ -185,7 +189,7 @@ async fn run_prompts(
                 tokio::pin!(compacting);
                 let outcome = tokio::select! {
                     outcome = &mut compacting => outcome,
-                    _ = shutdown_signal() => {
+                    _ = shutdown.recv() => {
                         // SIGINT/SIGTERM cancel the summary (pi's abort), and the prompts
                         // after it.
                         interrupted = true;
@@ -220,7 +224,7 @@ async fn run_prompts(
             tokio::pin!(running);
             let outcome = tokio::select! {
                 outcome = &mut running => outcome,
-                _ = shutdown_signal() => {
+                _ = shutdown.recv() => {
                     // Cancelled, the command is still recorded (`cancelled: true`, spec §5).
                     rt.abort_bash();
                     interrupted = true;
@@ -265,7 +269,7 @@ async fn run_prompts(
                     done?;
                     break;
                 }
-                _ = shutdown_signal() => {
+                _ = shutdown.recv() => {
                     // SIGINT/SIGTERM: abort the run, then shut down cleanly (flush and fsync).
                     interrupted = true;
                     rt.abort().await?;
@@ -396,18 +400,39 @@ impl Seen {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+/// SIGINT and SIGTERM, listened to for the whole run.
+///
+/// One listener for the run, not one per wait: under a flood of events the loop's `select!`
+/// is always ready with an event, and a listener made afresh at each turn and dropped with it
+/// lost a signal that arrived in between (a SIGINT in json mode under a flooding reply was
+/// never answered). `Signal::recv` is cancel-safe: a signal waits for the next look.
+struct Shutdown {
+    /// `None` when the signals cannot be listened to: then they keep their default action.
+    signals: Option<(Signal, Signal)>,
+}
+
+impl Shutdown {
+    fn listen() -> Shutdown {
+        let signals = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(term), Ok(int)) => Some((term, int)),
+            _ => None,
+        };
+        Shutdown { signals }
+    }
+
+    /// Resolves at the next SIGINT or SIGTERM (at once for one that came while nobody
+    /// waited).
+    async fn recv(&mut self) {
+        let Some((term, int)) = &mut self.signals else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
     }
 }
 

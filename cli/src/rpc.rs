@@ -179,6 +179,33 @@ impl Rpc {
         }
     }
 
+    /// pi's `abort`: answered once the agent is idle (after `agent_end`), as pi answers it.
+    /// The events of the run's end (the aborted message, whole, in `message_end`,
+    /// `turn_end` and `agent_end`) are written while the agent winds down, not after: with
+    /// a long reply each is megabytes, and writing them only once the agent was idle put
+    /// their cost after the agent's on the way to the answer (issue 13: within 100 ms).
+    async fn abort(
+        &mut self,
+        events: &mut mpsc::UnboundedReceiver<RuntimeEvent>,
+    ) -> Result<Option<serde_json::Value>, String> {
+        let rt = self.rt.clone();
+        let idle = rt.abort();
+        tokio::pin!(idle);
+        let done = loop {
+            tokio::select! {
+                biased;
+                done = &mut idle => break done,
+                Some(event) = events.recv() => self.on_event(event),
+            }
+        };
+        // Whatever the run emitted is queued by the time the agent is idle.
+        self.drain(events);
+        done.map_err(|e| e.to_string()).map(|()| {
+            self.tracked.streaming = false;
+            None
+        })
+    }
+
     /// Writes the events queued so far: they happened before what comes next.
     fn drain(&mut self, events: &mut mpsc::UnboundedReceiver<RuntimeEvent>) {
         while let Ok(event) = events.try_recv() {
@@ -205,6 +232,15 @@ impl Rpc {
             }
             Line::Invalid { id, name, error } => {
                 self.out.line(&Response::err(id, Some(name.into()), error));
+            }
+            Line::Command {
+                id,
+                name,
+                command: command::Command::Abort,
+            } => {
+                self.drain(events);
+                let result = self.abort(events).await;
+                self.out.line(&commands::respond(id, &name, result));
             }
             Line::Command { id, name, command } => {
                 self.drain(events);

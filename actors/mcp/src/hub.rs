@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pith_tools::{Tool, ToolSource};
+use pith_tools::{ChildGuard, Tool, ToolSource};
 
 use crate::config::{McpConfig, ServerConfig};
 use crate::naming::tool_name;
@@ -60,6 +60,8 @@ struct Inner {
     loader: Option<Loader>,
     /// The directory the servers were configured for.
     cwd: Mutex<PathBuf>,
+    /// Stdio servers start under `pith __guard` (none outlives a killed pith); `None`: directly.
+    guard: Option<ChildGuard>,
     /// The first wait for servers is over; later requests do not wait.
     waited: AtomicBool,
     /// The many-tools warning was logged (once per hub).
@@ -70,24 +72,32 @@ impl McpHub {
     /// Starts a task for each enabled server of `config` (disabled ones are listed, not
     /// started). `cwd` is the session's working directory. Needs a tokio runtime.
     pub fn start(config: &McpConfig, cwd: PathBuf) -> McpHub {
-        McpHub::spawn(config, cwd, None)
+        McpHub::spawn(config, cwd, None, None)
     }
 
     /// Starts the servers `loader` gives for `cwd`, and reloads them through it when a
     /// session of another directory starts (servers whose entry is unchanged keep running).
-    pub fn start_with_loader(loader: Loader, cwd: PathBuf) -> McpHub {
-        McpHub::spawn(&loader(&cwd), cwd, Some(loader))
+    /// Stdio servers start under `guard` when given ([`ChildGuard`]: none outlives a killed
+    /// pith).
+    pub fn start_with_loader(loader: Loader, cwd: PathBuf, guard: Option<ChildGuard>) -> McpHub {
+        McpHub::spawn(&loader(&cwd), cwd, Some(loader), guard)
     }
 
-    fn spawn(config: &McpConfig, cwd: PathBuf, loader: Option<Loader>) -> McpHub {
+    fn spawn(
+        config: &McpConfig,
+        cwd: PathBuf,
+        loader: Option<Loader>,
+        guard: Option<ChildGuard>,
+    ) -> McpHub {
         let servers = config
             .servers
             .iter()
-            .map(|s| Arc::new(ServerHandle::start(s.clone(), cwd.clone())))
+            .map(|s| Arc::new(ServerHandle::start(s.clone(), cwd.clone(), guard.clone())))
             .collect();
         McpHub {
             inner: Arc::new(Inner {
                 loader,
+                guard,
                 cwd: Mutex::new(cwd),
                 servers: Mutex::new(servers),
                 waited: AtomicBool::new(false),
@@ -182,7 +192,11 @@ impl McpHub {
             enabled,
             ..old.config.clone()
         };
-        let new = Arc::new(ServerHandle::start(config, self.current_cwd()));
+        let new = Arc::new(ServerHandle::start(
+            config,
+            self.current_cwd(),
+            self.inner.guard.clone(),
+        ));
         if let Ok(mut servers) = self.inner.servers.lock()
             && let Some(slot) = servers.iter_mut().find(|s| Arc::ptr_eq(s, &old))
         {
@@ -200,7 +214,11 @@ impl McpHub {
         for wanted in &config.servers {
             match old.iter().find(|s| same(&s.config, wanted)) {
                 Some(kept) => next.push(kept.clone()),
-                None => next.push(Arc::new(ServerHandle::start(wanted.clone(), cwd.clone()))),
+                None => next.push(Arc::new(ServerHandle::start(
+                    wanted.clone(),
+                    cwd.clone(),
+                    self.inner.guard.clone(),
+                ))),
             }
         }
         for server in &old {

@@ -11,11 +11,13 @@
 //! Calls do not go through the task: a tool asks for the peer and sends its `tools/call`
 //! itself, so slow calls run side by side.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use pith_tools::ChildGuard;
 use process_wrap::tokio::{CommandWrap, ProcessGroup};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
@@ -107,7 +109,11 @@ pub(crate) struct ServerHandle {
 
 impl ServerHandle {
     /// Starts the server's task (none for a disabled one). Needs a tokio runtime.
-    pub(crate) fn start(config: ServerConfig, cwd: PathBuf) -> ServerHandle {
+    pub(crate) fn start(
+        config: ServerConfig,
+        cwd: PathBuf,
+        guard: Option<ChildGuard>,
+    ) -> ServerHandle {
         let (tx, rx) = mpsc::unbounded_channel();
         let (settled_tx, settled) = watch::channel(!config.enabled);
         let state = if config.enabled {
@@ -125,6 +131,7 @@ impl ServerHandle {
             let server = McpServer {
                 config: config.clone(),
                 cwd,
+                guard,
                 shared: shared.clone(),
                 progress: progress.clone(),
                 me: tx.downgrade(),
@@ -247,6 +254,8 @@ struct McpServer {
     config: ServerConfig,
     /// The session's working directory: a stdio server's `cwd` is relative to it.
     cwd: PathBuf,
+    /// A stdio server starts under `pith __guard` when given (it does not outlive pith).
+    guard: Option<ChildGuard>,
     shared: Arc<Mutex<Shared>>,
     progress: ProgressRoutes,
     /// Handed to the rmcp handler; weak so the task ends when the hub lets go.
@@ -333,6 +342,7 @@ impl McpServer {
             open(
                 &self.config,
                 &self.cwd,
+                self.guard.as_ref(),
                 handler,
                 stderr_tail.clone(),
                 stderr_reader.clone(),
@@ -411,6 +421,7 @@ impl McpServer {
 async fn open(
     config: &ServerConfig,
     session_cwd: &Path,
+    guard: Option<&ChildGuard>,
     handler: Handler,
     stderr_tail: Arc<Mutex<String>>,
     stderr_reader: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
@@ -425,10 +436,21 @@ async fn open(
         } => {
             let env = resolve_values(name, "env", env).map_err(|e| (e, None))?;
             let dir = session_cwd.join(expand_home(cwd.as_deref().unwrap_or(".")));
-            let mut cmd = tokio::process::Command::new(expand_home(command));
-            cmd.args(args.iter().map(|a| expand_home(a)))
-                .envs(env)
-                .current_dir(dir);
+            let program = OsString::from(expand_home(command));
+            let args: Vec<OsString> = args.iter().map(|a| expand_home(a).into()).collect();
+            let (program, args) = match guard {
+                Some(guard) => {
+                    let path = env
+                        .iter()
+                        .find(|(k, _)| k.as_str() == "PATH")
+                        .map(|(_, v)| OsString::from(v))
+                        .or_else(|| std::env::var_os("PATH"));
+                    guard.wrap(&program, args, &dir, path.as_deref())
+                }
+                None => (program, args),
+            };
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args).envs(env).current_dir(dir);
             let mut wrap = CommandWrap::from(cmd);
             wrap.wrap(ProcessGroup::leader());
             let (child, stderr) = TokioChildProcess::builder(wrap)

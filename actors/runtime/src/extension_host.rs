@@ -114,6 +114,9 @@ pub struct HostedExtensions {
     pub dialogs: Dialogs,
     /// Records every line on the extensions' wires when set (tests, golden transcripts).
     pub transcript: Option<TranscriptTap>,
+    /// Runs each process under `pith __guard`, so none outlives a killed pith; `None` starts
+    /// them directly.
+    pub guard: Option<pith_tools::ChildGuard>,
 }
 
 /// What a session's extension processes need from it.
@@ -258,6 +261,7 @@ impl Extensions {
             ids: session.ids,
             agent: AgentSlot::default(),
             transcript: hosted.transcript.clone(),
+            guard: hosted.guard.clone(),
         };
         let recipe = Recipe {
             factories: factories.to_vec(),

@@ -13,6 +13,8 @@
 //! - [`truncate`]: pi's 2000-line / 50 KB limits; [`paths`]: how a `path` argument resolves.
 //! - [`sanitize`]: pi's ANSI stripping and control-character removal (user bash), and
 //!   [`sanitize::for_terminal`], which frontends apply to every text they print.
+//! - [`guard`]: `pith __guard`, which keeps extension and MCP server processes from outliving
+//!   a killed pith ([`ChildGuard`]).
 //! - [`spill`]: the per-process folder for full outputs ([`OutputDir`]), removed at exit.
 //! - `args`: pi's argument conversion and `Validation failed` texts.
 //! - `image`, `node_error`, `utf8`, `mutation_queue`: small helpers named after
@@ -25,6 +27,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+pub use guard::ChildGuard;
 pub use spill::OutputDir;
 pub use tool::{
     Tool, ToolContext, ToolError, ToolFuture, ToolModel, ToolOutput, ToolSource, Toolset,
@@ -36,6 +39,7 @@ pub mod edit;
 pub mod edit_diff;
 pub mod find;
 pub mod grep;
+pub mod guard;
 pub mod image;
 pub mod line_diff;
 mod listing;

@@ -132,7 +132,9 @@ impl Rpc {
                 Err(e) => Err(e),
             }),
             // Awaited here (pi's abort waits for idle too): once idle, no run is on, whatever
-            // events the aborted run did or did not get to emit.
+            // events the aborted run did or did not get to emit. The rpc loop answers `abort`
+            // itself (`Rpc::abort`, which writes events while it waits); this is for callers
+            // of `execute` alone.
             Command::Abort => Answer::Now(rt.abort().await.map_err(failed).map(|()| {
                 self.tracked.streaming = false;
                 None

@@ -1379,7 +1379,12 @@ fn mcp_shows_reconnects_disables_and_enables_servers() {
             .clone()
     };
     // The server's command line names the work directory; pith's does not.
-    let running = || processes_naming(&s.work.display().to_string());
+    // The servers, not their guards (`pith __guard …`).
+    let running = || {
+        let mut found = processes_naming(&s.work.display().to_string());
+        found.retain(|cmdline| !cmdline.contains(" __guard "));
+        found
+    };
     let mut pith = s.start(&[]);
     pith.prompt();
     // `/mcp` waits for servers still connecting, as pi's does.

@@ -2,9 +2,9 @@
 //! SIGKILL at random moments. After every kill the file opens, holds no line twice, no entry
 //! lost its parent, and the next run continues it on a fresh line.
 //!
-//! 20 kills by default (CI); `PITH_KILL_ITERATIONS=200 cargo test -p pith-cli --test kill` for
-//! more, and `scripts/kill-soak` (the ignored test below: 1,000 kills, release build) for the
-//! long run. Every complete line on disk before a kill is on disk after it: nothing accepted
+//! 20 kills by default (CI); `PITH_KILL_ITERATIONS=200` (or `PITH_KILL_ROUNDS`) for
+//! more, and `scripts/kill-soak` (1,000 kills, release build; or the ignored test below) for
+//! the long run. Every complete line on disk before a kill is on disk after it: nothing accepted
 //! is lost. Lock files of the killed runs do not pile up.
 
 use std::collections::HashSet;
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use pith_store::{OpenMode, Session, SessionEnv};
 
-fn session_file(agent: &Path) -> Option<PathBuf> {
+pub(super) fn session_file(agent: &Path) -> Option<PathBuf> {
     let dir = fs::read_dir(agent.join("sessions"))
         .ok()?
         .next()?
@@ -29,10 +29,10 @@ fn session_file(agent: &Path) -> Option<PathBuf> {
 }
 
 /// A small deterministic generator (xorshift) for kill delays.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -43,7 +43,7 @@ impl Rng {
 /// Checks the file after a kill; `torn` collects the torn last lines seen so far (a write cut
 /// by SIGKILL where it crosses a page boundary): such a fragment stays in the file, skipped,
 /// and the next run starts on a new line (spec: divergences.md "Writing").
-fn check(file: &Path, agent: &Path, torn: &mut HashSet<String>) -> usize {
+pub(super) fn check(file: &Path, agent: &Path, torn: &mut HashSet<String>) -> usize {
     let env = SessionEnv {
         agent_dir: agent.to_owned(),
         ..SessionEnv::system()
@@ -83,7 +83,7 @@ fn check(file: &Path, agent: &Path, torn: &mut HashSet<String>) -> usize {
 }
 
 /// The complete lines of `file` (a torn last line was never accepted).
-fn complete_lines(file: &Path) -> HashSet<String> {
+pub(super) fn complete_lines(file: &Path) -> HashSet<String> {
     let text = fs::read_to_string(file).unwrap();
     let complete = match text.rfind('\n') {
         Some(end) => &text[..end],
@@ -99,6 +99,7 @@ fn complete_lines(file: &Path) -> HashSet<String> {
 #[test]
 fn sigkill_at_random_points_loses_and_repeats_nothing() {
     let iterations: usize = std::env::var("PITH_KILL_ITERATIONS")
+        .or_else(|_| std::env::var("PITH_KILL_ROUNDS"))
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);

@@ -13,6 +13,7 @@ mod full_disk;
 mod hostile;
 mod interactive;
 mod kill;
+mod kill_attached;
 mod local_model;
 mod mcp;
 mod pi16_apis;

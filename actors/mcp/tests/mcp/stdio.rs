@@ -323,7 +323,7 @@ async fn a_session_in_another_project_gets_that_projects_servers() {
     let loader: pith_mcp::hub::Loader = std::sync::Arc::new(move |dir: &std::path::Path| {
         pith_mcp::config::load(&agent_dir, dir, true)
     });
-    let hub = pith_mcp::McpHub::start_with_loader(loader, a.clone());
+    let hub = pith_mcp::McpHub::start_with_loader(loader, a.clone(), None);
     hub.ready().await;
     let pid = |name: &'static str| {
         let hub = hub.clone();

@@ -4,6 +4,7 @@
 //! "Framing", "Process").
 
 use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -13,6 +14,7 @@ use ractor::ActorRef;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use pith_events::ext::{ExtensionSpec, MAX_LINE_BYTES};
+use pith_tools::ChildGuard;
 
 use crate::envelope::Envelope;
 use crate::extension::ExtensionMsg;
@@ -98,14 +100,16 @@ pub fn resolve_command(spec: &ExtensionSpec) -> Vec<String> {
         .collect()
 }
 
-/// Spawns the extension in `cwd` with `env` added. Reports go to the actor as
-/// [`ProcessInput::Line`] and [`ProcessInput::Closed`].
+/// Spawns the extension in `cwd` with `env` added, under `guard` when given (so it does not
+/// outlive a killed pith). Reports go to the actor as [`ProcessInput::Line`] and
+/// [`ProcessInput::Closed`].
 ///
 /// Errors: the program cannot be started.
 pub fn spawn(
     spec: &ExtensionSpec,
     cwd: &Path,
     env: &[(String, String)],
+    guard: Option<&ChildGuard>,
     log: PathBuf,
     tail: Tail,
     wiring: Wiring,
@@ -116,6 +120,21 @@ pub fn spawn(
             io::ErrorKind::InvalidInput,
             "the manifest's command is empty",
         ));
+    };
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    let (program, args) = match guard {
+        Some(guard) => {
+            // The child's PATH: the manifest's or ours.
+            let path = env
+                .iter()
+                .map(|(k, v)| (k, v))
+                .chain(spec.manifest.env.iter())
+                .find(|(k, _)| k.as_str() == "PATH")
+                .map(|(_, v)| OsString::from(v))
+                .or_else(|| std::env::var_os("PATH"));
+            guard.wrap(OsStr::new(program), args, cwd, path.as_deref())
+        }
+        None => (OsString::from(program), args),
     };
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)

@@ -101,6 +101,7 @@ impl Scenario {
             dialogs: dialogs.clone(),
             transcript: Some(tap.clone()),
             rediscover: None,
+            guard: None,
         };
         let answers = Arc::new(Mutex::new(setup.answers.into_iter().collect()));
         let events = Arc::new(Mutex::new(Vec::new()));

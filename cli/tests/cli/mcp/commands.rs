@@ -60,7 +60,7 @@ fn rpc_mcp_shows_reconnects_disables_and_enables_a_server() {
     let probe = |state: &str, enabled: bool| {
         json!({"name":"probe","source":agent.join("mcp.json"),"enabled":enabled,
                "transport":transport.join(" "),"state":state,
-               "tools": if enabled { json!(["pid","hang","spawn_child"]) } else { json!([]) }})
+               "tools": if enabled { json!(["pid","hang","nap","die","spawn_child"]) } else { json!([]) }})
     };
     assert_eq!(
         rpc.call("1", json!({"type":"mcp"})),
@@ -76,7 +76,7 @@ fn rpc_mcp_shows_reconnects_disables_and_enables_a_server() {
             json!({"type":"mcp","action":"reconnect","server":"probe"})
         )["data"],
         json!({"servers":[probe("connected", true)],
-               "message":r#"Reconnected to MCP server "probe" (connected, 3 tools)."#})
+               "message":r#"Reconnected to MCP server "probe" (connected, 5 tools)."#})
     );
     assert!(gone(first));
     rpc.prompt("b");
@@ -101,7 +101,7 @@ fn rpc_mcp_shows_reconnects_disables_and_enables_a_server() {
             json!({"type":"mcp","action":"enable","server":"probe"})
         )["data"],
         json!({"servers":[probe("connected", true)],
-               "message":r#"Enabled MCP server "probe" (connected, 3 tools)."#})
+               "message":r#"Enabled MCP server "probe" (connected, 5 tools)."#})
     );
     assert_eq!(saved(), entry);
     rpc.prompt("d");

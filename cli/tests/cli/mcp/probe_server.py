@@ -6,7 +6,8 @@
 
 Over stdio, or with `--http` as a streamable HTTP server at `http://127.0.0.1:<port>/mcp` on
 a free port, printing `listening <port>` first.
-Tools: `pid` (read-only: writes this process's pid to PIDFILE and returns it), `hang` (never
+Tools: `pid` (read-only: writes this process's pid to PIDFILE and returns it), `nap {ms}`
+(sleeps, then answers `slept`), `die` (the process exits mid-call), `hang` (never
 answers; writes PIDFILE.cancelled when the client cancels it), `spawn_child` (starts a grandchild whose command line holds MARKER, returns its pid).
 MARKER is in this server's command line too, so a test finds what is left by it.
 """
@@ -41,6 +42,18 @@ async def hang() -> str:
             f.write("cancelled")
         raise
     return "woke up"
+
+
+@server.tool(name="nap", description="Sleeps `ms` milliseconds, then answers `slept`.",
+             annotations=ToolAnnotations(readOnlyHint=True))
+async def nap(ms: int) -> str:
+    await asyncio.sleep(ms / 1000)
+    return "slept"
+
+
+@server.tool(name="die", description="Ends this server in the middle of the call.")
+def die() -> str:
+    os._exit(3)
 
 
 @server.tool(name="spawn_child", description="Starts a grandchild process.")

@@ -129,7 +129,7 @@ fn no_server_process_or_grandchild_outlives_pith() {
         );
         let (server, grandchild) = (pid_of(&results[0]), pid_of(&results[1]));
         // pith has exited: the server and the process it started are gone at once, and so
-        // is everything of the server's process group (it leads its own).
+        // is everything of the server's process group (its guard leads it).
         assert!(
             gone(server),
             "{mode:?}: the server {server} is still running"
@@ -194,8 +194,11 @@ fn sigterm_during_a_hanging_call_leaves_no_server_behind() {
             .parse()
             .unwrap();
         std::thread::sleep(Duration::from_millis(500));
-        // The server leads its own process group, with the grandchild in it.
-        assert_eq!(group_members(server).len(), 2, "{mode:?}");
+        // The server's guard leads its own process group, with the server and the grandchild
+        // in it.
+        let group = group_of(server);
+        assert_ne!(group, server, "{mode:?}: the guard leads the group");
+        assert_eq!(group_members(group).len(), 3, "{mode:?}");
         let killed = std::process::Command::new("kill")
             .args(["-TERM", &pith.id().to_string()])
             .status()
@@ -215,9 +218,9 @@ fn sigterm_during_a_hanging_call_leaves_no_server_behind() {
         assert!(status.code().is_some(), "{mode:?}: {status:?}");
         assert!(gone(server), "{mode:?}: the server is still running");
         assert!(
-            eventually(|| group_members(server).is_empty()),
+            eventually(|| group_members(group).is_empty()),
             "{mode:?}: left in the server's group: {:?}",
-            group_members(server)
+            group_members(group)
         );
         assert!(
             eventually(|| processes_naming(&marker).is_empty()),

@@ -315,6 +315,18 @@ pub fn gone(pid: u32) -> bool {
     }
 }
 
+/// The process group of `pid` (pith starts a server under its guard, `pith __guard`, which
+/// leads the group).
+pub fn group_of(pid: u32) -> u32 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // After the `(comm)`: state, ppid, pgrp, …
+    stat.rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().nth(2))
+        .and_then(|g| g.parse().ok())
+        .unwrap()
+}
+
 /// The live processes of process group `group` (zombies left out).
 pub fn group_members(group: u32) -> Vec<u32> {
     let mut found = Vec::new();

@@ -173,3 +173,68 @@ fn closing_stdin_mid_stream_ends_the_process() {
     );
     let _ = drained.join();
 }
+
+/// json mode has no stdin commands: SIGINT is its abort. Under a flooding reply the event loop
+/// is always busy, and a signal listener made afresh at each turn lost the SIGINT: the flood
+/// went on for as long as the reply lasted.
+#[test]
+fn sigint_ends_a_flooding_reply_in_json_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(agent.join("settings.json"), "{}").unwrap();
+    let script = tmp.path().join("script.json");
+    std::fs::write(&script, flood(2_000_000).to_string()).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pith"));
+    for var in pith_llm::auth::KEY_VARS {
+        cmd.env_remove(var);
+    }
+    let mut child = cmd
+        .env("PITH_AGENT_DIR", &agent)
+        .current_dir(&cwd)
+        .args(["--mode", "json", "--faux-script"])
+        .arg(&script)
+        .arg("go")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<(Instant, Value)>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["type"] != "message_update" && tx.send((Instant::now(), v)).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        let (_, v) = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+        if v["type"] == "message_start" && v["message"]["role"] == "assistant" {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let asked = Instant::now();
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let ended = loop {
+        let (at, v) = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+        if v["type"] == "agent_end" {
+            break at;
+        }
+    };
+    let took = ended.duration_since(asked);
+    eprintln!("agent_end after {took:?}");
+    // As above: not a timing test (scripts/bench-abort measures the release build).
+    assert!(took < Duration::from_secs(5), "agent_end after {took:?}");
+    let status = super::client::wait_for(&mut child);
+    assert_eq!(status.code(), Some(130), "{status:?}");
+}

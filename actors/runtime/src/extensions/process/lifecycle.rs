@@ -143,6 +143,7 @@ impl ProcessState {
             &self.spec,
             &self.host.cwd,
             &env,
+            self.host.guard.as_ref(),
             log,
             self.tail.clone(),
             wiring,

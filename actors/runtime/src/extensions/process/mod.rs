@@ -84,6 +84,9 @@ pub struct HostContext {
     pub agent: AgentSlot,
     /// Records the wire when set.
     pub transcript: Option<TranscriptTap>,
+    /// Starts the process under `pith __guard` (so it does not outlive a killed pith); `None`
+    /// starts it directly (tests of this crate, which have no `pith` binary).
+    pub guard: Option<pith_tools::ChildGuard>,
 }
 
 /// The Agent of a session, set once it is spawned (after the extensions).
