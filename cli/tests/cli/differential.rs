@@ -378,11 +378,23 @@ impl Scenario {
             .iter()
             .map(|f| pith_tests::files::json_lines(f))
             .collect();
+        let sessions: Vec<Vec<Value>> = sessions;
+        // The Responses API's `prompt_cache_key` is the session's id, fresh in each run.
+        let session_ids: Vec<Value> = sessions
+            .iter()
+            .map(|lines| lines.first().map(|h| h["id"].clone()).unwrap_or_default())
+            .collect();
         let requests = mock
             .request_bodies()
             .into_iter()
             .map(|mut b| {
                 pi_oracle::normalize_value(&mut b, root);
+                if let Some(i) = b
+                    .get("prompt_cache_key")
+                    .and_then(|key| session_ids.iter().position(|id| id == key))
+                {
+                    b["prompt_cache_key"] = json!(format!("<session-{i} id>"));
+                }
                 b
             })
             .collect();
@@ -447,7 +459,7 @@ fn normalized_stdout(run: &Run, stdout: &str) -> Value {
 }
 
 /// An assistant `message_start` as agent-and-events.md §8.1 specifies it: no `responseId`,
-/// zero usage; a `message_update` without its usage. pi writes its lines from live objects, so when it lags behind the stream (its
+/// no content, zero usage; a `message_update` without its usage. pi writes its lines from live objects, so when it lags behind the stream (its
 /// first reply of a session, which also creates the file) an Anthropic `message_start`
 /// already shows what the stream's first event said; that lag is set aside.
 fn streaming_start_as_specified(mut event: Value) -> Value {
@@ -460,6 +472,8 @@ fn streaming_start_as_specified(mut event: Value) -> Value {
         let message = &mut event["message"];
         if let Some(m) = message.as_object_mut() {
             m.remove("responseId");
+            // §8.1: before any content (pi's lag can show the first parts already).
+            m.insert("content".to_owned(), json!([]));
         }
         let usage = &mut message["usage"];
         for count in ["input", "output", "cacheRead", "cacheWrite", "totalTokens"] {
@@ -788,6 +802,23 @@ fn without_agreed_divergences(mut pi: Run) -> Run {
         if let Some(blocks) = request.get_mut("system").and_then(Value::as_array_mut) {
             for b in blocks {
                 agreed_prompt(&mut b["text"]);
+            }
+        }
+        // Google: `systemInstruction`'s parts; Responses: a system or developer input item.
+        if let Some(parts) = request
+            .get_mut("systemInstruction")
+            .and_then(|s| s.get_mut("parts"))
+            .and_then(Value::as_array_mut)
+        {
+            for p in parts {
+                agreed_prompt(&mut p["text"]);
+            }
+        }
+        if let Some(items) = request.get_mut("input").and_then(Value::as_array_mut) {
+            for m in items {
+                if m["role"] == "system" || m["role"] == "developer" {
+                    agreed_prompt(&mut m["content"]);
+                }
             }
         }
     }
@@ -1756,4 +1787,28 @@ fn file_argument_images_through_the_anthropic_api() {
             .run(&["-p", "@shot.png", "what is this"])
             .run(&["-c", "-p", "and the colours?"]),
     );
+}
+
+/// A conversation through `api` with reasoning, a tool call and a follow-up prompt (issue 18).
+fn reasoning_and_a_tool_call_through(api: &'static str) -> Scenario {
+    Scenario::new(json!([
+        {"thinking": "Let me read the notes.", "text": "Reading.", "tool_calls": [
+            {"id": "call_1", "name": "read", "arguments": {"path": "notes.md"}}]},
+        {"thinking": "They say hello.", "text": "The notes say hello."},
+        {"thinking": "Again.", "text": "Still hello."}
+    ]))
+    .api(api)
+    .file("notes.md", "hello\n")
+    .run(&["--mode", "json", "-p", "what do the notes say?"])
+    .run(&["-c", "--mode", "json", "-p", "and now?"])
+}
+
+#[test]
+fn reasoning_and_a_tool_call_through_the_google_api() {
+    assert_same(reasoning_and_a_tool_call_through("google-generative-ai"));
+}
+
+#[test]
+fn reasoning_and_a_tool_call_through_the_responses_api() {
+    assert_same(reasoning_and_a_tool_call_through("openai-responses"));
 }
