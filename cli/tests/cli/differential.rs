@@ -183,6 +183,8 @@ struct Scenario {
     grep_in_path_order: bool,
     /// pi gets ripgrep and fd where it keeps its own downloads (`<agent dir>/bin`).
     search_tools: bool,
+    /// Extensions given with `-e`: pi's (a TypeScript file) and pith's (a PXP program).
+    extensions: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Scenario {
@@ -195,6 +197,7 @@ impl Scenario {
             own_output: Vec::new(),
             grep_in_path_order: false,
             search_tools: false,
+            extensions: Vec::new(),
             api: "openai-completions",
             reasoning: true,
             images: false,
@@ -230,6 +233,12 @@ impl Scenario {
     /// downloads (scripts/install-search-tools provides them).
     fn with_search_tools(mut self) -> Scenario {
         self.search_tools = true;
+        self
+    }
+
+    /// Every invocation loads an extension (`-e PATH`): `pi_path` in pi, `pith_path` in pith.
+    fn extension(mut self, pi_path: PathBuf, pith_path: PathBuf) -> Scenario {
+        self.extensions.push((pi_path, pith_path));
         self
     }
 
@@ -338,11 +347,18 @@ impl Scenario {
             for var in pith_llm::auth::KEY_VARS {
                 cmd.env_remove(var);
             }
-            let mut child = cmd
-                .current_dir(&work)
+            cmd.current_dir(&work)
                 .env("HOME", &home)
                 .env_remove("XDG_CONFIG_HOME")
-                .args(["--model", "mock/mock-1"])
+                .args(["--model", "mock/mock-1"]);
+            for (pi_path, pith_path) in &self.extensions {
+                let path = match agent {
+                    Agent::Pi => pi_path,
+                    Agent::Pith => pith_path,
+                };
+                cmd.arg("-e").arg(path);
+            }
+            let mut child = cmd
                 .args(args)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
@@ -1811,4 +1827,30 @@ fn reasoning_and_a_tool_call_through_the_google_api() {
 #[test]
 fn reasoning_and_a_tool_call_through_the_responses_api() {
     assert_same(reasoning_and_a_tool_call_through("openai-responses"));
+}
+
+/// extensions.md §4 step 4: the same permission gate as a TypeScript extension in pi and as
+/// the Python PXP gate in pith; with no UI (json mode) both block `rm -rf` with the same
+/// reason, so the blocked call is the same error tool result, and let `ls` run.
+#[test]
+fn a_permission_gate_blocks_the_same_call_in_pi_and_pith() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let call = |id: &str, command: &str| json!({"id": id, "name": "bash", "arguments": {"command": command}});
+    assert_same(
+        Scenario::new(json!([
+            {"text": "Cleaning up.", "tool_calls": [call("call_1", "rm -rf build")]},
+            {"text": "Listing instead.", "tool_calls": [call("call_2", "ls")]},
+            {"text": "", "tool_calls": [{"id": "call_3", "name": "write",
+                "arguments": {"path": ".env", "content": "SECRET=1\n"}}]},
+            text("Done."),
+            text("Still here.")
+        ]))
+        .extension(
+            manifest.join("tests/cli/extensions/gate.ts"),
+            manifest.join("../examples/extensions/python/permission_gate.py"),
+        )
+        .file("build/out.txt", "built\n")
+        .run(&["--mode", "json", "-p", "clean the build folder"])
+        .run(&["-c", "-p", "is it still there?"]),
+    );
 }
