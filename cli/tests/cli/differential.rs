@@ -1854,3 +1854,33 @@ fn a_permission_gate_blocks_the_same_call_in_pi_and_pith() {
         .run(&["-c", "-p", "is it still there?"]),
     );
 }
+
+/// Through `api`: thinking off, two tool calls in one reply with cache reads in its usage, a
+/// reply cut at the token limit, then thinking high in a follow-up (issue 18).
+fn parallel_calls_and_a_cut_reply_through(api: &'static str) -> Scenario {
+    let read =
+        |id: &str, path: &str| json!({"id": id, "name": "read", "arguments": {"path": path}});
+    Scenario::new(json!([
+        {"text": "", "tool_calls": [read("call_a", "a.txt"), read("call_b", "b.txt")],
+            "usage": {"input": 20, "output": 7, "cacheRead": 12}},
+        {"text": "The first says a and the sec", "finish_reason": "length"},
+        {"thinking": "Finish the sentence.", "text": "The second says b."}
+    ]))
+    .api(api)
+    .file("a.txt", "a\n")
+    .file("b.txt", "b\n")
+    .run(&["--thinking", "off", "--mode", "json", "-p", "read both"])
+    .run(&["-c", "--thinking", "high", "--mode", "json", "-p", "go on"])
+}
+
+#[test]
+fn parallel_calls_and_a_cut_reply_through_the_google_api() {
+    assert_same(parallel_calls_and_a_cut_reply_through(
+        "google-generative-ai",
+    ));
+}
+
+#[test]
+fn parallel_calls_and_a_cut_reply_through_the_responses_api() {
+    assert_same(parallel_calls_and_a_cut_reply_through("openai-responses"));
+}
