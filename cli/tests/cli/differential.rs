@@ -34,6 +34,28 @@ fn rpc_session(mut child: std::process::Child, script: &str) -> std::process::Ou
     let mut fork_ids: Vec<Value> = Vec::new();
     let mut settled_runs = 0usize;
     let mut runs = 0usize;
+    // `{"type": "_ui_answers", "values": [...]}`: the answers, in order, to the extension
+    // dialogs (`extension_ui_request` select/input/editor: the value; confirm: a boolean).
+    let mut ui_answers: std::collections::VecDeque<Value> = Default::default();
+    let answer_ui = |event: &Value,
+                     answers: &mut std::collections::VecDeque<Value>,
+                     input: &mut std::process::ChildStdin| {
+        if event["type"] != "extension_ui_request" {
+            return;
+        }
+        let key = match event["method"].as_str() {
+            Some("select" | "input" | "editor") => "value",
+            Some("confirm") => "confirmed",
+            _ => return,
+        };
+        let mut reply = json!({"type": "extension_ui_response", "id": event["id"]});
+        match answers.pop_front() {
+            Some(v) => reply[key] = v,
+            None => reply["cancelled"] = json!(true),
+        }
+        writeln!(input, "{reply}").unwrap();
+        input.flush().unwrap();
+    };
     for command in script.lines().filter(|l| !l.trim().is_empty()) {
         let mut cmd: Value = serde_json::from_str(command).unwrap();
         // `{"type": "_settle"}`: wait until every started run has settled.
@@ -44,11 +66,16 @@ fn rpc_session(mut child: std::process::Child, script: &str) -> std::process::Ou
                     .recv_timeout(deadline.saturating_duration_since(Instant::now()))
                     .unwrap_or_else(|_| panic!("never settled; got:\n{}", seen.join("\n")));
                 let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                answer_ui(&event, &mut ui_answers, &mut input);
                 if event["type"] == "agent_settled" {
                     settled_runs += 1;
                 }
                 seen.push(line);
             }
+            continue;
+        }
+        if cmd["type"] == "_ui_answers" {
+            ui_answers = cmd["values"].as_array().cloned().unwrap_or_default().into();
             continue;
         }
         // `{"type": "_sleep", "ms": N}`: let the agents get as far (a request under way).
@@ -82,6 +109,7 @@ fn rpc_session(mut child: std::process::Child, script: &str) -> std::process::Ou
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
                 .unwrap_or_else(|_| panic!("no answer to {command}; got:\n{}", seen.join("\n")));
             let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            answer_ui(&event, &mut ui_answers, &mut input);
             if event["type"] == "response" && event["id"] == cmd["id"] {
                 answered = true;
                 // A prompt queued into a running run starts none of its own.
@@ -468,6 +496,16 @@ fn normalized_stdout(run: &Run, stdout: &str) -> Value {
                 .map(streaming_start_as_specified)
                 .collect();
             in_call_order(&mut events);
+            // An extension dialog's id is fresh in each run (pi: a UUID; pith: `ext-ui-N`):
+            // named by order of appearance.
+            let mut dialogs = 0;
+            for e in events
+                .iter_mut()
+                .filter(|e| e["type"] == "extension_ui_request")
+            {
+                e["id"] = json!(format!("<dialog-{dialogs}>"));
+                dialogs += 1;
+            }
             Value::from(events)
         }
         _ => Value::from(stdout.replace(&*run.root.to_string_lossy(), "<root>")),
@@ -1883,4 +1921,33 @@ fn parallel_calls_and_a_cut_reply_through_the_google_api() {
 #[test]
 fn parallel_calls_and_a_cut_reply_through_the_responses_api() {
     assert_same(parallel_calls_and_a_cut_reply_through("openai-responses"));
+}
+
+/// The same gates in rpc mode, where both have a UI: the dangerous command is put to the
+/// client as an `extension_ui_request` select; "No" blocks it (`Blocked by user`), "Yes"
+/// lets it run.
+#[test]
+fn a_permission_gate_asks_the_rpc_client_in_pi_and_pith() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let call = |id: &str, command: &str| json!({"id": id, "name": "bash", "arguments": {"command": command}});
+    let script = rpc_script(&[
+        json!({"type": "_ui_answers", "values": ["No", "Yes"]}),
+        json!({"id": "1", "type": "prompt", "message": "clean the build folder"}),
+        json!({"id": "2", "type": "prompt", "message": "really clean it"}),
+        json!({"id": "3", "type": "get_messages"}),
+    ]);
+    assert_same(
+        Scenario::new(json!([
+            {"text": "Cleaning up.", "tool_calls": [call("call_1", "rm -rf build")]},
+            text("Blocked, then."),
+            {"text": "Again.", "tool_calls": [call("call_2", "rm -rf build")]},
+            text("Cleaned.")
+        ]))
+        .extension(
+            manifest.join("tests/cli/extensions/gate.ts"),
+            manifest.join("../examples/extensions/python/permission_gate.py"),
+        )
+        .file("build/out.txt", "built\n")
+        .run_with(&["--mode", "rpc"], &script),
+    );
 }
