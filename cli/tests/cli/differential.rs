@@ -498,13 +498,12 @@ fn normalized_stdout(run: &Run, stdout: &str) -> Value {
             in_call_order(&mut events);
             // An extension dialog's id is fresh in each run (pi: a UUID; pith: `ext-ui-N`):
             // named by order of appearance.
-            let mut dialogs = 0;
-            for e in events
+            for (n, e) in events
                 .iter_mut()
                 .filter(|e| e["type"] == "extension_ui_request")
+                .enumerate()
             {
-                e["id"] = json!(format!("<dialog-{dialogs}>"));
-                dialogs += 1;
+                e["id"] = json!(format!("<dialog-{n}>"));
             }
             Value::from(events)
         }
