@@ -1950,3 +1950,37 @@ fn a_permission_gate_asks_the_rpc_client_in_pi_and_pith() {
         .run_with(&["--mode", "rpc"], &script),
     );
 }
+
+/// Through `api`: an overloaded server retried once, a request refused (400) and a stream
+/// that stops before its end (issue 18): the error messages in the session as pi words them.
+fn errors_through(api: &'static str) -> Scenario {
+    let status = |code: u16, message: &str, kind: &str| {
+        json!({"status": code, "error": {"message": message, "type": kind, "code": code}})
+    };
+    let mut cut = text("Half an ans");
+    cut["cut"] = json!(true);
+    let mut settings = json!({"retry": {"baseDelayMs": 10, "maxRetries": 1}});
+    settings["retry"]["enabled"] = json!(true);
+    Scenario::new(json!([
+        status(503, "overloaded", "server_error"),
+        text("After a retry."),
+        status(400, "bad request: the prompt is too long", "invalid_request_error"),
+        cut,
+        cut
+    ]))
+    .api(api)
+    .settings(settings)
+    .run(&["--mode", "json", "-p", "first"])
+    .run(&["-c", "--mode", "json", "-p", "second"])
+    .run(&["-c", "--mode", "json", "-p", "third"])
+}
+
+#[test]
+fn errors_through_the_google_api() {
+    assert_same(errors_through("google-generative-ai"));
+}
+
+#[test]
+fn errors_through_the_responses_api() {
+    assert_same(errors_through("openai-responses"));
+}
