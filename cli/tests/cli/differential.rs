@@ -1924,7 +1924,7 @@ fn parallel_calls_and_a_cut_reply_through_the_responses_api() {
 
 /// The same gates in rpc mode, where both have a UI: the dangerous command is put to the
 /// client as an `extension_ui_request` select; "No" blocks it (`Blocked by user`), "Yes"
-/// lets it run.
+/// lets it run; an edit of a protected file is blocked with a `notify` to the client.
 #[test]
 fn a_permission_gate_asks_the_rpc_client_in_pi_and_pith() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -1939,7 +1939,9 @@ fn a_permission_gate_asks_the_rpc_client_in_pi_and_pith() {
         Scenario::new(json!([
             {"text": "Cleaning up.", "tool_calls": [call("call_1", "rm -rf build")]},
             text("Blocked, then."),
-            {"text": "Again.", "tool_calls": [call("call_2", "rm -rf build")]},
+            {"text": "Again.", "tool_calls": [call("call_2", "rm -rf build"),
+                {"id": "call_3", "name": "edit", "arguments": {"path": "app/.env",
+                    "edits": [{"oldText": "A=1", "newText": "A=2"}]}}]},
             text("Cleaned.")
         ]))
         .extension(
@@ -1947,6 +1949,7 @@ fn a_permission_gate_asks_the_rpc_client_in_pi_and_pith() {
             manifest.join("../examples/extensions/python/permission_gate.py"),
         )
         .file("build/out.txt", "built\n")
+        .file("app/.env", "A=1\n")
         .run_with(&["--mode", "rpc"], &script),
     );
 }
@@ -1954,9 +1957,7 @@ fn a_permission_gate_asks_the_rpc_client_in_pi_and_pith() {
 /// Through `api`: an overloaded server retried once, a request refused (400) and a stream
 /// that stops before its end (issue 18): the error messages in the session as pi words them.
 fn errors_through(api: &'static str) -> Scenario {
-    let status = |code: u16, message: &str, kind: &str| {
-        json!({"status": code, "error": {"message": message, "type": kind, "code": code}})
-    };
+    let status = |code: u16, message: &str, kind: &str| json!({"status": code, "error": {"message": message, "type": kind, "code": code}});
     let mut cut = text("Half an ans");
     cut["cut"] = json!(true);
     let mut settings = json!({"retry": {"baseDelayMs": 10, "maxRetries": 1}});
@@ -1964,7 +1965,11 @@ fn errors_through(api: &'static str) -> Scenario {
     Scenario::new(json!([
         status(503, "overloaded", "server_error"),
         text("After a retry."),
-        status(400, "bad request: the prompt is too long", "invalid_request_error"),
+        status(
+            400,
+            "bad request: the prompt is too long",
+            "invalid_request_error"
+        ),
         cut,
         cut
     ]))

@@ -11,6 +11,7 @@ export default function (pi: ExtensionAPI) {
   pi.on("tool_call", async (event, ctx) => {
     const input = (event.input ?? {}) as { path?: unknown; command?: unknown };
     if ((event.toolName === "write" || event.toolName === "edit") && PROTECTED.test(String(input.path ?? ""))) {
+      ctx.ui.notify(`blocked a ${event.toolName} of ${input.path}`, "warning");
       return { block: true, reason: `Path ${input.path} is protected` };
     }
     if (event.toolName === "bash" && DANGEROUS.test(String(input.command ?? ""))) {
