@@ -595,18 +595,26 @@ fn name_session_files(v: &mut Value, run: &Run) {
 /// for the summarization system prompt and instructions, and fixes the structure — the
 /// conversation and previous summary in their tags or headings, and `Additional focus`.
 /// A summary request is one whose only message is a user message starting with
-/// `<conversation>` or `# Conversation`.
+/// `<conversation>` or `# Conversation` (Chat Completions and Anthropic `messages`, the
+/// Responses API's `input`, Google's `contents`).
 fn summary_wording_aside(request: &Value) -> Value {
     let mut r = request.clone();
-    let Some(messages) = r["messages"].as_array_mut() else {
+    let list = ["messages", "input", "contents"]
+        .into_iter()
+        .find(|k| r.get(*k).is_some_and(Value::is_array));
+    let Some(list) = list else {
+        return r;
+    };
+    let Some(messages) = r[list].as_array_mut() else {
         return r;
     };
     let Some(user) = messages.iter().position(|m| m["role"] == "user") else {
         return r;
     };
-    let text = match &messages[user]["content"] {
-        Value::String(t) => t.clone(),
-        c => c[0]["text"].as_str().unwrap_or_default().to_owned(),
+    let text = match (&messages[user]["content"], &messages[user]["parts"]) {
+        (Value::String(t), _) => t.clone(),
+        (Value::Null, parts) => parts[0]["text"].as_str().unwrap_or_default().to_owned(),
+        (c, _) => c[0]["text"].as_str().unwrap_or_default().to_owned(),
     };
     let cut = if text.starts_with("<conversation>") {
         ["</previous-summary>\n\n", "</conversation>\n\n"]
@@ -626,14 +634,20 @@ fn summary_wording_aside(request: &Value) -> Value {
         .map(|i| &text[i..])
         .unwrap_or("");
     let kept = format!("{}<instructions>{focus}", &text[..cut]);
-    messages[user]["content"] = json!([{"type": "text", "text": kept}]);
+    match list {
+        "messages" => messages[user]["content"] = json!([{"type": "text", "text": kept}]),
+        "contents" => messages[user]["parts"][0]["text"] = json!(kept),
+        _ => messages[user]["content"][0]["text"] = json!(kept),
+    }
     for m in messages.iter_mut() {
         if m["role"] == "system" || m["role"] == "developer" {
             m["content"] = json!("<summarization prompt>");
         }
     }
-    if let Some(system) = r.get_mut("system") {
-        *system = json!("<summarization prompt>");
+    for key in ["system", "systemInstruction", "instructions"] {
+        if let Some(system) = r.get_mut(key) {
+            *system = json!("<summarization prompt>");
+        }
     }
     r
 }
@@ -1988,4 +2002,41 @@ fn errors_through_the_google_api() {
 #[test]
 fn errors_through_the_responses_api() {
     assert_same(errors_through("openai-responses"));
+}
+
+/// Through `api`: a reasoning turn with a tool call, a compaction with its summary request,
+/// then a prompt on the compacted context (issue 18).
+fn a_compaction_through(api: &'static str) -> Scenario {
+    let script = rpc_script(&[
+        json!({"id": "1", "type": "prompt", "message": "first question with some words in it"}),
+        json!({"id": "2", "type": "prompt", "message": "second question with more words"}),
+        json!({"id": "3", "type": "compact", "customInstructions": "focus on the words"}),
+        json!({"id": "4", "type": "prompt", "message": "third question"}),
+        json!({"id": "5", "type": "get_messages"}),
+    ]);
+    let mut settings = json!({"retry": {"baseDelayMs": 10}, "compaction": {"keepRecentTokens": 4}});
+    settings["compaction"]["reserveTokens"] = json!(1000);
+    Scenario::new(json!([
+        {"thinking": "Look first.", "text": "Reading.", "tool_calls": [
+            {"id": "call_1", "name": "read", "arguments": {"path": "notes.md"}}]},
+        {"thinking": "Done.", "text": "The first answer, with words."},
+        text("The second answer, with words."),
+        text("## Goal\nA summary."),
+        text("## Original Request\nThe prefix."),
+        {"thinking": "After the summary.", "text": "The third answer."}
+    ]))
+    .api(api)
+    .settings(settings)
+    .file("notes.md", "some words\n")
+    .run_with(&["--mode", "rpc"], &script)
+}
+
+#[test]
+fn a_compaction_through_the_google_api() {
+    assert_same(a_compaction_through("google-generative-ai"));
+}
+
+#[test]
+fn a_compaction_through_the_responses_api() {
+    assert_same(a_compaction_through("openai-responses"));
 }
