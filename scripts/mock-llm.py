@@ -19,6 +19,12 @@ The script is a JSON list; each POST to a chat endpoint takes the next reply:
 - "status" >= 400: answered with that status and body {"error": error} (no stream).
 - "cut": the stream stops after the text deltas, without finish_reason / [DONE] (socket closed).
 - finish_reason defaults to "tool_calls" when there are tool calls, else "stop".
+Responses API: a reasoning item (rs_mock_N, its summary streamed), a message item (msg_mock_N),
+a function_call item per tool call (fc_mock_N_K, call_id the scripted id), then
+response.completed (response.incomplete with max_output_tokens for "length") with usage.
+Google: thought parts (the first with thoughtSignature "bW9jay1zaWc="), text parts, then one
+chunk with the functionCall parts (the scripted id, name and args), finishReason (STOP, or
+MAX_TOKENS for "length") and usageMetadata.
 When the script is used up, requests get HTTP 400 {"error": {"message": "mock: script exhausted"}}.
 GET .../models lists one model ("mock-model"). Each request is appended to the log as
 {"n", "method", "path", "headers", "body"} (body parsed as JSON when it is JSON).
