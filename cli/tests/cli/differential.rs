@@ -2040,3 +2040,29 @@ fn a_compaction_through_the_google_api() {
 fn a_compaction_through_the_responses_api() {
     assert_same(a_compaction_through("openai-responses"));
 }
+
+/// Through `api`: an image in the prompt and one the read tool returns (issue 18).
+fn images_through(api: &'static str) -> Scenario {
+    Scenario::new(json!([
+        {"text": "Reading the other.", "tool_calls": [
+            {"id": "call_1", "name": "read", "arguments": {"path": "photo.jpg"}}]},
+        text("Two pictures."),
+        text("Text only now.")
+    ]))
+    .api(api)
+    .with_image_input()
+    .binary_file("shot.png", picture(64, 48, image::ImageFormat::Png))
+    .binary_file("photo.jpg", picture(40, 30, image::ImageFormat::Jpeg))
+    .run(&["--mode", "json", "-p", "@shot.png", "compare with photo.jpg"])
+    .run(&["-c", "-p", "and the colours?"])
+}
+
+#[test]
+fn images_through_the_google_api() {
+    assert_same(images_through("google-generative-ai"));
+}
+
+#[test]
+fn images_through_the_responses_api() {
+    assert_same(images_through("openai-responses"));
+}
