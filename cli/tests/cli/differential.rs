@@ -185,7 +185,7 @@ struct Run {
 }
 
 /// One scenario: the model's replies, the agent settings, and the invocations in order
-/// (arguments after `--model mock/mock-1`, and stdin).
+/// (arguments after `--model mock/<model id>`, and stdin).
 struct Scenario {
     replies: Value,
     settings: Value,
@@ -213,6 +213,9 @@ struct Scenario {
     search_tools: bool,
     /// Extensions given with `-e`: pi's (a TypeScript file) and pith's (a PXP program).
     extensions: Vec<(PathBuf, PathBuf)>,
+    /// The mock model's id (`mock-1`; some providers decide by it, as Google's thinking
+    /// configuration does).
+    model_id: &'static str,
 }
 
 impl Scenario {
@@ -226,6 +229,7 @@ impl Scenario {
             grep_in_path_order: false,
             search_tools: false,
             extensions: Vec::new(),
+            model_id: "mock-1",
             api: "openai-completions",
             reasoning: true,
             images: false,
@@ -267,6 +271,12 @@ impl Scenario {
     /// Every invocation loads an extension (`-e PATH`): `pi_path` in pi, `pith_path` in pith.
     fn extension(mut self, pi_path: PathBuf, pith_path: PathBuf) -> Scenario {
         self.extensions.push((pi_path, pith_path));
+        self
+    }
+
+    /// The mock model's id is `id` (its provider stays `mock`).
+    fn model_id(mut self, id: &'static str) -> Scenario {
+        self.model_id = id;
         self
     }
 
@@ -350,7 +360,7 @@ impl Scenario {
         pith_tests::files::write(
             &agent_dir.join("models.json"),
             json!({"providers": {"mock": {"baseUrl": mock.url, "api": self.api,
-                "apiKey": "none", "models": [{"id": "mock-1", "name": "Mock One",
+                "apiKey": "none", "models": [{"id": self.model_id, "name": "Mock One",
                 "contextWindow": 100000, "maxTokens": 1000, "reasoning": self.reasoning,
                 "input": if self.images { json!(["text", "image"]) } else { json!(["text"]) }}]}}})
             .to_string(),
@@ -378,7 +388,8 @@ impl Scenario {
             cmd.current_dir(&work)
                 .env("HOME", &home)
                 .env_remove("XDG_CONFIG_HOME")
-                .args(["--model", "mock/mock-1"]);
+                .arg("--model")
+                .arg(format!("mock/{}", self.model_id));
             for (pi_path, pith_path) in &self.extensions {
                 let path = match agent {
                     Agent::Pi => pi_path,
@@ -2053,7 +2064,13 @@ fn images_through(api: &'static str) -> Scenario {
     .with_image_input()
     .binary_file("shot.png", picture(64, 48, image::ImageFormat::Png))
     .binary_file("photo.jpg", picture(40, 30, image::ImageFormat::Jpeg))
-    .run(&["--mode", "json", "-p", "@shot.png", "compare with photo.jpg"])
+    .run(&[
+        "--mode",
+        "json",
+        "-p",
+        "@shot.png",
+        "compare with photo.jpg",
+    ])
     .run(&["-c", "-p", "and the colours?"])
 }
 
@@ -2065,4 +2082,31 @@ fn images_through_the_google_api() {
 #[test]
 fn images_through_the_responses_api() {
     assert_same(images_through("openai-responses"));
+}
+
+/// Google's thinking configuration at each level, for a Gemini 2.5 model (a token budget)
+/// and a Gemini 3 model (a thinking level), as pi decides it by the model's id (issue 18).
+fn thinking_levels_through_google(model: &'static str) -> Scenario {
+    Scenario::new(json!([
+        text("off"),
+        text("minimal"),
+        text("low"),
+        text("high")
+    ]))
+    .api("google-generative-ai")
+    .model_id(model)
+    .run(&["--thinking", "off", "-p", "one"])
+    .run(&["-c", "--thinking", "minimal", "-p", "two"])
+    .run(&["-c", "--thinking", "low", "-p", "three"])
+    .run(&["-c", "--thinking", "high", "-p", "four"])
+}
+
+#[test]
+fn thinking_levels_of_a_gemini_2_5_model() {
+    assert_same(thinking_levels_through_google("gemini-2.5-flash"));
+}
+
+#[test]
+fn thinking_levels_of_a_gemini_3_model() {
+    assert_same(thinking_levels_through_google("gemini-3-pro-preview"));
 }

@@ -563,6 +563,7 @@ mod tests {
             system_prompt: Some("sys".into()),
             messages: vec![AgentMessage::user_text("hi", 1)],
             tools: vec![ToolSpec {
+                prefers_strict_schema: false,
                 name: "read".into(),
                 description: "d".into(),
                 parameters: json!({}),
