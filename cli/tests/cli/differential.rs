@@ -213,6 +213,8 @@ struct Scenario {
     search_tools: bool,
     /// Extensions given with `-e`: pi's (a TypeScript file) and pith's (a PXP program).
     extensions: Vec<(PathBuf, PathBuf)>,
+    /// The mock model's `compat` in models.json (none when null).
+    compat: Value,
     /// The mock model's id (`mock-1`; some providers decide by it, as Google's thinking
     /// configuration does).
     model_id: &'static str,
@@ -230,6 +232,7 @@ impl Scenario {
             search_tools: false,
             extensions: Vec::new(),
             model_id: "mock-1",
+            compat: Value::Null,
             api: "openai-completions",
             reasoning: true,
             images: false,
@@ -271,6 +274,12 @@ impl Scenario {
     /// Every invocation loads an extension (`-e PATH`): `pi_path` in pi, `pith_path` in pith.
     fn extension(mut self, pi_path: PathBuf, pith_path: PathBuf) -> Scenario {
         self.extensions.push((pi_path, pith_path));
+        self
+    }
+
+    /// The mock model's `compat` in models.json.
+    fn compat(mut self, compat: Value) -> Scenario {
+        self.compat = compat;
         self
     }
 
@@ -357,12 +366,16 @@ impl Scenario {
             }
         }
         let mock = MockLlm::start(root, "mock", &self.replies);
+        let mut model = json!({"id": self.model_id, "name": "Mock One",
+            "contextWindow": 100000, "maxTokens": 1000, "reasoning": self.reasoning,
+            "input": if self.images { json!(["text", "image"]) } else { json!(["text"]) }});
+        if !self.compat.is_null() {
+            model["compat"] = self.compat.clone();
+        }
         pith_tests::files::write(
             &agent_dir.join("models.json"),
             json!({"providers": {"mock": {"baseUrl": mock.url, "api": self.api,
-                "apiKey": "none", "models": [{"id": self.model_id, "name": "Mock One",
-                "contextWindow": 100000, "maxTokens": 1000, "reasoning": self.reasoning,
-                "input": if self.images { json!(["text", "image"]) } else { json!(["text"]) }}]}}})
+                "apiKey": "none", "models": [model]}}})
             .to_string(),
         );
         pith_tests::files::write(&agent_dir.join("settings.json"), self.settings.to_string());
@@ -2109,4 +2122,36 @@ fn thinking_levels_of_a_gemini_2_5_model() {
 #[test]
 fn thinking_levels_of_a_gemini_3_model() {
     assert_same(thinking_levels_through_google("gemini-3-pro-preview"));
+}
+
+/// Servers that know strict mode (`compat.supportsStrictMode`): read, bash, edit and write
+/// go out with their strict schemas and `strict: true`, the other tools with `strict: false`
+/// (issue 18).
+fn strict_tools_through(api: &'static str) -> Scenario {
+    Scenario::new(json!([
+        {"text": "", "tool_calls": [{"id": "call_1", "name": "read",
+            "arguments": {"path": "notes.md", "limit": null}}]},
+        text("Read.")
+    ]))
+    .api(api)
+    .compat(json!({"supportsStrictMode": true}))
+    .file("notes.md", "hello\n")
+    .run(&[
+        "--tools",
+        "read,bash,edit,write,grep,ls",
+        "--mode",
+        "json",
+        "-p",
+        "read it",
+    ])
+}
+
+#[test]
+fn strict_tools_through_chat_completions() {
+    assert_same(strict_tools_through("openai-completions"));
+}
+
+#[test]
+fn strict_tools_through_the_responses_api() {
+    assert_same(strict_tools_through("openai-responses"));
 }
