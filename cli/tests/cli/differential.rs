@@ -2155,3 +2155,10 @@ fn strict_tools_through_chat_completions() {
 fn strict_tools_through_the_responses_api() {
     assert_same(strict_tools_through("openai-responses"));
 }
+
+/// Gemini before 3 takes no images in a function response: the read tool's image follows as
+/// a user message of its own (pi's `supportsMultimodalFunctionResponse`).
+#[test]
+fn images_through_the_google_api_to_gemini_2_5() {
+    assert_same(images_through("google-generative-ai").model_id("gemini-2.5-flash"));
+}
