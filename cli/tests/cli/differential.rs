@@ -2162,3 +2162,17 @@ fn strict_tools_through_the_responses_api() {
 fn images_through_the_google_api_to_gemini_2_5() {
     assert_same(images_through("google-generative-ai").model_id("gemini-2.5-flash"));
 }
+
+/// A model that cannot reason, asked to think hard, through Google and the Responses API.
+#[test]
+fn a_model_without_reasoning_through_google_and_responses() {
+    for api in ["google-generative-ai", "openai-responses"] {
+        assert_same(
+            Scenario::new(json!([text("plain"), text("still plain")]))
+                .api(api)
+                .without_reasoning()
+                .run(&["--thinking", "high", "-p", "think hard"])
+                .run(&["-c", "--mode", "json", "-p", "again"]),
+        );
+    }
+}
