@@ -2176,3 +2176,12 @@ fn a_model_without_reasoning_through_google_and_responses() {
         );
     }
 }
+
+/// Anthropic with `compat.supportsStrictTools`: read, bash, edit and write go out with
+/// `strict: true` and their strict input schemas (issue 18).
+#[test]
+fn strict_tools_through_the_anthropic_api() {
+    assert_same(
+        strict_tools_through("anthropic-messages").compat(json!({"supportsStrictTools": true})),
+    );
+}

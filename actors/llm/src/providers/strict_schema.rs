@@ -30,8 +30,18 @@ const UNSUPPORTED: [&str; 16] = [
 /// `UnsupportedStrictJsonSchemaError`: unsupported keywords, untyped nodes, object or array
 /// unions, tuples, open `additionalProperties`, a root that is not an object).
 pub(crate) fn strict_json_schema(schema: &Value) -> Option<Value> {
+    strict_json_schema_where(schema, &|_, _| false)
+}
+
+/// [`strict_json_schema`] for a provider that supports fewer keywords: a node holding a
+/// `(keyword, value)` for which `unsupported` is true has no strict form either (pi's
+/// `isUnsupportedKeyword`).
+pub(crate) fn strict_json_schema_where(
+    schema: &Value,
+    unsupported: &dyn Fn(&str, &Value) -> bool,
+) -> Option<Value> {
     let mut strict = schema.clone();
-    make_strict(&mut strict)?;
+    make_strict(&mut strict, unsupported)?;
     (strict.get("type").and_then(Value::as_str) == Some("object")).then_some(strict)
 }
 
@@ -73,9 +83,12 @@ fn allows_null(schema: &Value) -> bool {
 }
 
 /// pi's `makeJsonSchemaNodeStrict`, in place; `None` where it throws.
-fn make_strict(schema: &mut Value) -> Option<()> {
+fn make_strict(schema: &mut Value, unsupported: &dyn Fn(&str, &Value) -> bool) -> Option<()> {
     let map = schema.as_object_mut()?;
     if UNSUPPORTED.iter().any(|k| map.contains_key(*k)) {
+        return None;
+    }
+    if map.iter().any(|(k, v)| unsupported(k, v)) {
         return None;
     }
     if !map.contains_key("type") && !map.contains_key("anyOf") && !map.contains_key("enum") {
@@ -87,14 +100,14 @@ fn make_strict(schema: &mut Value) -> Option<()> {
             if is_structured(variant) {
                 return None;
             }
-            make_strict(variant)?;
+            make_strict(variant, unsupported)?;
         }
     }
     if let Some(items) = map.get_mut("items") {
         if items.is_array() {
             return None;
         }
-        make_strict(items)?;
+        make_strict(items, unsupported)?;
     }
     let is_object = map.get("type").and_then(Value::as_str) == Some("object");
     if map.contains_key("properties") && !is_object {
@@ -127,7 +140,7 @@ fn make_strict(schema: &mut Value) -> Option<()> {
                 return None;
             }
             for (key, property) in properties.iter_mut() {
-                make_strict(property)?;
+                make_strict(property, unsupported)?;
                 if !required.contains(key) && !allows_null(property) {
                     *property = json!({"anyOf": [property.take(), {"type": "null"}]});
                 }
