@@ -2,7 +2,10 @@
 """A scripted mock LLM server (Python 3.11, standard library only).
 
 Serves OpenAI Chat Completions (POST .../chat/completions) and Anthropic Messages
-(POST .../messages), streaming (SSE) or not, from a JSON script, and logs every request.
+(POST .../messages), streaming (SSE) or not, and, streaming only, the OpenAI Responses API
+(POST .../responses) and Google's Generative Language API
+(POST .../models/<model>:streamGenerateContent?alt=sse), from a JSON script, and logs every
+request.
 
     mock_llm.py --script replies.json --log requests.jsonl [--port 0] [--port-file F]
                 [--host 127.0.0.1] [--idle-exit 600] [--chunk-delay-ms 0] [--pause-ms 30]
@@ -16,6 +19,12 @@ The script is a JSON list; each POST to a chat endpoint takes the next reply:
 - "status" >= 400: answered with that status and body {"error": error} (no stream).
 - "cut": the stream stops after the text deltas, without finish_reason / [DONE] (socket closed).
 - finish_reason defaults to "tool_calls" when there are tool calls, else "stop".
+Responses API: a reasoning item (rs_mock_N, its summary streamed), a message item (msg_mock_N),
+a function_call item per tool call (fc_mock_N_K, call_id the scripted id), then
+response.completed (response.incomplete with max_output_tokens for "length") with usage.
+Google: thought parts (the first with thoughtSignature "bW9jay1zaWc="), text parts, then one
+chunk with the functionCall parts (the scripted id, name and args), finishReason (STOP, or
+MAX_TOKENS for "length") and usageMetadata.
 When the script is used up, requests get HTTP 400 {"error": {"message": "mock: script exhausted"}}.
 GET .../models lists one model ("mock-model"). Each request is appended to the log as
 {"n", "method", "path", "headers", "body"} (body parsed as JSON when it is JSON).
@@ -133,6 +142,10 @@ class Handler(BaseHTTPRequestHandler):
             kind = "openai"
         elif path.endswith("/messages"):
             kind = "anthropic"
+        elif path.endswith("/responses"):
+            kind = "responses"
+        elif path.endswith(":streamGenerateContent"):
+            kind = "google"
         else:
             self._send_json(404, {"error": {"message": "not found: " + self.path}})
             return
@@ -155,6 +168,10 @@ class Handler(BaseHTTPRequestHandler):
             if kind == "openai":
                 self._openai(n, reply, model, bool(body.get("stream")),
                              bool((body.get("stream_options") or {}).get("include_usage")))
+            elif kind == "responses":
+                self._responses(n, reply, model)
+            elif kind == "google":
+                self._google(n, reply, path.rsplit("/", 1)[-1].split(":")[0])
             else:
                 self._anthropic(n, reply, model, bool(body.get("stream")))
         except (BrokenPipeError, ConnectionResetError):
@@ -279,6 +296,144 @@ class Handler(BaseHTTPRequestHandler):
         ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                              "usage": {"output_tokens": usage["output_tokens"]}})
         ev("message_stop", {"type": "message_stop"})
+        self._end_chunks()
+
+    # ---------- OpenAI Responses (streaming) ----------
+    def _responses(self, n, reply, model):
+        text = reply.get("text", "")
+        thinking = reply.get("thinking", "")
+        calls = reply.get("tool_calls", [])
+        fin = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
+        u = reply.get("usage", {})
+        usage = {"input_tokens": u.get("input", 10) + u.get("cacheRead", 0),
+                 "input_tokens_details": {"cached_tokens": u.get("cacheRead", 0)},
+                 "output_tokens": u.get("output", 5),
+                 "output_tokens_details": {"reasoning_tokens": 0}}
+        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        rid = f"resp_mock_{n}"
+        self._start_sse(reply.get("headers"))
+        seq = [0]
+
+        def ev(obj):
+            obj["sequence_number"] = seq[0]
+            seq[0] += 1
+            self._chunk(f"event: {obj['type']}\ndata: " + json.dumps(obj) + "\n\n")
+
+        def response(status, output):
+            r = {"id": rid, "object": "response", "created_at": 0, "status": status,
+                 "model": model, "output": output}
+            if status != "in_progress":
+                r["usage"] = usage
+            if status == "incomplete":
+                r["incomplete_details"] = {"reason": "max_output_tokens"}
+            return r
+
+        ev({"type": "response.created", "response": response("in_progress", [])})
+        time.sleep(ARGS.pause_ms / 1000)
+        done = []
+        if thinking:
+            i = len(done)
+            item = {"type": "reasoning", "id": f"rs_mock_{n}", "summary": []}
+            ev({"type": "response.output_item.added", "output_index": i, "item": item})
+            part = {"type": "summary_text", "text": ""}
+            ev({"type": "response.reasoning_summary_part.added", "item_id": item["id"],
+                "output_index": i, "summary_index": 0, "part": part})
+            for p in chunk_text(thinking, ARGS.chunk_size):
+                ev({"type": "response.reasoning_summary_text.delta", "item_id": item["id"],
+                    "output_index": i, "summary_index": 0, "delta": p})
+            ev({"type": "response.reasoning_summary_text.done", "item_id": item["id"],
+                "output_index": i, "summary_index": 0, "text": thinking})
+            ev({"type": "response.reasoning_summary_part.done", "item_id": item["id"],
+                "output_index": i, "summary_index": 0,
+                "part": {"type": "summary_text", "text": thinking}})
+            item = dict(item, summary=[{"type": "summary_text", "text": thinking}])
+            ev({"type": "response.output_item.done", "output_index": i, "item": item})
+            done.append(item)
+        if text:
+            i = len(done)
+            item = {"type": "message", "id": f"msg_mock_{n}", "status": "in_progress",
+                    "role": "assistant", "content": []}
+            ev({"type": "response.output_item.added", "output_index": i, "item": item})
+            ev({"type": "response.content_part.added", "item_id": item["id"], "output_index": i,
+                "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
+            for p in chunk_text(text, ARGS.chunk_size):
+                ev({"type": "response.output_text.delta", "item_id": item["id"],
+                    "output_index": i, "content_index": 0, "delta": p})
+            if reply.get("cut"):
+                self.close_connection = True
+                self.wfile.flush()
+                self.connection.shutdown(2)
+                return
+            content = {"type": "output_text", "text": text, "annotations": []}
+            ev({"type": "response.output_text.done", "item_id": item["id"], "output_index": i,
+                "content_index": 0, "text": text})
+            ev({"type": "response.content_part.done", "item_id": item["id"], "output_index": i,
+                "content_index": 0, "part": content})
+            item = dict(item, status="completed", content=[content])
+            ev({"type": "response.output_item.done", "output_index": i, "item": item})
+            done.append(item)
+        for k, c in enumerate(calls):
+            i = len(done)
+            args = json.dumps(c.get("arguments", {}))
+            item = {"type": "function_call", "id": f"fc_mock_{n}_{k}", "call_id": c["id"],
+                    "name": c["name"], "arguments": "", "status": "in_progress"}
+            ev({"type": "response.output_item.added", "output_index": i, "item": item})
+            for p in chunk_text(args, max(ARGS.chunk_size, 8)):
+                ev({"type": "response.function_call_arguments.delta", "item_id": item["id"],
+                    "output_index": i, "delta": p})
+            ev({"type": "response.function_call_arguments.done", "item_id": item["id"],
+                "output_index": i, "arguments": args})
+            item = dict(item, arguments=args, status="completed")
+            ev({"type": "response.output_item.done", "output_index": i, "item": item})
+            done.append(item)
+        time.sleep(ARGS.pause_ms / 1000)
+        status = "incomplete" if fin == "length" else "completed"
+        ev({"type": "response.completed" if status == "completed" else "response.incomplete",
+            "response": response(status, done)})
+        self._end_chunks()
+
+    # ---------- Google Generative Language (streaming) ----------
+    def _google(self, n, reply, model):
+        text = reply.get("text", "")
+        thinking = reply.get("thinking", "")
+        calls = reply.get("tool_calls", [])
+        fin = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
+        reason = {"length": "MAX_TOKENS"}.get(fin, "STOP")
+        u = reply.get("usage", {})
+        meta = {"promptTokenCount": u.get("input", 10) + u.get("cacheRead", 0),
+                "candidatesTokenCount": u.get("output", 5)}
+        if u.get("cacheRead"):
+            meta["cachedContentTokenCount"] = u["cacheRead"]
+        meta["totalTokenCount"] = meta["promptTokenCount"] + meta["candidatesTokenCount"]
+        self._start_sse(reply.get("headers"))
+
+        def ev(parts, finish=None):
+            cand = {"content": {"role": "model", "parts": parts}, "index": 0}
+            if finish:
+                cand["finishReason"] = finish
+            obj = {"candidates": [cand], "modelVersion": model, "responseId": f"resp-mock-{n}"}
+            if finish:
+                obj["usageMetadata"] = meta
+            self._chunk("data: " + json.dumps(obj) + "\r\n\r\n")
+
+        time.sleep(ARGS.pause_ms / 1000)
+        pieces = chunk_text(thinking, ARGS.chunk_size)
+        for k, p in enumerate(pieces):
+            part = {"text": p, "thought": True}
+            if k == 0:
+                part["thoughtSignature"] = "bW9jay1zaWc="
+            ev([part])
+        for p in chunk_text(text, ARGS.chunk_size):
+            ev([{"text": p}])
+        if reply.get("cut"):
+            self.close_connection = True
+            self.wfile.flush()
+            self.connection.shutdown(2)
+            return
+        parts = [{"functionCall": {"id": c["id"], "name": c["name"], "args": c.get("arguments", {})}}
+                 for c in calls]
+        time.sleep(ARGS.pause_ms / 1000)
+        ev(parts, reason)
         self._end_chunks()
 
 

@@ -12,4 +12,9 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments object.
     pub parameters: Value,
+    /// pi's `constrainedSampling: {type: "json_schema", strict: "prefer"}` (its read, bash,
+    /// edit and write tools): a provider that supports strict sampling sends the strict form
+    /// of `parameters` (every property required, optional ones nullable, no additional
+    /// properties) when the schema has one; otherwise the schema as it is.
+    pub prefers_strict_schema: bool,
 }

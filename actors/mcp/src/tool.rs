@@ -60,6 +60,7 @@ impl Tool for McpTool {
             parameters["type"] = Value::String("object".to_owned());
         }
         ToolSpec {
+            prefers_strict_schema: false,
             name: self.name.clone(),
             description,
             parameters,

@@ -60,6 +60,7 @@ impl BashTool {
 impl Tool for BashTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
+            prefers_strict_schema: true,
             name: "bash".to_owned(),
             description: format!(
                 "Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to last {DEFAULT_MAX_LINES} lines or {}KB (whichever is hit first). If truncated, full output is saved to a temp file. Optionally provide a timeout in seconds.",

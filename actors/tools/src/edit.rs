@@ -35,6 +35,7 @@ pub struct EditTool;
 impl Tool for EditTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
+            prefers_strict_schema: true,
             name: "edit".to_owned(),
             description: "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping region of the original file. If two changes affect the same block or nearby lines, merge them into one edit instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes.".to_owned(),
             parameters: json!({

@@ -42,6 +42,7 @@ pub struct FindTool;
 impl Tool for FindTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
+            prefers_strict_schema: false,
             name: "find".to_owned(),
             description: format!(
                 "Search for files by glob pattern. Returns matching file paths relative to the search directory. Respects .gitignore. Output is truncated to {DEFAULT_LIMIT} results or {}KB (whichever is hit first).",

@@ -54,6 +54,7 @@ pub struct GrepTool;
 impl Tool for GrepTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
+            prefers_strict_schema: false,
             name: "grep".to_owned(),
             description: format!(
                 "Search file contents for a pattern. Returns matching lines with file paths and line numbers. Respects .gitignore. Output is truncated to {} matches or {}KB (whichever is hit first). Long lines are truncated to {GREP_MAX_LINE_LENGTH} chars.",

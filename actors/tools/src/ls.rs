@@ -32,6 +32,7 @@ pub struct LsTool;
 impl Tool for LsTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
+            prefers_strict_schema: false,
             name: "ls".to_owned(),
             description: format!(
                 "List directory contents. Returns entries sorted alphabetically, with '/' suffix for directories. Includes dotfiles. Output is truncated to {DEFAULT_LIMIT} entries or {}KB (whichever is hit first).",

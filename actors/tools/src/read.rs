@@ -34,6 +34,7 @@ pub struct ReadTool;
 impl Tool for ReadTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
+            prefers_strict_schema: true,
             name: "read".to_owned(),
             description: format!(
                 "Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). Images are sent as attachments. For text files, output is truncated to {DEFAULT_MAX_LINES} lines or {}KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.",

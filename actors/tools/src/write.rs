@@ -22,6 +22,7 @@ pub struct WriteTool;
 impl Tool for WriteTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
+            prefers_strict_schema: true,
             name: "write".to_owned(),
             description: "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. Automatically creates parent directories.".to_owned(),
             parameters: json!({

@@ -34,6 +34,28 @@ fn rpc_session(mut child: std::process::Child, script: &str) -> std::process::Ou
     let mut fork_ids: Vec<Value> = Vec::new();
     let mut settled_runs = 0usize;
     let mut runs = 0usize;
+    // `{"type": "_ui_answers", "values": [...]}`: the answers, in order, to the extension
+    // dialogs (`extension_ui_request` select/input/editor: the value; confirm: a boolean).
+    let mut ui_answers: std::collections::VecDeque<Value> = Default::default();
+    let answer_ui = |event: &Value,
+                     answers: &mut std::collections::VecDeque<Value>,
+                     input: &mut std::process::ChildStdin| {
+        if event["type"] != "extension_ui_request" {
+            return;
+        }
+        let key = match event["method"].as_str() {
+            Some("select" | "input" | "editor") => "value",
+            Some("confirm") => "confirmed",
+            _ => return,
+        };
+        let mut reply = json!({"type": "extension_ui_response", "id": event["id"]});
+        match answers.pop_front() {
+            Some(v) => reply[key] = v,
+            None => reply["cancelled"] = json!(true),
+        }
+        writeln!(input, "{reply}").unwrap();
+        input.flush().unwrap();
+    };
     for command in script.lines().filter(|l| !l.trim().is_empty()) {
         let mut cmd: Value = serde_json::from_str(command).unwrap();
         // `{"type": "_settle"}`: wait until every started run has settled.
@@ -44,11 +66,16 @@ fn rpc_session(mut child: std::process::Child, script: &str) -> std::process::Ou
                     .recv_timeout(deadline.saturating_duration_since(Instant::now()))
                     .unwrap_or_else(|_| panic!("never settled; got:\n{}", seen.join("\n")));
                 let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                answer_ui(&event, &mut ui_answers, &mut input);
                 if event["type"] == "agent_settled" {
                     settled_runs += 1;
                 }
                 seen.push(line);
             }
+            continue;
+        }
+        if cmd["type"] == "_ui_answers" {
+            ui_answers = cmd["values"].as_array().cloned().unwrap_or_default().into();
             continue;
         }
         // `{"type": "_sleep", "ms": N}`: let the agents get as far (a request under way).
@@ -82,6 +109,7 @@ fn rpc_session(mut child: std::process::Child, script: &str) -> std::process::Ou
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
                 .unwrap_or_else(|_| panic!("no answer to {command}; got:\n{}", seen.join("\n")));
             let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            answer_ui(&event, &mut ui_answers, &mut input);
             if event["type"] == "response" && event["id"] == cmd["id"] {
                 answered = true;
                 // A prompt queued into a running run starts none of its own.
@@ -157,7 +185,7 @@ struct Run {
 }
 
 /// One scenario: the model's replies, the agent settings, and the invocations in order
-/// (arguments after `--model mock/mock-1`, and stdin).
+/// (arguments after `--model mock/<model id>`, and stdin).
 struct Scenario {
     replies: Value,
     settings: Value,
@@ -183,6 +211,13 @@ struct Scenario {
     grep_in_path_order: bool,
     /// pi gets ripgrep and fd where it keeps its own downloads (`<agent dir>/bin`).
     search_tools: bool,
+    /// Extensions given with `-e`: pi's (a TypeScript file) and pith's (a PXP program).
+    extensions: Vec<(PathBuf, PathBuf)>,
+    /// The mock model's `compat` in models.json (none when null).
+    compat: Value,
+    /// The mock model's id (`mock-1`; some providers decide by it, as Google's thinking
+    /// configuration does).
+    model_id: &'static str,
 }
 
 impl Scenario {
@@ -195,6 +230,9 @@ impl Scenario {
             own_output: Vec::new(),
             grep_in_path_order: false,
             search_tools: false,
+            extensions: Vec::new(),
+            model_id: "mock-1",
+            compat: Value::Null,
             api: "openai-completions",
             reasoning: true,
             images: false,
@@ -230,6 +268,24 @@ impl Scenario {
     /// downloads (scripts/install-search-tools provides them).
     fn with_search_tools(mut self) -> Scenario {
         self.search_tools = true;
+        self
+    }
+
+    /// Every invocation loads an extension (`-e PATH`): `pi_path` in pi, `pith_path` in pith.
+    fn extension(mut self, pi_path: PathBuf, pith_path: PathBuf) -> Scenario {
+        self.extensions.push((pi_path, pith_path));
+        self
+    }
+
+    /// The mock model's `compat` in models.json.
+    fn compat(mut self, compat: Value) -> Scenario {
+        self.compat = compat;
+        self
+    }
+
+    /// The mock model's id is `id` (its provider stays `mock`).
+    fn model_id(mut self, id: &'static str) -> Scenario {
+        self.model_id = id;
         self
     }
 
@@ -310,12 +366,16 @@ impl Scenario {
             }
         }
         let mock = MockLlm::start(root, "mock", &self.replies);
+        let mut model = json!({"id": self.model_id, "name": "Mock One",
+            "contextWindow": 100000, "maxTokens": 1000, "reasoning": self.reasoning,
+            "input": if self.images { json!(["text", "image"]) } else { json!(["text"]) }});
+        if !self.compat.is_null() {
+            model["compat"] = self.compat.clone();
+        }
         pith_tests::files::write(
             &agent_dir.join("models.json"),
             json!({"providers": {"mock": {"baseUrl": mock.url, "api": self.api,
-                "apiKey": "none", "models": [{"id": "mock-1", "name": "Mock One",
-                "contextWindow": 100000, "maxTokens": 1000, "reasoning": self.reasoning,
-                "input": if self.images { json!(["text", "image"]) } else { json!(["text"]) }}]}}})
+                "apiKey": "none", "models": [model]}}})
             .to_string(),
         );
         pith_tests::files::write(&agent_dir.join("settings.json"), self.settings.to_string());
@@ -338,11 +398,19 @@ impl Scenario {
             for var in pith_llm::auth::KEY_VARS {
                 cmd.env_remove(var);
             }
-            let mut child = cmd
-                .current_dir(&work)
+            cmd.current_dir(&work)
                 .env("HOME", &home)
                 .env_remove("XDG_CONFIG_HOME")
-                .args(["--model", "mock/mock-1"])
+                .arg("--model")
+                .arg(format!("mock/{}", self.model_id));
+            for (pi_path, pith_path) in &self.extensions {
+                let path = match agent {
+                    Agent::Pi => pi_path,
+                    Agent::Pith => pith_path,
+                };
+                cmd.arg("-e").arg(path);
+            }
+            let mut child = cmd
                 .args(args)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
@@ -378,11 +446,23 @@ impl Scenario {
             .iter()
             .map(|f| pith_tests::files::json_lines(f))
             .collect();
+        let sessions: Vec<Vec<Value>> = sessions;
+        // The Responses API's `prompt_cache_key` is the session's id, fresh in each run.
+        let session_ids: Vec<Value> = sessions
+            .iter()
+            .map(|lines| lines.first().map(|h| h["id"].clone()).unwrap_or_default())
+            .collect();
         let requests = mock
             .request_bodies()
             .into_iter()
             .map(|mut b| {
                 pi_oracle::normalize_value(&mut b, root);
+                if let Some(i) = b
+                    .get("prompt_cache_key")
+                    .and_then(|key| session_ids.iter().position(|id| id == key))
+                {
+                    b["prompt_cache_key"] = json!(format!("<session-{i} id>"));
+                }
                 b
             })
             .collect();
@@ -440,6 +520,15 @@ fn normalized_stdout(run: &Run, stdout: &str) -> Value {
                 .map(streaming_start_as_specified)
                 .collect();
             in_call_order(&mut events);
+            // An extension dialog's id is fresh in each run (pi: a UUID; pith: `ext-ui-N`):
+            // named by order of appearance.
+            for (n, e) in events
+                .iter_mut()
+                .filter(|e| e["type"] == "extension_ui_request")
+                .enumerate()
+            {
+                e["id"] = json!(format!("<dialog-{n}>"));
+            }
             Value::from(events)
         }
         _ => Value::from(stdout.replace(&*run.root.to_string_lossy(), "<root>")),
@@ -447,7 +536,7 @@ fn normalized_stdout(run: &Run, stdout: &str) -> Value {
 }
 
 /// An assistant `message_start` as agent-and-events.md §8.1 specifies it: no `responseId`,
-/// zero usage; a `message_update` without its usage. pi writes its lines from live objects, so when it lags behind the stream (its
+/// no content, zero usage; a `message_update` without its usage. pi writes its lines from live objects, so when it lags behind the stream (its
 /// first reply of a session, which also creates the file) an Anthropic `message_start`
 /// already shows what the stream's first event said; that lag is set aside.
 fn streaming_start_as_specified(mut event: Value) -> Value {
@@ -460,6 +549,8 @@ fn streaming_start_as_specified(mut event: Value) -> Value {
         let message = &mut event["message"];
         if let Some(m) = message.as_object_mut() {
             m.remove("responseId");
+            // §8.1: before any content (pi's lag can show the first parts already).
+            m.insert("content".to_owned(), json!([]));
         }
         let usage = &mut message["usage"];
         for count in ["input", "output", "cacheRead", "cacheWrite", "totalTokens"] {
@@ -528,18 +619,26 @@ fn name_session_files(v: &mut Value, run: &Run) {
 /// for the summarization system prompt and instructions, and fixes the structure — the
 /// conversation and previous summary in their tags or headings, and `Additional focus`.
 /// A summary request is one whose only message is a user message starting with
-/// `<conversation>` or `# Conversation`.
+/// `<conversation>` or `# Conversation` (Chat Completions and Anthropic `messages`, the
+/// Responses API's `input`, Google's `contents`).
 fn summary_wording_aside(request: &Value) -> Value {
     let mut r = request.clone();
-    let Some(messages) = r["messages"].as_array_mut() else {
+    let list = ["messages", "input", "contents"]
+        .into_iter()
+        .find(|k| r.get(*k).is_some_and(Value::is_array));
+    let Some(list) = list else {
+        return r;
+    };
+    let Some(messages) = r[list].as_array_mut() else {
         return r;
     };
     let Some(user) = messages.iter().position(|m| m["role"] == "user") else {
         return r;
     };
-    let text = match &messages[user]["content"] {
-        Value::String(t) => t.clone(),
-        c => c[0]["text"].as_str().unwrap_or_default().to_owned(),
+    let text = match (&messages[user]["content"], &messages[user]["parts"]) {
+        (Value::String(t), _) => t.clone(),
+        (Value::Null, parts) => parts[0]["text"].as_str().unwrap_or_default().to_owned(),
+        (c, _) => c[0]["text"].as_str().unwrap_or_default().to_owned(),
     };
     let cut = if text.starts_with("<conversation>") {
         ["</previous-summary>\n\n", "</conversation>\n\n"]
@@ -559,14 +658,20 @@ fn summary_wording_aside(request: &Value) -> Value {
         .map(|i| &text[i..])
         .unwrap_or("");
     let kept = format!("{}<instructions>{focus}", &text[..cut]);
-    messages[user]["content"] = json!([{"type": "text", "text": kept}]);
+    match list {
+        "messages" => messages[user]["content"] = json!([{"type": "text", "text": kept}]),
+        "contents" => messages[user]["parts"][0]["text"] = json!(kept),
+        _ => messages[user]["content"][0]["text"] = json!(kept),
+    }
     for m in messages.iter_mut() {
         if m["role"] == "system" || m["role"] == "developer" {
             m["content"] = json!("<summarization prompt>");
         }
     }
-    if let Some(system) = r.get_mut("system") {
-        *system = json!("<summarization prompt>");
+    for key in ["system", "systemInstruction", "instructions"] {
+        if let Some(system) = r.get_mut(key) {
+            *system = json!("<summarization prompt>");
+        }
     }
     r
 }
@@ -788,6 +893,23 @@ fn without_agreed_divergences(mut pi: Run) -> Run {
         if let Some(blocks) = request.get_mut("system").and_then(Value::as_array_mut) {
             for b in blocks {
                 agreed_prompt(&mut b["text"]);
+            }
+        }
+        // Google: `systemInstruction`'s parts; Responses: a system or developer input item.
+        if let Some(parts) = request
+            .get_mut("systemInstruction")
+            .and_then(|s| s.get_mut("parts"))
+            .and_then(Value::as_array_mut)
+        {
+            for p in parts {
+                agreed_prompt(&mut p["text"]);
+            }
+        }
+        if let Some(items) = request.get_mut("input").and_then(Value::as_array_mut) {
+            for m in items {
+                if m["role"] == "system" || m["role"] == "developer" {
+                    agreed_prompt(&mut m["content"]);
+                }
             }
         }
     }
@@ -1755,5 +1877,311 @@ fn file_argument_images_through_the_anthropic_api() {
             .binary_file("shot.png", picture(64, 48, image::ImageFormat::Png))
             .run(&["-p", "@shot.png", "what is this"])
             .run(&["-c", "-p", "and the colours?"]),
+    );
+}
+
+/// A conversation through `api` with reasoning, a tool call and a follow-up prompt (issue 18).
+fn reasoning_and_a_tool_call_through(api: &'static str) -> Scenario {
+    Scenario::new(json!([
+        {"thinking": "Let me read the notes.", "text": "Reading.", "tool_calls": [
+            {"id": "call_1", "name": "read", "arguments": {"path": "notes.md"}}]},
+        {"thinking": "They say hello.", "text": "The notes say hello."},
+        {"thinking": "Again.", "text": "Still hello."}
+    ]))
+    .api(api)
+    .file("notes.md", "hello\n")
+    .run(&["--mode", "json", "-p", "what do the notes say?"])
+    .run(&["-c", "--mode", "json", "-p", "and now?"])
+}
+
+#[test]
+fn reasoning_and_a_tool_call_through_the_google_api() {
+    assert_same(reasoning_and_a_tool_call_through("google-generative-ai"));
+}
+
+#[test]
+fn reasoning_and_a_tool_call_through_the_responses_api() {
+    assert_same(reasoning_and_a_tool_call_through("openai-responses"));
+}
+
+/// extensions.md §4 step 4: the same permission gate as a TypeScript extension in pi and as
+/// the Python PXP gate in pith; with no UI (json mode) both block `rm -rf` with the same
+/// reason, so the blocked call is the same error tool result, and let `ls` run.
+#[test]
+fn a_permission_gate_blocks_the_same_call_in_pi_and_pith() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let call = |id: &str, command: &str| json!({"id": id, "name": "bash", "arguments": {"command": command}});
+    assert_same(
+        Scenario::new(json!([
+            {"text": "Cleaning up.", "tool_calls": [call("call_1", "rm -rf build")]},
+            {"text": "Listing instead.", "tool_calls": [call("call_2", "ls")]},
+            {"text": "", "tool_calls": [{"id": "call_3", "name": "write",
+                "arguments": {"path": ".env", "content": "SECRET=1\n"}}]},
+            text("Done."),
+            text("Still here.")
+        ]))
+        .extension(
+            manifest.join("tests/cli/extensions/gate.ts"),
+            manifest.join("../examples/extensions/python/permission_gate.py"),
+        )
+        .file("build/out.txt", "built\n")
+        .run(&["--mode", "json", "-p", "clean the build folder"])
+        .run(&["-c", "-p", "is it still there?"]),
+    );
+}
+
+/// Through `api`: thinking off, two tool calls in one reply with cache reads in its usage, a
+/// reply cut at the token limit, then thinking high in a follow-up (issue 18).
+fn parallel_calls_and_a_cut_reply_through(api: &'static str) -> Scenario {
+    let read =
+        |id: &str, path: &str| json!({"id": id, "name": "read", "arguments": {"path": path}});
+    Scenario::new(json!([
+        {"text": "", "tool_calls": [read("call_a", "a.txt"), read("call_b", "b.txt")],
+            "usage": {"input": 20, "output": 7, "cacheRead": 12}},
+        {"text": "The first says a and the sec", "finish_reason": "length"},
+        {"thinking": "Finish the sentence.", "text": "The second says b."}
+    ]))
+    .api(api)
+    .file("a.txt", "a\n")
+    .file("b.txt", "b\n")
+    .run(&["--thinking", "off", "--mode", "json", "-p", "read both"])
+    .run(&["-c", "--thinking", "high", "--mode", "json", "-p", "go on"])
+}
+
+#[test]
+fn parallel_calls_and_a_cut_reply_through_the_google_api() {
+    assert_same(parallel_calls_and_a_cut_reply_through(
+        "google-generative-ai",
+    ));
+}
+
+#[test]
+fn parallel_calls_and_a_cut_reply_through_the_responses_api() {
+    assert_same(parallel_calls_and_a_cut_reply_through("openai-responses"));
+}
+
+/// The same gates in rpc mode, where both have a UI: the dangerous command is put to the
+/// client as an `extension_ui_request` select; "No" blocks it (`Blocked by user`), "Yes"
+/// lets it run; an edit of a protected file is blocked with a `notify` to the client.
+#[test]
+fn a_permission_gate_asks_the_rpc_client_in_pi_and_pith() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let call = |id: &str, command: &str| json!({"id": id, "name": "bash", "arguments": {"command": command}});
+    let script = rpc_script(&[
+        json!({"type": "_ui_answers", "values": ["No", "Yes"]}),
+        json!({"id": "1", "type": "prompt", "message": "clean the build folder"}),
+        json!({"id": "2", "type": "prompt", "message": "really clean it"}),
+        json!({"id": "3", "type": "get_messages"}),
+    ]);
+    assert_same(
+        Scenario::new(json!([
+            {"text": "Cleaning up.", "tool_calls": [call("call_1", "rm -rf build")]},
+            text("Blocked, then."),
+            {"text": "Again.", "tool_calls": [call("call_2", "rm -rf build"),
+                {"id": "call_3", "name": "edit", "arguments": {"path": "app/.env",
+                    "edits": [{"oldText": "A=1", "newText": "A=2"}]}}]},
+            text("Cleaned.")
+        ]))
+        .extension(
+            manifest.join("tests/cli/extensions/gate.ts"),
+            manifest.join("../examples/extensions/python/permission_gate.py"),
+        )
+        .file("build/out.txt", "built\n")
+        .file("app/.env", "A=1\n")
+        .run_with(&["--mode", "rpc"], &script),
+    );
+}
+
+/// Through `api`: an overloaded server retried once, a request refused (400) and a stream
+/// that stops before its end (issue 18): the error messages in the session as pi words them.
+fn errors_through(api: &'static str) -> Scenario {
+    let status = |code: u16, message: &str, kind: &str| json!({"status": code, "error": {"message": message, "type": kind, "code": code}});
+    let mut cut = text("Half an ans");
+    cut["cut"] = json!(true);
+    let mut settings = json!({"retry": {"baseDelayMs": 10, "maxRetries": 1}});
+    settings["retry"]["enabled"] = json!(true);
+    Scenario::new(json!([
+        status(503, "overloaded", "server_error"),
+        text("After a retry."),
+        status(
+            400,
+            "bad request: the prompt is too long",
+            "invalid_request_error"
+        ),
+        cut,
+        cut
+    ]))
+    .api(api)
+    .settings(settings)
+    .run(&["--mode", "json", "-p", "first"])
+    .run(&["-c", "--mode", "json", "-p", "second"])
+    .run(&["-c", "--mode", "json", "-p", "third"])
+}
+
+#[test]
+fn errors_through_the_google_api() {
+    assert_same(errors_through("google-generative-ai"));
+}
+
+#[test]
+fn errors_through_the_responses_api() {
+    assert_same(errors_through("openai-responses"));
+}
+
+/// Through `api`: a reasoning turn with a tool call, a compaction with its summary request,
+/// then a prompt on the compacted context (issue 18).
+fn a_compaction_through(api: &'static str) -> Scenario {
+    let script = rpc_script(&[
+        json!({"id": "1", "type": "prompt", "message": "first question with some words in it"}),
+        json!({"id": "2", "type": "prompt", "message": "second question with more words"}),
+        json!({"id": "3", "type": "compact", "customInstructions": "focus on the words"}),
+        json!({"id": "4", "type": "prompt", "message": "third question"}),
+        json!({"id": "5", "type": "get_messages"}),
+    ]);
+    let mut settings = json!({"retry": {"baseDelayMs": 10}, "compaction": {"keepRecentTokens": 4}});
+    settings["compaction"]["reserveTokens"] = json!(1000);
+    Scenario::new(json!([
+        {"thinking": "Look first.", "text": "Reading.", "tool_calls": [
+            {"id": "call_1", "name": "read", "arguments": {"path": "notes.md"}}]},
+        {"thinking": "Done.", "text": "The first answer, with words."},
+        text("The second answer, with words."),
+        text("## Goal\nA summary."),
+        text("## Original Request\nThe prefix."),
+        {"thinking": "After the summary.", "text": "The third answer."}
+    ]))
+    .api(api)
+    .settings(settings)
+    .file("notes.md", "some words\n")
+    .run_with(&["--mode", "rpc"], &script)
+}
+
+#[test]
+fn a_compaction_through_the_google_api() {
+    assert_same(a_compaction_through("google-generative-ai"));
+}
+
+#[test]
+fn a_compaction_through_the_responses_api() {
+    assert_same(a_compaction_through("openai-responses"));
+}
+
+/// Through `api`: an image in the prompt and one the read tool returns (issue 18).
+fn images_through(api: &'static str) -> Scenario {
+    Scenario::new(json!([
+        {"text": "Reading the other.", "tool_calls": [
+            {"id": "call_1", "name": "read", "arguments": {"path": "photo.jpg"}}]},
+        text("Two pictures."),
+        text("Text only now.")
+    ]))
+    .api(api)
+    .with_image_input()
+    .binary_file("shot.png", picture(64, 48, image::ImageFormat::Png))
+    .binary_file("photo.jpg", picture(40, 30, image::ImageFormat::Jpeg))
+    .run(&[
+        "--mode",
+        "json",
+        "-p",
+        "@shot.png",
+        "compare with photo.jpg",
+    ])
+    .run(&["-c", "-p", "and the colours?"])
+}
+
+#[test]
+fn images_through_the_google_api() {
+    assert_same(images_through("google-generative-ai"));
+}
+
+#[test]
+fn images_through_the_responses_api() {
+    assert_same(images_through("openai-responses"));
+}
+
+/// Google's thinking configuration at each level, for a Gemini 2.5 model (a token budget)
+/// and a Gemini 3 model (a thinking level), as pi decides it by the model's id (issue 18).
+fn thinking_levels_through_google(model: &'static str) -> Scenario {
+    Scenario::new(json!([
+        text("off"),
+        text("minimal"),
+        text("low"),
+        text("high")
+    ]))
+    .api("google-generative-ai")
+    .model_id(model)
+    .run(&["--thinking", "off", "-p", "one"])
+    .run(&["-c", "--thinking", "minimal", "-p", "two"])
+    .run(&["-c", "--thinking", "low", "-p", "three"])
+    .run(&["-c", "--thinking", "high", "-p", "four"])
+}
+
+#[test]
+fn thinking_levels_of_a_gemini_2_5_model() {
+    assert_same(thinking_levels_through_google("gemini-2.5-flash"));
+}
+
+#[test]
+fn thinking_levels_of_a_gemini_3_model() {
+    assert_same(thinking_levels_through_google("gemini-3-pro-preview"));
+}
+
+/// Servers that know strict mode (`compat.supportsStrictMode`): read, bash, edit and write
+/// go out with their strict schemas and `strict: true`, the other tools with `strict: false`
+/// (issue 18).
+fn strict_tools_through(api: &'static str) -> Scenario {
+    Scenario::new(json!([
+        {"text": "", "tool_calls": [{"id": "call_1", "name": "read",
+            "arguments": {"path": "notes.md", "limit": null}}]},
+        text("Read.")
+    ]))
+    .api(api)
+    .compat(json!({"supportsStrictMode": true}))
+    .file("notes.md", "hello\n")
+    .run(&[
+        "--tools",
+        "read,bash,edit,write,grep,ls",
+        "--mode",
+        "json",
+        "-p",
+        "read it",
+    ])
+}
+
+#[test]
+fn strict_tools_through_chat_completions() {
+    assert_same(strict_tools_through("openai-completions"));
+}
+
+#[test]
+fn strict_tools_through_the_responses_api() {
+    assert_same(strict_tools_through("openai-responses"));
+}
+
+/// Gemini before 3 takes no images in a function response: the read tool's image follows as
+/// a user message of its own (pi's `supportsMultimodalFunctionResponse`).
+#[test]
+fn images_through_the_google_api_to_gemini_2_5() {
+    assert_same(images_through("google-generative-ai").model_id("gemini-2.5-flash"));
+}
+
+/// A model that cannot reason, asked to think hard, through Google and the Responses API.
+#[test]
+fn a_model_without_reasoning_through_google_and_responses() {
+    for api in ["google-generative-ai", "openai-responses"] {
+        assert_same(
+            Scenario::new(json!([text("plain"), text("still plain")]))
+                .api(api)
+                .without_reasoning()
+                .run(&["--thinking", "high", "-p", "think hard"])
+                .run(&["-c", "--mode", "json", "-p", "again"]),
+        );
+    }
+}
+
+/// Anthropic with `compat.supportsStrictTools`: read, bash, edit and write go out with
+/// `strict: true` and their strict input schemas (issue 18).
+#[test]
+fn strict_tools_through_the_anthropic_api() {
+    assert_same(
+        strict_tools_through("anthropic-messages").compat(json!({"supportsStrictTools": true})),
     );
 }

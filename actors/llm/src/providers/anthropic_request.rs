@@ -42,6 +42,9 @@ pub(super) struct Compat {
     pub(super) eager_tool_input_streaming: bool,
     /// The 1-hour cache is allowed.
     long_cache_retention: bool,
+    /// Strict tool schemas (`supportsStrictTools`, default off): a tool that prefers strict
+    /// sampling goes out with `strict: true` and its strict schema.
+    strict_tools: bool,
 }
 
 impl Compat {
@@ -57,6 +60,12 @@ impl Compat {
         Compat {
             eager_tool_input_streaming: flag("supportsEagerToolInputStreaming"),
             long_cache_retention: flag("supportsLongCacheRetention"),
+            strict_tools: model
+                .compat
+                .as_ref()
+                .and_then(|c| c.get("supportsStrictTools"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         }
     }
 }
@@ -214,10 +223,16 @@ pub(crate) fn request_body(
         body.insert("system".into(), Value::Array(system));
     }
     if !request.tools.is_empty() {
-        let eager = Compat::of(model).eager_tool_input_streaming;
+        let compat = Compat::of(model);
         body.insert(
             "tools".into(),
-            Value::Array(convert_tools(&request.tools, oauth, eager, cache.as_ref())),
+            Value::Array(convert_tools(
+                &request.tools,
+                oauth,
+                compat.eager_tool_input_streaming,
+                compat.strict_tools,
+                cache.as_ref(),
+            )),
         );
     }
     if let Some(t) = think.thinking {
@@ -236,10 +251,47 @@ fn to_claude_code_name(name: &str) -> String {
         .map_or_else(|| name.to_owned(), |t| (*t).to_owned())
 }
 
+/// pi's `isAnthropicStrictUnsupportedKeyword`: numeric and count bounds, `minItems` other
+/// than 0 or 1, and string formats Anthropic does not know.
+fn strict_unsupported(key: &str, value: &Value) -> bool {
+    const KEYWORDS: [&str; 11] = [
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "maxItems",
+        "uniqueItems",
+        "minContains",
+        "maxContains",
+        "minProperties",
+        "maxProperties",
+    ];
+    const FORMATS: [&str; 10] = [
+        "date-time",
+        "time",
+        "date",
+        "duration",
+        "email",
+        "hostname",
+        "uri",
+        "ipv4",
+        "ipv6",
+        "uuid",
+    ];
+    match key {
+        k if KEYWORDS.contains(&k) => true,
+        "minItems" => *value != json!(0) && *value != json!(1),
+        "format" => !value.as_str().is_some_and(|f| FORMATS.contains(&f)),
+        _ => false,
+    }
+}
+
 fn convert_tools(
     tools: &[ToolSpec],
     oauth: bool,
     eager: bool,
+    strict_tools: bool,
     cache: Option<&Value>,
 ) -> Vec<Value> {
     tools
@@ -257,20 +309,47 @@ fn convert_tools(
             if eager {
                 t.insert("eager_input_streaming".into(), json!(true));
             }
-            let properties = tool
-                .parameters
-                .get("properties")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
-            let required = tool
-                .parameters
-                .get("required")
-                .cloned()
-                .unwrap_or_else(|| json!([]));
-            t.insert(
-                "input_schema".into(),
-                json!({"type": "object", "properties": properties, "required": required}),
+            let strict = (strict_tools && tool.prefers_strict_schema)
+                .then(|| {
+                    super::strict_schema::strict_json_schema_where(
+                        &tool.parameters,
+                        &strict_unsupported,
+                    )
+                })
+                .flatten();
+            let schema = strict.as_ref().unwrap_or(&tool.parameters);
+            // pi's legacy input schema: shared definitions and additionalProperties kept,
+            // other root keywords left out (Anthropic rejects root anyOf/oneOf/allOf).
+            let mut legacy = Map::new();
+            legacy.insert("type".into(), json!("object"));
+            legacy.insert(
+                "properties".into(),
+                schema
+                    .get("properties")
+                    .cloned()
+                    .unwrap_or_else(|| json!({})),
             );
+            legacy.insert(
+                "required".into(),
+                schema.get("required").cloned().unwrap_or_else(|| json!([])),
+            );
+            for key in ["additionalProperties", "$defs", "definitions"] {
+                if let Some(v) = schema.get(key) {
+                    legacy.insert(key.into(), v.clone());
+                }
+            }
+            let input_schema = match &strict {
+                Some(Value::Object(full)) => {
+                    let mut merged = full.clone();
+                    merged.extend(legacy);
+                    merged
+                }
+                _ => legacy,
+            };
+            if strict.is_some() {
+                t.insert("strict".into(), json!(true));
+            }
+            t.insert("input_schema".into(), Value::Object(input_schema));
             if let Some(c) = cache.filter(|_| i + 1 == tools.len()) {
                 t.insert("cache_control".into(), c.clone());
             }
@@ -563,6 +642,7 @@ mod tests {
             system_prompt: Some("sys".into()),
             messages: vec![AgentMessage::user_text("hi", 1)],
             tools: vec![ToolSpec {
+                prefers_strict_schema: false,
                 name: "read".into(),
                 description: "d".into(),
                 parameters: json!({}),

@@ -40,10 +40,19 @@ pub(crate) fn request_body(
         );
     }
     if !request.tools.is_empty() {
+        let strict = supports_strict_tools(&model.id);
+        let declarations = tools(&request.tools, strict);
         body.insert(
             "tools".into(),
-            json!([{"functionDeclarations": tools(&request.tools)}]),
+            json!([{"functionDeclarations": declarations.0}]),
         );
+        // pi's `resolveGoogleFunctionCallingMode` without a tool choice.
+        if declarations.1 {
+            body.insert(
+                "toolConfig".into(),
+                json!({"functionCallingConfig": {"mode": "VALIDATED"}}),
+            );
+        }
     }
     let mut generation = Map::new();
     generation.insert("maxOutputTokens".into(), json!(max_tokens(model, request)));
@@ -368,19 +377,43 @@ fn contents(model: &Model, request: &ProviderRequest) -> Vec<Value> {
     contents
 }
 
+/// pi's `supportsGoogleStrictToolSampling`: Gemini 3 and later (`gemini-N…` or
+/// `gemini-live-N…` with N ≥ 3) enforce required parameters in validated tool calling.
+fn supports_strict_tools(model_id: &str) -> bool {
+    let id = model_id.to_lowercase();
+    let rest = id
+        .strip_prefix("gemini-live-")
+        .or_else(|| id.strip_prefix("gemini-"));
+    let digits: String = rest
+        .unwrap_or_default()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse::<u64>().is_ok_and(|major| major >= 3)
+}
+
 /// pi's `convertTools` (JSON-schema form): `{name, description, parametersJsonSchema}`, with
-/// string and number `const`s turned into one-value `enum`s (Gemini ignores `const`).
-fn tools(tools: &[ToolSpec]) -> Vec<Value> {
-    tools
+/// string and number `const`s turned into one-value `enum`s (Gemini ignores `const`); a tool
+/// that prefers strict sampling gets its strict schema when `strict` (the model supports it)
+/// and the schema has one. Also whether any tool did (the request is then `VALIDATED`).
+fn tools(tools: &[ToolSpec], strict: bool) -> (Vec<Value>, bool) {
+    let mut any_strict = false;
+    let declarations = tools
         .iter()
         .map(|t| {
+            let strict_schema = (strict && t.prefers_strict_schema)
+                .then(|| super::strict_schema::strict_json_schema(&t.parameters))
+                .flatten();
+            any_strict |= strict_schema.is_some();
+            let parameters = strict_schema.as_ref().unwrap_or(&t.parameters);
             json!({
                 "name": t.name,
                 "description": t.description,
-                "parametersJsonSchema": const_as_enum(&t.parameters, false),
+                "parametersJsonSchema": const_as_enum(parameters, false),
             })
         })
-        .collect()
+        .collect();
+    (declarations, any_strict)
 }
 
 /// Schema keywords whose values map names to subschemas.

@@ -33,6 +33,7 @@ mod responses_request;
 mod responses_stream;
 mod simple_options;
 pub mod sse;
+pub(crate) mod strict_schema;
 mod transform;
 
 use std::collections::BTreeMap;

@@ -213,8 +213,9 @@ fn prompt_cache_key(id: &str) -> String {
     id.chars().take(64).collect()
 }
 
-/// pi's `convertResponsesTools`: `{type: function, name, description, parameters}`, with
-/// `strict: false` where the server knows strict mode.
+/// pi's `convertResponsesTools`: `{type: function, name, description, parameters}`; where
+/// the server knows strict mode, `strict` says whether `parameters` is the tool's strict
+/// schema (a tool that prefers strict sampling and has one).
 fn tools(tools: &[ToolSpec], compat: &ResponsesCompat) -> Vec<Value> {
     tools
         .iter()
@@ -223,9 +224,18 @@ fn tools(tools: &[ToolSpec], compat: &ResponsesCompat) -> Vec<Value> {
             tool.insert("type".into(), json!("function"));
             tool.insert("name".into(), json!(t.name));
             tool.insert("description".into(), json!(t.description));
-            tool.insert("parameters".into(), t.parameters.clone());
+            // pi's `resolveJsonSchemaStrictSampling`: the strict schema for a tool that
+            // prefers it, where the server knows strict mode and the schema has one.
+            let strict = (compat.supports_strict_mode && t.prefers_strict_schema)
+                .then(|| super::strict_schema::strict_json_schema(&t.parameters))
+                .flatten();
+            let is_strict = strict.is_some();
+            tool.insert(
+                "parameters".into(),
+                strict.unwrap_or_else(|| t.parameters.clone()),
+            );
             if compat.supports_strict_mode {
-                tool.insert("strict".into(), json!(false));
+                tool.insert("strict".into(), json!(is_strict));
             }
             Value::Object(tool)
         })

@@ -177,6 +177,7 @@ async fn run_case(case: &Value) -> Outcome {
             .into_iter()
             .flatten()
             .map(|t| ToolSpec {
+                prefers_strict_schema: false,
                 name: t["name"].as_str().unwrap().to_owned(),
                 description: t["description"].as_str().unwrap().to_owned(),
                 parameters: t["parameters"].clone(),

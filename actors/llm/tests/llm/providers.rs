@@ -1086,6 +1086,7 @@ fn conversation(level: &str) -> ProviderRequest {
             }),
         ],
         tools: vec![ToolSpec {
+            prefers_strict_schema: false,
             name: "read".into(),
             description: "Read a file".into(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}},

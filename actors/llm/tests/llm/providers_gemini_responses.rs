@@ -29,6 +29,7 @@ fn ask(text: &str, thinking: &str) -> ProviderRequest {
         system_prompt: Some("Be brief.".into()),
         messages: vec![AgentMessage::user_text(text, 1)],
         tools: vec![ToolSpec {
+            prefers_strict_schema: false,
             name: "read".into(),
             description: "Read a file".into(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),

@@ -168,6 +168,7 @@ mod tests {
     impl Tool for ServerTool {
         fn spec(&self) -> ToolSpec {
             ToolSpec {
+                prefers_strict_schema: false,
                 name: "mcp__fs__delete".into(),
                 description: "Delete a file".into(),
                 parameters: serde_json::json!({"type": "object"}),

@@ -17,6 +17,7 @@ struct Echo;
 impl Tool for Echo {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
+            prefers_strict_schema: false,
             name: "echo".into(),
             description: "echo".into(),
             parameters: json!({"type":"object","properties":{"text":{"type":"string"}}}),

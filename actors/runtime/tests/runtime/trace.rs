@@ -64,6 +64,7 @@ struct Echo;
 impl pith_tools::Tool for Echo {
     fn spec(&self) -> pith_tools::tool::ToolSpec {
         pith_tools::tool::ToolSpec {
+            prefers_strict_schema: false,
             name: "echo".into(),
             description: "answers ok".into(),
             parameters: serde_json::json!({"type": "object"}),

@@ -235,6 +235,7 @@ impl ProcessState {
                 sequential: t.execution_mode.as_deref() == Some("sequential"),
                 tool: shared(ExtensionTool {
                     spec: ToolSpec {
+                        prefers_strict_schema: false,
                         name: t.name,
                         description: t.description,
                         parameters: t.input_schema,
