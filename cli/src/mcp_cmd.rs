@@ -426,7 +426,11 @@ pub fn start_hub(
     let agent = agent_dir.to_path_buf();
     let loader: pith_mcp::hub::Loader =
         Arc::new(move |dir: &Path| config::load(&agent, dir, trusted));
-    let hub = McpHub::start_with_loader(loader, cwd.to_path_buf(), crate::startup::child_guard());
+    let hub = McpHub::start_with_loader(
+        loader,
+        cwd.to_path_buf(),
+        pith_tools::ChildGuard::this_executable(),
+    );
     (
         ToolChoice::WithSource(Box::new(tools), Arc::new(hub.clone())),
         Some(hub),

@@ -354,18 +354,8 @@ pub fn hosted_extensions(args: &RunArgs, agent_dir: &Path, cwd: &Path) -> Result
         has_ui: matches!(mode, "rpc" | "tui"),
         dialogs: Dialogs::default(),
         transcript: None,
-        guard: child_guard(),
+        guard: pith_tools::ChildGuard::this_executable(),
     })
-}
-
-/// Starts extension processes and stdio MCP servers under `pith __guard` (this executable),
-/// so that none of them outlives a killed pith (issue 13); `None` when the executable cannot
-/// be found (replaced on disk), and they start directly.
-pub fn child_guard() -> Option<pith_tools::ChildGuard> {
-    std::env::current_exe()
-        .ok()
-        .filter(|exe| exe.is_file())
-        .map(pith_tools::ChildGuard::new)
 }
 
 /// How sessions choose their model (spec: lifecycle.md §6): `--model`/`--provider` (and

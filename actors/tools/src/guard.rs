@@ -42,6 +42,16 @@ impl ChildGuard {
         ChildGuard { exe }
     }
 
+    /// The running executable as the guard, for the `pith` binary itself (which answers
+    /// [`GUARD_ARG`]); `None` when the executable cannot be found (replaced on disk), and
+    /// children then start directly.
+    pub fn this_executable() -> Option<ChildGuard> {
+        std::env::current_exe()
+            .ok()
+            .filter(|exe| exe.is_file())
+            .map(ChildGuard::new)
+    }
+
     /// The program and arguments that run `program args` under the guard.
     ///
     /// A program that cannot be found (a path naming no file, or a bare name on no `PATH`
