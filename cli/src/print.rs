@@ -153,7 +153,7 @@ async fn run_prompts(
     let json = args.mode == Some(Mode::Json);
     if json {
         // pi prints the in-memory header first, even before the file exists.
-        println!("{header_line}");
+        out(format_args!("{header_line}\n"));
     }
     let mut events = rt.subscribe().await?;
     let commands = rt.commands().await?;
@@ -178,7 +178,7 @@ async fn run_prompts(
             let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
             if commands.iter().any(|c| c.name == name) {
                 if let Some(out) = rt.command(name, args).await? {
-                    println!("{}", for_stdout(&out));
+                    self::out(format_args!("{}\n", for_stdout(&out)));
                 }
                 continue;
             }
@@ -235,9 +235,9 @@ async fn run_prompts(
                 // JSON mode's stdout holds only pi's events; pi emits none for `!cmd`.
                 Ok(run) if json => bash_failed |= run.cancelled || run.exit_code != Some(0),
                 Ok(run) => {
-                    print!("{}", for_stdout(&run.output));
+                    out(format_args!("{}", for_stdout(&run.output)));
                     if !run.output.is_empty() && !run.output.ends_with('\n') {
-                        println!();
+                        out(format_args!("\n"));
                     }
                     if let Some(path) = &run.full_output_path {
                         eprintln!("pith: output truncated; the full output is in {path}");
@@ -315,7 +315,7 @@ async fn run_prompts(
             } else {
                 for block in &a.content {
                     if let ContentBlock::Text(t) = block {
-                        println!("{}", for_stdout(&t.text));
+                        out(format_args!("{}\n", for_stdout(&t.text)));
                     }
                 }
                 // pi 1.6.0: a reply cut at the output limit is a failed run.
@@ -445,5 +445,18 @@ fn for_stdout(text: &str) -> std::borrow::Cow<'_, str> {
         std::borrow::Cow::Owned(for_terminal(text))
     } else {
         std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// Writes to stdout. A reader that went away (`| head`, `| true`) is not an error: the run
+/// goes on and is saved in its session, and its output is dropped; any other failure is
+/// reported on stderr.
+fn out(text: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(text).and_then(|()| stdout.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("pith: standard output: {e}");
     }
 }

@@ -876,3 +876,38 @@ fn sigint_cancels_a_compaction_summary_and_writes_nothing() {
         ["model_change", "thinking_level_change", "user", "assistant"]
     );
 }
+
+/// `pith -p … | true` and `pith --mode json … | head -c1`: a reader that went away is not a
+/// crash; the run goes on, exits 0 and is saved in its session.
+#[test]
+fn a_reader_that_goes_away_neither_crashes_pith_nor_loses_the_run() {
+    for mode in ["text", "json"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (agent, cwd, script) = scripted(
+            tmp.path(),
+            r#"[{"content":[{"type":"text","text":"first line\nsecond line"}]}]"#,
+        );
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"))
+            .env("PITH_AGENT_DIR", &agent)
+            .current_dir(&cwd)
+            .args(["--mode", mode, "-p", "--faux-script"])
+            .arg(&script)
+            .arg("hello")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader is gone before pith writes anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{mode}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{mode}: {stderr}");
+        let file = &session_files(&agent)[0];
+        assert_eq!(
+            kinds(file),
+            ["model_change", "thinking_level_change", "user", "assistant"],
+            "{mode}"
+        );
+    }
+}
