@@ -150,8 +150,13 @@ async fn check(spec: pith_events::ext::ExtensionSpec) -> Result<ExitCode> {
     let mut child = tokio::process::Command::new(program)
         .args(args)
         .envs(spec.manifest.env.iter())
-        .env("PITH_EXTENSION_PROTOCOL", "1")
-        .env("PITH_MODE", "print")
+        .envs(pith_actors::extensions::child::protocol_env(
+            &spec,
+            "print",
+            &std::env::current_dir()?,
+            "",
+            None,
+        ))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .kill_on_drop(true)

@@ -73,10 +73,13 @@ fn spawn(spec: &ExtensionSpec, places: &Places, mode: &str) -> Result<Proc> {
         .args(args)
         .current_dir(places.cwd())
         .envs(spec.manifest.env.iter())
-        .env("PITH_EXTENSION_PROTOCOL", "1")
-        .env("PITH_MODE", mode)
-        .env("PITH_CWD", places.cwd())
-        .env("PITH_EXTENSION_DIR", &spec.dir)
+        .envs(pith_actors::extensions::child::protocol_env(
+            spec,
+            mode,
+            &places.cwd(),
+            "",
+            None,
+        ))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .kill_on_drop(true)

@@ -189,18 +189,11 @@ fn convert_tools(tools: &[ToolSpec], compat: &OpenAiCompat) -> Vec<Value> {
             let mut function = Map::new();
             function.insert("name".into(), json!(tool.name));
             function.insert("description".into(), json!(tool.description));
-            // pi's `resolveJsonSchemaStrictSampling`: the strict schema for a tool that
-            // prefers it, where the server knows strict mode and the schema has one.
-            let strict = (compat.supports_strict_mode && tool.prefers_strict_schema)
-                .then(|| super::strict_schema::strict_json_schema(&tool.parameters))
-                .flatten();
-            let is_strict = strict.is_some();
-            function.insert(
-                "parameters".into(),
-                strict.unwrap_or_else(|| tool.parameters.clone()),
-            );
-            if compat.supports_strict_mode {
-                function.insert("strict".into(), json!(is_strict));
+            let (parameters, strict) =
+                super::strict_schema::openai_parameters(tool, compat.supports_strict_mode);
+            function.insert("parameters".into(), parameters);
+            if let Some(strict) = strict {
+                function.insert("strict".into(), json!(strict));
             }
             json!({"type": "function", "function": function})
         })

@@ -224,18 +224,11 @@ fn tools(tools: &[ToolSpec], compat: &ResponsesCompat) -> Vec<Value> {
             tool.insert("type".into(), json!("function"));
             tool.insert("name".into(), json!(t.name));
             tool.insert("description".into(), json!(t.description));
-            // pi's `resolveJsonSchemaStrictSampling`: the strict schema for a tool that
-            // prefers it, where the server knows strict mode and the schema has one.
-            let strict = (compat.supports_strict_mode && t.prefers_strict_schema)
-                .then(|| super::strict_schema::strict_json_schema(&t.parameters))
-                .flatten();
-            let is_strict = strict.is_some();
-            tool.insert(
-                "parameters".into(),
-                strict.unwrap_or_else(|| t.parameters.clone()),
-            );
-            if compat.supports_strict_mode {
-                tool.insert("strict".into(), json!(is_strict));
+            let (parameters, strict) =
+                super::strict_schema::openai_parameters(t, compat.supports_strict_mode);
+            tool.insert("parameters".into(), parameters);
+            if let Some(strict) = strict {
+                tool.insert("strict".into(), json!(strict));
             }
             Value::Object(tool)
         })

@@ -26,6 +26,21 @@ const UNSUPPORTED: [&str; 16] = [
     "else",
 ];
 
+/// pi's `resolveJsonSchemaStrictSampling` for the OpenAI-style APIs (Chat Completions,
+/// Responses): a tool's `parameters` and its `strict` flag. The strict schema goes out for a
+/// tool that prefers it where the server knows strict mode and the schema has a strict form;
+/// `strict` is `None` where the server does not know strict mode (no flag is sent).
+pub(crate) fn openai_parameters(
+    tool: &pith_events::ToolSpec,
+    supports_strict_mode: bool,
+) -> (Value, Option<bool>) {
+    let strict = (supports_strict_mode && tool.prefers_strict_schema)
+        .then(|| strict_json_schema(&tool.parameters))
+        .flatten();
+    let flag = supports_strict_mode.then_some(strict.is_some());
+    (strict.unwrap_or_else(|| tool.parameters.clone()), flag)
+}
+
 /// The strict form of `schema` (an object schema), or `None` when it has none (pi's
 /// `UnsupportedStrictJsonSchemaError`: unsupported keywords, untyped nodes, object or array
 /// unions, tuples, open `additionalProperties`, a root that is not an object).

@@ -78,6 +78,33 @@ impl Wiring {
     }
 }
 
+/// The environment every extension process gets besides its manifest's `env` (spec:
+/// extensions.md §1.2 "Discovery and manifest"): `PITH_EXTENSION_PROTOCOL`, `PITH_SESSION_ID`,
+/// `PITH_SESSION_FILE` (empty without a file), `PITH_CWD`, `PITH_EXTENSION_DIR`, `PITH_MODE`.
+pub fn protocol_env(
+    spec: &ExtensionSpec,
+    mode: &str,
+    cwd: &Path,
+    session_id: &str,
+    session_file: Option<&Path>,
+) -> Vec<(String, String)> {
+    let text = |p: &Path| p.to_string_lossy().into_owned();
+    vec![
+        (
+            "PITH_EXTENSION_PROTOCOL".into(),
+            pith_events::ext::PROTOCOL_VERSION.to_string(),
+        ),
+        ("PITH_SESSION_ID".into(), session_id.to_owned()),
+        (
+            "PITH_SESSION_FILE".into(),
+            session_file.map(text).unwrap_or_default(),
+        ),
+        ("PITH_CWD".into(), text(cwd)),
+        ("PITH_EXTENSION_DIR".into(), text(&spec.dir)),
+        ("PITH_MODE".into(), mode.to_owned()),
+    ]
+}
+
 /// The argv with relative paths resolved against the extension's directory: the program when
 /// it names a path (or a file in the directory), and every argument that names a file there.
 pub fn resolve_command(spec: &ExtensionSpec) -> Vec<String> {

@@ -97,30 +97,13 @@ impl ProcessState {
     }
 
     pub(super) fn env(&self) -> Vec<(String, String)> {
-        vec![
-            (
-                "PITH_EXTENSION_PROTOCOL".into(),
-                PROTOCOL_VERSION.to_string(),
-            ),
-            ("PITH_SESSION_ID".into(), self.host.session_id.clone()),
-            (
-                "PITH_SESSION_FILE".into(),
-                self.host
-                    .session_file
-                    .as_ref()
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            ),
-            (
-                "PITH_CWD".into(),
-                self.host.cwd.to_string_lossy().into_owned(),
-            ),
-            (
-                "PITH_EXTENSION_DIR".into(),
-                self.spec.dir.to_string_lossy().into_owned(),
-            ),
-            ("PITH_MODE".into(), self.host.mode.clone()),
-        ]
+        child::protocol_env(
+            &self.spec,
+            &self.host.mode,
+            &self.host.cwd,
+            &self.host.session_id,
+            self.host.session_file.as_deref(),
+        )
     }
 
     /// Starts the process and sends `initialize`.
