@@ -599,14 +599,16 @@ fn tools_flags_choose_what_the_model_is_offered() {
 }
 
 /// A command's full output goes to pith's own folder in $TMPDIR while pith runs (the model
-/// may read it), and the folder is gone once pith has exited.
+/// may read it), and the folder is gone once pith has exited. The folder appears when pith's
+/// reader has taken in enough output to spill it, which may be a moment after `seq` ends:
+/// the command waits for it (up to 5 s) before listing it.
 #[test]
 fn full_outputs_live_in_a_private_folder_removed_at_exit() {
     let tmp = tempfile::tempdir().unwrap();
     let tool_call = [
         chunk(json!({"role":"assistant","content":""}), None),
         chunk(
-            json!({"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"seq 1 30000; ls -ld $TMPDIR/pith-* | cut -c1-10\"}"}}]}),
+            json!({"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"seq 1 30000; for i in $(seq 100); do ls -d $TMPDIR/pith-* >/dev/null 2>&1 && break; sleep 0.05; done; ls -ld $TMPDIR/pith-* | cut -c1-10\"}"}}]}),
             None,
         ),
         chunk(json!({}), Some("tool_calls")),
