@@ -7,13 +7,13 @@
 //! `--transcript FILE` it plays a golden wire transcript instead (`crate::ext_replay`).
 
 use std::path::PathBuf;
-use std::process::{ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 
 use pith_events::ext::{self, Decision, Incoming, InitializeResult, Scope};
 
@@ -143,34 +143,13 @@ impl Conn {
 }
 
 async fn check(spec: pith_events::ext::ExtensionSpec) -> Result<ExitCode> {
-    let argv = pith_actors::extensions::child::resolve_command(&spec);
-    let Some((program, args)) = argv.split_first() else {
-        bail!("the command is empty");
-    };
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
-        .envs(spec.manifest.env.iter())
-        .envs(pith_actors::extensions::child::protocol_env(
-            &spec,
-            "print",
-            &std::env::current_dir()?,
-            "",
-            None,
-        ))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("cannot start {}", argv.join(" ")))?;
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        bail!("no stdio");
-    };
+    let cwd = std::env::current_dir()?;
+    let (mut child, stdin, lines) = crate::ext_replay::start(&spec, &cwd, "print")?;
     let mut conn = Conn {
         stdin,
-        lines: BufReader::new(stdout).lines(),
+        lines,
         next: 0,
     };
-    let cwd = std::env::current_dir()?;
     let init = conn
         .ask(
             "initialize",

@@ -65,20 +65,36 @@ impl Places {
 }
 
 fn spawn(spec: &ExtensionSpec, places: &Places, mode: &str) -> Result<Proc> {
+    let (child, stdin, lines) = start(spec, &places.cwd(), mode)?;
+    Ok(Proc {
+        child,
+        stdin,
+        lines,
+    })
+}
+
+/// Starts an extension process as the host would (its resolved argv, its manifest's env and
+/// the protocol env, in `cwd`) with no session, for `pith extension check`: the child, its
+/// stdin and its stdout's lines. Errors: an empty command, or a program that cannot start.
+pub(crate) fn start(
+    spec: &ExtensionSpec,
+    cwd: &std::path::Path,
+    mode: &str,
+) -> Result<(
+    tokio::process::Child,
+    tokio::process::ChildStdin,
+    tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+)> {
     let argv = pith_actors::extensions::child::resolve_command(spec);
     let Some((program, args)) = argv.split_first() else {
         bail!("the command is empty");
     };
     let mut child = tokio::process::Command::new(program)
         .args(args)
-        .current_dir(places.cwd())
+        .current_dir(cwd)
         .envs(spec.manifest.env.iter())
         .envs(pith_actors::extensions::child::protocol_env(
-            spec,
-            mode,
-            &places.cwd(),
-            "",
-            None,
+            spec, mode, cwd, "", None,
         ))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -88,11 +104,7 @@ fn spawn(spec: &ExtensionSpec, places: &Places, mode: &str) -> Result<Proc> {
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         bail!("no stdio");
     };
-    Ok(Proc {
-        child,
-        stdin,
-        lines: BufReader::new(stdout).lines(),
-    })
+    Ok((child, stdin, BufReader::new(stdout).lines()))
 }
 
 /// Where two JSON values differ, as `path: expected …, got …` lines (at most 10).
