@@ -9,7 +9,7 @@ use clap::Subcommand;
 use pith_store::dump::{At, write_dump};
 use pith_store::list::{Listing, Resolved, resolve_session_arg, session_info};
 use pith_store::list_index::{list_all_indexed, list_indexed};
-use pith_store::{Leaf, OpenMode, Session, SessionEnv, dirs};
+use pith_store::{ContextView, Leaf, OpenMode, Session, SessionEnv, dirs};
 
 use crate::session_search::{Scope, build_index, search};
 use crate::text::{first_line, printable};
@@ -161,24 +161,31 @@ pub fn run(cmd: SessionCommand) -> Result<()> {
             crate::tree_view::write(&mut stdout, &session)?;
         }
         SessionCommand::Context { file, leaf } => {
-            let session = open(&file, &env)?;
-            let tree = session.tree();
-            let leaf = match leaf {
-                None => tree.leaf(),
-                Some(At::Root) => Leaf::Root,
-                Some(At::Id(id)) => Leaf::At(
-                    tree.index_of(&id)
-                        .with_context(|| format!("{}: Entry {id} not found", file.display()))?,
-                ),
-                Some(At::Nth(n)) => {
-                    let e = tree
-                        .entries()
-                        .get(n)
-                        .with_context(|| format!("{}: there is no entry #{n}", file.display()))?;
-                    Leaf::At(tree.index_of(e.id()).unwrap_or(n))
-                }
-            };
-            writeln!(stdout, "{}", session.context_at(leaf).to_json())?;
+            // Opening a missing path would start a new session there; inspecting one is an error.
+            std::fs::metadata(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let view = ContextView::open(&file, &env, |tree| -> Result<Leaf> {
+                Ok(match leaf {
+                    None => tree.leaf(),
+                    Some(At::Root) => Leaf::Root,
+                    Some(At::Id(id)) => Leaf::At(
+                        tree.index_of(&id)
+                            .with_context(|| format!("{}: Entry {id} not found", file.display()))?,
+                    ),
+                    Some(At::Nth(n)) => {
+                        let e = tree.entries().get(n).with_context(|| {
+                            format!("{}: there is no entry #{n}", file.display())
+                        })?;
+                        Leaf::At(tree.index_of(e.id()).unwrap_or(n))
+                    }
+                })
+            })??;
+            for w in view.warnings() {
+                eprintln!("pith: {}: {w}", file.display());
+            }
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut stdout);
+            view.context().write_json(&mut out)?;
+            writeln!(out)?;
+            out.flush()?;
         }
         SessionCommand::Search {
             query,

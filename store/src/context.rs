@@ -96,23 +96,13 @@ pub fn build_session_context(tree: &SessionTree, leaf: Leaf) -> SessionContext<'
         return SessionContext::empty();
     };
     let entries = tree.entries();
-    let path = tree.path_to(leaf);
-
-    let mut thinking: Option<usize> = None;
-    let mut model: Option<usize> = None;
-    let mut compaction: Option<usize> = None;
-    let mut has_edits = false;
-    for (pos, &i) in path.iter().enumerate() {
-        let e = &entries[i];
-        match e.kind() {
-            EntryType::ThinkingLevelChange => thinking = Some(i),
-            EntryType::ModelChange => model = Some(i),
-            EntryType::Message if e.role() == Some(&Role::Assistant) => model = Some(i),
-            EntryType::Compaction => compaction = Some(pos),
-            EntryType::ContextEdit => has_edits = true,
-            _ => {}
-        }
-    }
+    let Walk {
+        path,
+        thinking,
+        model,
+        compaction,
+        has_edits,
+    } = Walk::new(entries, tree.path_to(leaf));
 
     let thinking_level = match thinking {
         None => Some(Value::String("off".into())),
@@ -163,6 +153,52 @@ pub fn build_session_context(tree: &SessionTree, leaf: Leaf) -> SessionContext<'
         messages,
         thinking_level,
         model,
+    }
+}
+
+/// Indices of the entries whose bodies [`build_session_context`] reads for the context at
+/// `leaf`: the context entries and the message that sets the model, in no particular order.
+/// Any other entry may lack its message body (spec: format.md §6, `Bodies::Elided`).
+pub(crate) fn entries_read(tree: &SessionTree, leaf: usize) -> Vec<usize> {
+    let walk = Walk::new(tree.entries(), tree.path_to(leaf));
+    let list = ContextEntries::new(tree.entries(), &walk.path, walk.compaction);
+    list.iter().chain(walk.model).collect()
+}
+
+/// One walk down a path: where the settings the context carries were last set.
+struct Walk {
+    path: Vec<usize>,
+    /// The last thinking level change.
+    thinking: Option<usize>,
+    /// The last model change or assistant message.
+    model: Option<usize>,
+    /// Position in `path` of the newest compaction.
+    compaction: Option<usize>,
+    has_edits: bool,
+}
+
+impl Walk {
+    fn new(entries: &[Entry], path: Vec<usize>) -> Walk {
+        let mut walk = Walk {
+            path: Vec::new(),
+            thinking: None,
+            model: None,
+            compaction: None,
+            has_edits: false,
+        };
+        for (pos, &i) in path.iter().enumerate() {
+            let e = &entries[i];
+            match e.kind() {
+                EntryType::ThinkingLevelChange => walk.thinking = Some(i),
+                EntryType::ModelChange => walk.model = Some(i),
+                EntryType::Message if e.role() == Some(&Role::Assistant) => walk.model = Some(i),
+                EntryType::Compaction => walk.compaction = Some(pos),
+                EntryType::ContextEdit => walk.has_edits = true,
+                _ => {}
+            }
+        }
+        walk.path = path;
+        walk
     }
 }
 
@@ -423,22 +459,43 @@ impl Content<'_> {
 impl SessionContext<'_> {
     /// The context as pi's JSON object `{messages, thinkingLevel?, model}`.
     pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(self.messages.len() * 256 + 64);
-        out.push_str("{\"messages\":[");
+        let mut out = Vec::with_capacity(self.messages.len() * 256 + 64);
+        // Writing into a Vec cannot fail.
+        let _ = self.write_json(&mut out);
+        // Every piece written is text.
+        String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+
+    /// Writes [`SessionContext::to_json`]'s text to `out` without building it whole: a stored
+    /// message's text goes out from the entry as it is.
+    ///
+    /// Errors: those of `out`.
+    pub fn write_json(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        out.write_all(b"{\"messages\":[")?;
         for (i, m) in self.messages.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                out.write_all(b",")?;
             }
-            out.push_str(&m.to_json());
+            match m {
+                ContextMessage::Stored(e, Content::AsStored) => {
+                    out.write_all(e.js_message_raw().as_deref().unwrap_or("null").as_bytes())?
+                }
+                _ => out.write_all(m.to_json().as_bytes())?,
+            }
         }
-        out.push(']');
+        out.write_all(b"]")?;
         if let Some(level) = &self.thinking_level {
-            out.push_str(",\"thinkingLevel\":");
-            out.push_str(&pith_events::js::to_js_json(level).unwrap_or_default());
+            out.write_all(b",\"thinkingLevel\":")?;
+            out.write_all(
+                pith_events::js::to_js_json(level)
+                    .unwrap_or_default()
+                    .as_bytes(),
+            )?;
         }
-        out.push_str(",\"model\":");
+        out.write_all(b",\"model\":")?;
         match &self.model {
-            None => out.push_str("null"),
+            None => out.write_all(b"null")?,
             Some(m) => {
                 let mut obj = Map::new();
                 if let Some(p) = &m.provider {
@@ -447,11 +504,14 @@ impl SessionContext<'_> {
                 if let Some(id) = &m.model_id {
                     obj.insert("modelId".into(), id.clone());
                 }
-                out.push_str(&pith_events::js::to_js_json(&obj).unwrap_or_default());
+                out.write_all(
+                    pith_events::js::to_js_json(&obj)
+                        .unwrap_or_default()
+                        .as_bytes(),
+                )?;
             }
         }
-        out.push('}');
-        out
+        out.write_all(b"}")
     }
 }
 

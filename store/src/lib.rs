@@ -54,5 +54,5 @@ pub use env::SessionEnv;
 pub use error::{Error, Result};
 pub use header::Header;
 pub use load::Warning;
-pub use session::{OpenMode, Session};
+pub use session::{ContextView, OpenMode, Session};
 pub use tree::{Leaf, SessionTree};

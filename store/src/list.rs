@@ -244,6 +244,7 @@ impl InfoBuilder {
                 line,
                 text,
                 scanned,
+                ..
             } => {
                 if self.header.is_none() {
                     match Header::parse(scanned.value.of(text)) {

@@ -47,6 +47,41 @@ pub struct LoadedLog {
     /// After a migration: the file's new lines (skipped lines kept verbatim in place), to be
     /// written back atomically by the caller.
     pub rewrite: Option<Vec<String>>,
+    /// With [`Bodies::Elided`]: the entries whose message body was left out, each with where
+    /// its whole text is in the file (empty otherwise, and after a migration).
+    pub elided: Vec<Elided>,
+}
+
+/// Whether a load keeps every message body (spec: format.md §6; the answers never differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bodies {
+    /// Every entry holds its whole line.
+    Kept,
+    /// Message bodies of `from_bytes` or more are left out: such an entry holds its line
+    /// with `message` cut down to its `role` (and `content: []` when it had content), enough
+    /// for the tree, and [`LoadedLog::elided`] says where the whole line is, to be read back
+    /// for the entries a context needs. For opening a big file for one context.
+    Elided {
+        /// Bodies shorter than this (bytes of JSON) are kept; [`Bodies::ELIDED`] uses 512,
+        /// below which a second read saves nothing.
+        from_bytes: usize,
+    },
+}
+
+impl Bodies {
+    /// [`Bodies::Elided`] with the threshold pith uses.
+    pub const ELIDED: Bodies = Bodies::Elided { from_bytes: 512 };
+}
+
+/// A message entry whose body was left out by [`Bodies::Elided`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elided {
+    /// Index into [`LoadedLog::entries`].
+    pub index: usize,
+    /// Byte offset of the entry's JSON text in the file.
+    pub offset: u64,
+    /// Length of the JSON text in bytes.
+    pub len: usize,
 }
 
 /// What a file turned out to hold.
@@ -84,6 +119,22 @@ pub fn load_file(path: &Path, new_id: &mut dyn FnMut() -> String) -> Result<Load
     load_from(file, path, new_id)
 }
 
+/// [`load_file`] with a choice of [`Bodies`].
+///
+/// Errors: as [`load_file`].
+pub fn load_file_with(
+    path: &Path,
+    bodies: Bodies,
+    new_id: &mut dyn FnMut() -> String,
+) -> Result<Loaded> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::NotAFile(path.to_owned()));
+    }
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    load_from_with(file, path, bodies, new_id)
+}
+
 /// [`load_file`] over any reader; `path` only names the source in errors.
 ///
 /// Errors: as [`load_file`].
@@ -92,6 +143,19 @@ pub fn load_from<R: Read>(
     path: &Path,
     new_id: &mut dyn FnMut() -> String,
 ) -> Result<Loaded> {
+    load_from_with(source, path, Bodies::Kept, new_id)
+}
+
+/// [`load_from`] with a choice of [`Bodies`].
+///
+/// Errors: as [`load_file`].
+pub fn load_from_with<R: Read>(
+    source: R,
+    path: &Path,
+    bodies: Bodies,
+    new_id: &mut dyn FnMut() -> String,
+) -> Result<Loaded> {
+    let mut elided: Vec<Elided> = Vec::new();
     let mut header: Option<Header> = None;
     let mut refusal: Option<(usize, String)> = None;
     let mut first_invalid: Option<(usize, String)> = None;
@@ -121,6 +185,7 @@ pub fn load_from<R: Read>(
                 line,
                 text,
                 scanned,
+                offset,
             } => {
                 let value_text = scanned.value.of(text);
                 let Some(_) = &header else {
@@ -144,6 +209,28 @@ pub fn load_from<R: Read>(
                     pending.push(Pending::Record(records.len(), line));
                     records.push(value_text.to_owned());
                     return ControlFlow::Continue(());
+                }
+                let skeleton = match (bodies, offset) {
+                    (Bodies::Elided { from_bytes }, Some(offset)) => {
+                        skeleton(text, scanned, from_bytes).map(|s| {
+                            let at = Elided {
+                                index: entries.len(),
+                                offset: offset + scanned.value.start as u64,
+                                len: scanned.value.end - scanned.value.start,
+                            };
+                            (s, at)
+                        })
+                    }
+                    _ => None,
+                };
+                if let Some((text, at)) = skeleton {
+                    // A line that scanned as an entry always gives one; if not, it is read
+                    // whole below.
+                    if let Ok(entry) = Entry::parse(&text, line) {
+                        elided.push(at);
+                        entries.push(entry);
+                        return ControlFlow::Continue(());
+                    }
                 }
                 match Entry::from_scanned(text, scanned, line) {
                     Ok(entry) => entries.push(entry),
@@ -183,6 +270,7 @@ pub fn load_from<R: Read>(
             summary,
             migration: steps,
             rewrite: None,
+            elided,
         })));
     }
 
@@ -222,5 +310,44 @@ pub fn load_from<R: Read>(
         summary,
         migration: steps,
         rewrite: Some(lines),
+        elided: Vec::new(),
     })))
+}
+
+/// The line of a `message` entry with a large object `message` cut down to what the tree
+/// reads: `role`, and whether there is `content` (see [`Bodies::Elided`]); `None` for any
+/// other line, and for a body under `from_bytes`, which are kept whole.
+fn skeleton(text: &str, scanned: &crate::scan::Scanned, from_bytes: usize) -> Option<String> {
+    use crate::scan::string_value;
+    let m = &scanned.members;
+    if !scanned.is_object {
+        return None;
+    }
+    let message = m.message?;
+    if message.end - message.start < from_bytes
+        || text.as_bytes().get(message.start) != Some(&b'{')
+        || string_value(m.kind?.of(text)).as_deref() != Some("message")
+        || string_value(m.id?.of(text)).is_none()
+    {
+        return None;
+    }
+    let mut stub = String::from("{");
+    if let Some(role) = m.role {
+        stub.push_str("\"role\":");
+        stub.push_str(role.of(text));
+    }
+    if m.message_content.is_some_and(|c| c.of(text) != "null") {
+        if m.role.is_some() {
+            stub.push(',');
+        }
+        stub.push_str("\"content\":[]");
+    }
+    stub.push('}');
+    let value = scanned.value;
+    let mut out =
+        String::with_capacity(value.end - value.start - (message.end - message.start) + stub.len());
+    out.push_str(text.get(value.start..message.start)?);
+    out.push_str(&stub);
+    out.push_str(text.get(message.end..value.end)?);
+    Some(out)
 }

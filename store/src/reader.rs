@@ -25,6 +25,9 @@ pub enum LineEvent<'a> {
         text: &'a str,
         /// Where the value and its eager members are in `text`.
         scanned: &'a Scanned,
+        /// Byte offset of `text`'s first byte in the source, when `text` is the source's own
+        /// bytes (`None` for a line whose invalid UTF-8 was replaced).
+        offset: Option<u64>,
     },
     /// `JSON.parse` would reject the line.
     Invalid {
@@ -72,7 +75,7 @@ pub fn read_lines<R: Read>(
     };
     // A line that failed only possibly because of trailing JavaScript whitespace: it is
     // retried trimmed if it turns out to be the last non-blank line.
-    let mut deferred: Option<(usize, String, String)> = None;
+    let mut deferred: Option<(usize, String, String, Option<u64>)> = None;
     let mut line_no = 0;
     loop {
         buf.clear();
@@ -81,6 +84,7 @@ pub fn read_lines<R: Read>(
             break;
         }
         line_no += 1;
+        let line_start = summary.bytes;
         summary.bytes += n as u64;
         summary.ends_with_newline = buf.last() == Some(&b'\n');
         if summary.ends_with_newline {
@@ -91,15 +95,19 @@ pub fn read_lines<R: Read>(
             Ok(s) => std::borrow::Cow::Borrowed(s),
             Err(_) => String::from_utf8_lossy(&buf),
         };
+        let lossless = matches!(text, std::borrow::Cow::Borrowed(_));
         let mut text: &str = &text;
         if !summary.has_content {
             text = text.trim_start_matches(is_js_whitespace);
         }
+        // Only the start is ever trimmed before scanning, so the text begins that many bytes
+        // into the line.
+        let offset = lossless.then(|| line_start + (buf.len() - text.len()) as u64);
         if js_trim(text).is_empty() {
             continue;
         }
         summary.has_content = true;
-        if let Some((line, text, reason)) = deferred.take()
+        if let Some((line, text, reason, _)) = deferred.take()
             && on_line(LineEvent::Invalid {
                 line,
                 text: &text,
@@ -114,12 +122,13 @@ pub fn read_lines<R: Read>(
                 line: line_no,
                 text,
                 scanned: &scanned,
+                offset,
             }),
             Err(e) => {
                 if text.trim_end_matches(is_js_whitespace).len()
                     != text.trim_end_matches([' ', '\t', '\r', '\n']).len()
                 {
-                    deferred = Some((line_no, text.to_owned(), e.to_string()));
+                    deferred = Some((line_no, text.to_owned(), e.to_string(), offset));
                     ControlFlow::Continue(())
                 } else {
                     on_line(LineEvent::Invalid {
@@ -135,7 +144,7 @@ pub fn read_lines<R: Read>(
         }
     }
     summary.lines = line_no;
-    if let Some((line, text, reason)) = deferred {
+    if let Some((line, text, reason, offset)) = deferred {
         let trimmed = text.trim_end_matches(is_js_whitespace);
         // Nothing follows, so whether the callback wants more does not matter.
         let _ = match scan::scan(trimmed.as_bytes()) {
@@ -143,6 +152,7 @@ pub fn read_lines<R: Read>(
                 line,
                 text: trimmed,
                 scanned: &scanned,
+                offset,
             }),
             Err(_) => on_line(LineEvent::Invalid {
                 line,
@@ -165,6 +175,7 @@ mod tests {
                 line,
                 text,
                 scanned,
+                ..
             } => {
                 out.push((line, true, scanned.value.of(text).to_owned()));
                 ControlFlow::Continue(())

@@ -212,15 +212,9 @@ impl Session {
                     .map(str::to_owned)
                     .or_else(|| log.header.cwd().map(str::to_owned))
                     .unwrap_or_else(process_cwd);
-                let (tree, mut tree_warnings) = SessionTree::new(log.entries);
-                let mut warnings = log.warnings;
-                warnings.append(&mut tree_warnings);
-                if !log.summary.ends_with_newline && log.rewrite.is_none() {
-                    warnings.push(Warning {
-                        line: log.summary.lines,
-                        problem: "the file ends without a newline (torn last line); the next entry starts on a new line".into(),
-                    });
-                }
+                let torn = !log.summary.ends_with_newline && log.rewrite.is_none();
+                let (tree, warnings) =
+                    tree_of(log.entries, log.warnings, torn.then_some(log.summary.lines));
                 Ok(Session {
                     header: log.header,
                     tree,
@@ -538,8 +532,28 @@ pub fn has_valid_header(path: &Path) -> bool {
     valid
 }
 
+/// The tree of a loaded file's entries, with the load's warnings, the tree's, and (when the
+/// file's last line is torn, on line `torn`) the torn-line warning.
+fn tree_of(
+    entries: Vec<Entry>,
+    mut warnings: Vec<Warning>,
+    torn: Option<usize>,
+) -> (SessionTree, Vec<Warning>) {
+    let (tree, mut tree_warnings) = SessionTree::new(entries);
+    warnings.append(&mut tree_warnings);
+    if let Some(line) = torn {
+        warnings.push(Warning {
+            line,
+            problem: "the file ends without a newline (torn last line); the next entry starts on a new line".into(),
+        });
+    }
+    (tree, warnings)
+}
+
 mod append;
 pub use append::stored_session_name;
+mod context_view;
+pub use context_view::ContextView;
 mod branch;
 
 #[cfg(test)]

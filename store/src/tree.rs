@@ -121,6 +121,15 @@ impl SessionTree {
         index
     }
 
+    /// Puts `entry` in place of the entry at `index`, which must be the same entry (same id,
+    /// parent and type) read with its message body (see [`crate::load::Bodies::Elided`]).
+    pub(crate) fn replace_body(&mut self, index: usize, entry: Entry) {
+        if let Some(slot) = self.entries.get_mut(index) {
+            debug_assert_eq!(slot.id(), entry.id());
+            *slot = entry;
+        }
+    }
+
     fn resolve_parent(&self, index: usize) -> Option<usize> {
         let entry = &self.entries[index];
         let pid = entry.parent().id()?;

@@ -120,3 +120,83 @@ fn every_listing_matches_pi() {
         );
     }
 }
+
+/// `pith session context` opens a file leaving out the message bodies the context does not
+/// read (`ContextView`); at every leaf of every case it must answer as the whole session does.
+#[test]
+fn a_context_view_answers_as_the_whole_session_at_every_leaf() {
+    use pith_store::load::Bodies;
+    use pith_store::{ContextView, Leaf};
+    let mut compared = 0;
+    for case in case_dirs() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let whole_copy = tmp.path().join("whole.jsonl");
+        let view_copy = tmp.path().join("view.jsonl");
+        std::fs::copy(case.join("session.jsonl"), &whole_copy).expect("copy");
+        std::fs::copy(case.join("session.jsonl"), &view_copy).expect("copy");
+        let env = env(tmp.path());
+        let Ok(session) = Session::open(&whole_copy, None, None, OpenMode::Inspect, &env) else {
+            continue;
+        };
+        let leaves = [session.tree().leaf(), Leaf::Root]
+            .into_iter()
+            .chain((0..session.entries().len()).map(Leaf::At));
+        for leaf in leaves {
+            // Every body left out, so that every one the context reads is read back.
+            let view =
+                ContextView::open_with(&view_copy, &env, Bodies::Elided { from_bytes: 0 }, |_| {
+                    Ok::<_, ()>(leaf)
+                })
+                .expect("opens")
+                .expect("leaf");
+            assert_eq!(
+                view.context().to_json(),
+                session.context_at(leaf).to_json(),
+                "{}: the context at {leaf:?}",
+                case.display()
+            );
+            assert_eq!(view.warnings(), session.warnings(), "{}", case.display());
+            let mut written = Vec::new();
+            view.context().write_json(&mut written).expect("writes");
+            assert_eq!(
+                String::from_utf8(written).expect("utf-8"),
+                view.context().to_json()
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 500, "compared only {compared} contexts");
+}
+
+/// A file that changes between the first read and reading the bodies back is read again,
+/// whole: the context is the new file's, never a mix.
+#[test]
+fn a_context_view_rereads_a_file_that_changed_under_it() {
+    use pith_store::ContextView;
+    use pith_store::load::Bodies;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let file = tmp.path().join("s.jsonl");
+    let header = r#"{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}"#;
+    let user = |text: &str| {
+        format!(
+            r#"{{"type":"message","id":"u1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}","timestamp":1}}}}"#
+        )
+    };
+    let before = format!("{header}\n{}\n", user(&"a".repeat(2000)));
+    let after = format!("{header}\n{}\n", user(&"b".repeat(1000)));
+    std::fs::write(&file, &before).expect("write");
+    let env = env(tmp.path());
+    let view = ContextView::open_with(&file, &env, Bodies::Elided { from_bytes: 0 }, |tree| {
+        std::fs::write(&file, &after).expect("rewrite");
+        Ok::<_, ()>(tree.leaf())
+    })
+    .expect("opens")
+    .expect("leaf");
+    let context = view.context().to_json();
+    assert!(context.contains(&"b".repeat(1000)), "{context}");
+    assert!(
+        !context.contains('a'.to_string().repeat(10).as_str()),
+        "{context}"
+    );
+    assert_eq!(view.context().messages.len(), 1);
+}

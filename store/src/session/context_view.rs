@@ -1,0 +1,157 @@
+//! A session file opened for one context (`pith session context`): every line is read and
+//! checked, the whole tree is built, but only the entries the context reads keep their
+//! message bodies (spec: tree-and-context.md §7; the answer is the one [`Session::open`]
+//! gives).
+//!
+//! A 100 MiB session holds ~20 MiB of context after its last compaction; holding every body
+//! costs the file's size again in memory. Bodies left out on the first read are read back by
+//! offset once the leaf is known.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use super::{Session, tree_of};
+use crate::context::{SessionContext, build_session_context};
+use crate::entry::Entry;
+use crate::env::SessionEnv;
+use crate::error::{Error, Result};
+use crate::load::{Bodies, Elided, Loaded, Warning, load_file_with};
+use crate::session::OpenMode;
+use crate::tree::{Leaf, SessionTree};
+
+/// A session opened for the context at one leaf. Entries off the path to that leaf may lack
+/// their message bodies, so only [`ContextView::context`] is offered, never the entries.
+#[derive(Debug)]
+pub struct ContextView {
+    tree: SessionTree,
+    leaf: Leaf,
+    warnings: Vec<Warning>,
+}
+
+impl ContextView {
+    /// Opens `path` and builds the context at the leaf `pick` chooses from the tree (the
+    /// tree's entries hold ids, parents, types and roles; message bodies may be missing).
+    /// A blank file has no entries. A file that needs a migration is opened as
+    /// [`Session::open`] opens it with [`OpenMode::Inspect`] (and so migrated on disk).
+    ///
+    /// Errors: as [`Session::open`]; `pick`'s error is returned as `Ok(Err(_))`. If the file
+    /// changes under the second read, the whole file is read again with every body.
+    pub fn open<E>(
+        path: &Path,
+        env: &SessionEnv,
+        pick: impl FnOnce(&SessionTree) -> std::result::Result<Leaf, E>,
+    ) -> Result<std::result::Result<ContextView, E>> {
+        ContextView::open_with(path, env, Bodies::ELIDED, pick)
+    }
+
+    /// [`ContextView::open`] leaving out the bodies `bodies` says (tests leave out every
+    /// one; [`Bodies::Kept`] reads the file once, whole).
+    ///
+    /// Errors: as [`ContextView::open`].
+    pub fn open_with<E>(
+        path: &Path,
+        env: &SessionEnv,
+        bodies: Bodies,
+        pick: impl FnOnce(&SessionTree) -> std::result::Result<Leaf, E>,
+    ) -> Result<std::result::Result<ContextView, E>> {
+        let log = match load_file_with(path, bodies, &mut || env.ids.entry_id())? {
+            Loaded::Blank(_) => {
+                let tree = SessionTree::default();
+                return Ok(pick(&tree).map(|leaf| ContextView {
+                    tree,
+                    leaf,
+                    warnings: Vec::new(),
+                }));
+            }
+            Loaded::Log(log) if log.rewrite.is_some() => return whole(path, env, pick),
+            Loaded::Log(log) => *log,
+        };
+        let torn = !log.summary.ends_with_newline;
+        let (mut tree, warnings) =
+            tree_of(log.entries, log.warnings, torn.then_some(log.summary.lines));
+        let leaf = match pick(&tree) {
+            Ok(leaf) => leaf,
+            Err(e) => return Ok(Err(e)),
+        };
+        if let Leaf::At(at) = leaf
+            && !log.elided.is_empty()
+            && !read_bodies(path, &mut tree, at, &log.elided)?
+        {
+            return whole(path, env, |_| Ok(leaf));
+        }
+        Ok(Ok(ContextView {
+            tree,
+            leaf,
+            warnings,
+        }))
+    }
+
+    /// The context at the chosen leaf.
+    pub fn context(&self) -> SessionContext<'_> {
+        build_session_context(&self.tree, self.leaf)
+    }
+
+    /// Lines that were skipped and problems of the tree, as [`Session::warnings`] has them.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+}
+
+/// The view over a session read whole.
+fn whole<E>(
+    path: &Path,
+    env: &SessionEnv,
+    pick: impl FnOnce(&SessionTree) -> std::result::Result<Leaf, E>,
+) -> Result<std::result::Result<ContextView, E>> {
+    let session = Session::open(path, None, None, OpenMode::Inspect, env)?;
+    let leaf = match pick(&session.tree) {
+        Ok(leaf) => leaf,
+        Err(e) => return Ok(Err(e)),
+    };
+    Ok(Ok(ContextView {
+        tree: session.tree,
+        leaf,
+        warnings: session.warnings,
+    }))
+}
+
+/// Reads back the whole lines of the elided entries the context at `leaf` reads and puts
+/// them in the tree; `false` when a line is no longer what the first read saw (the file changed).
+fn read_bodies(
+    path: &Path,
+    tree: &mut SessionTree,
+    leaf: usize,
+    elided: &[Elided],
+) -> Result<bool> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut needed = crate::context::entries_read(tree, leaf);
+    needed.sort_unstable();
+    let mut buf = Vec::new();
+    for at in elided {
+        if needed.binary_search(&at.index).is_err() {
+            continue;
+        }
+        buf.resize(at.len, 0);
+        match file.read_exact_at(&mut buf, at.offset) {
+            Ok(()) => {}
+            // Shorter than the first read saw: it changed.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+            Err(e) => return Err(Error::io(path, e)),
+        }
+        let Some(old) = tree.entries().get(at.index) else {
+            return Ok(false);
+        };
+        let Ok(text) = std::str::from_utf8(&buf) else {
+            return Ok(false);
+        };
+        let Ok(entry) = Entry::parse(text, old.line()) else {
+            return Ok(false);
+        };
+        if entry.id() != old.id() || entry.parent() != old.parent() || entry.kind() != old.kind() {
+            return Ok(false);
+        }
+        tree.replace_body(at.index, entry);
+    }
+    Ok(true)
+}
