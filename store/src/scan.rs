@@ -137,6 +137,7 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
     let mut pending_content: Option<Span> = None;
     let mut stack: Vec<Frame> = Vec::new();
     let mut huge_numbers = false;
+    let clean = no_control_bytes(b);
     let mut i = skip_ws(b, 0);
 
     'value: loop {
@@ -171,7 +172,7 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
                     vend = i;
                 } else {
                     if let Some(top) = stack.last_mut() {
-                        i = parse_key(b, i, &mut top.key)?;
+                        i = parse_key(b, i, &mut top.key, clean)?;
                     }
                     continue 'value;
                 }
@@ -193,7 +194,7 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
                 }
             }
             Some(b'"') => {
-                i = scan_string(b, i)?;
+                i = scan_string_in(b, i, clean)?;
                 vend = i;
             }
             Some(b't') => {
@@ -282,7 +283,7 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
             match (b.get(i), top.object) {
                 (Some(b','), true) => {
                     i = skip_ws(b, i + 1);
-                    i = parse_key(b, i, &mut top.key)?;
+                    i = parse_key(b, i, &mut top.key, clean)?;
                     continue 'value;
                 }
                 (Some(b','), false) => {
@@ -303,11 +304,11 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
 }
 
 /// Parses `"key"` then `:` at `i`; stores the key's inner span; returns the value's offset.
-fn parse_key(b: &[u8], i: usize, key: &mut Span) -> Result<usize, ScanError> {
+fn parse_key(b: &[u8], i: usize, key: &mut Span, clean: bool) -> Result<usize, ScanError> {
     if b.get(i) != Some(&b'"') {
         return err(i, "expected a string key");
     }
-    let end = scan_string(b, i)?;
+    let end = scan_string_in(b, i, clean)?;
     *key = Span {
         start: i + 1,
         end: end - 1,
@@ -382,6 +383,48 @@ fn first_stop(w: u64) -> usize {
     (flags.trailing_zeros() / 8) as usize
 }
 
+/// Whether `b` holds no byte below 0x20, so that no string in it can hold a control
+/// character. A fold without an early exit, so that it compiles to vector instructions;
+/// in pages, so that a line with one stops soon.
+fn no_control_bytes(b: &[u8]) -> bool {
+    b.chunks(4096)
+        .all(|page| page.iter().fold(0u8, |acc, &x| acc | u8::from(x < 0x20)) == 0)
+}
+
+/// [`scan_string`] for a line [`no_control_bytes`] found `clean`: only `"` and `\\` can end
+/// a run, and memchr finds them with the processor's vector instructions.
+fn scan_string_in(b: &[u8], i: usize, clean: bool) -> Result<usize, ScanError> {
+    if !clean {
+        return scan_string(b, i);
+    }
+    let mut j = i + 1;
+    loop {
+        let Some(k) = b
+            .get(j..)
+            .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+        else {
+            return err(b.len(), "unterminated string");
+        };
+        j += k;
+        match b.get(j) {
+            Some(b'"') => return Ok(j + 1),
+            _ => j = escape(b, j)?,
+        }
+    }
+}
+
+/// Checks the escape at `j` (a backslash); returns the offset after it.
+fn escape(b: &[u8], j: usize) -> Result<usize, ScanError> {
+    match b.get(j + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(j + 2),
+        Some(b'u') => match b.get(j + 2..j + 6) {
+            Some(h) if h.iter().all(u8::is_ascii_hexdigit) => Ok(j + 6),
+            _ => err(j, "invalid \\u escape"),
+        },
+        _ => err(j, "invalid escape"),
+    }
+}
+
 /// Scans the string starting at the quote at `i`; returns the offset after the closing quote.
 fn scan_string(b: &[u8], i: usize) -> Result<usize, ScanError> {
     let mut j = i + 1;
@@ -399,17 +442,7 @@ fn scan_string(b: &[u8], i: usize) -> Result<usize, ScanError> {
         match b.get(j) {
             None => return err(j, "unterminated string"),
             Some(b'"') => return Ok(j + 1),
-            Some(b'\\') => match b.get(j + 1) {
-                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => j += 2,
-                Some(b'u') => {
-                    match b.get(j + 2..j + 6) {
-                        Some(h) if h.iter().all(u8::is_ascii_hexdigit) => {}
-                        _ => return err(j, "invalid \\u escape"),
-                    }
-                    j += 6;
-                }
-                _ => return err(j, "invalid escape"),
-            },
+            Some(b'\\') => j = escape(b, j)?,
             Some(&c) if c < 0x20 => return err(j, "control character in string"),
             Some(_) => j += 1,
         }

@@ -192,6 +192,17 @@ proptest! {
             prop_assert_eq!(ours, theirs, "{}", s);
         }
     }
+
+    /// Strings with escapes, tabs and other control characters: lines without a control
+    /// byte take the vector path, the others the byte-by-byte one; both must judge alike.
+    #[test]
+    fn judges_strings_with_and_without_control_bytes(
+        s in "\\{\"a\":\"[ab\\\\\"nu0-9\t\x01\x1f]{0,40}\"\\}[ \t]{0,2}"
+    ) {
+        let ours = scan(s.as_bytes()).map(|v| v.value);
+        let theirs = serde_json::from_str::<serde::de::IgnoredAny>(&s).is_ok();
+        prop_assert_eq!(ours.is_ok(), theirs, "{:?}", s);
+    }
 }
 
 #[test]
