@@ -260,6 +260,13 @@ impl Entry {
         self.line
     }
 
+    /// Moves the line number `by` lines on (for an entry read from a part of a file).
+    pub(crate) fn shift_line(&mut self, by: usize) {
+        if self.line > 0 {
+            self.line += by;
+        }
+    }
+
     /// This entry with the top-level member `key` set to the JSON text `value`, changing no
     /// other byte of the line; a missing member is appended last (as a JavaScript assignment
     /// adds it). Used where pith must re-link a copied entry (spec: divergences.md "Writing").

@@ -11,6 +11,9 @@ use crate::error::{Error, Result};
 use crate::header::Header;
 use crate::migrate::{self, Migration};
 use crate::reader::{LineEvent, ReadSummary, read_lines};
+use crate::scan::Scanned;
+
+mod halves;
 
 /// A line pith skipped, and why. Skipped lines stay in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,17 +112,11 @@ enum Pending {
 /// directory, [`Error::NotASession`] when it has content but its first JSON value is not a
 /// session header.
 pub fn load_file(path: &Path, new_id: &mut dyn FnMut() -> String) -> Result<Loaded> {
-    // A device or FIFO reads as empty (or blocks), and a blank file would get a fresh header
-    // written over it: only regular files are sessions.
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    if !meta.is_file() {
-        return Err(Error::NotAFile(path.to_owned()));
-    }
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    load_from(file, path, new_id)
+    load_file_with(path, Bodies::Kept, new_id)
 }
 
-/// [`load_file`] with a choice of [`Bodies`].
+/// [`load_file`] with a choice of [`Bodies`]. Files of 16 MiB and more are read on two
+/// threads where there are two cores (`load/halves.rs`), with the same result.
 ///
 /// Errors: as [`load_file`].
 pub fn load_file_with(
@@ -127,11 +124,21 @@ pub fn load_file_with(
     bodies: Bodies,
     new_id: &mut dyn FnMut() -> String,
 ) -> Result<Loaded> {
+    // A device or FIFO reads as empty (or blocks), and a blank file would get a fresh header
+    // written over it: only regular files are sessions.
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
     if !meta.is_file() {
         return Err(Error::NotAFile(path.to_owned()));
     }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let two_cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if two_cores
+        && meta.len() >= halves::FROM_BYTES
+        && let Some(loaded) =
+            halves::load_in_halves(&file, path, (meta.len() / 2, meta.len()), bodies, new_id)?
+    {
+        return Ok(loaded);
+    }
     load_from_with(file, path, bodies, new_id)
 }
 
@@ -155,13 +162,11 @@ pub fn load_from_with<R: Read>(
     bodies: Bodies,
     new_id: &mut dyn FnMut() -> String,
 ) -> Result<Loaded> {
-    let mut elided: Vec<Elided> = Vec::new();
+    let mut body = Body::new(bodies);
     let mut header: Option<Header> = None;
     let mut refusal: Option<(usize, String)> = None;
     let mut first_invalid: Option<(usize, String)> = None;
     let mut steps = Migration::default();
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut warnings: Vec<Warning> = Vec::new();
     // Lines before the header, kept for a migration rewrite.
     let mut pre_header: Vec<String> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
@@ -176,7 +181,7 @@ pub fn load_from_with<R: Read>(
                 } else if steps.ran() {
                     pending.push(Pending::Verbatim(text.to_owned()));
                 }
-                warnings.push(Warning {
+                body.warnings.push(Warning {
                     line,
                     problem: reason,
                 });
@@ -210,35 +215,7 @@ pub fn load_from_with<R: Read>(
                     records.push(value_text.to_owned());
                     return ControlFlow::Continue(());
                 }
-                let skeleton = match (bodies, offset) {
-                    (Bodies::Elided { from_bytes }, Some(offset)) => {
-                        skeleton(text, scanned, from_bytes).map(|s| {
-                            let at = Elided {
-                                index: entries.len(),
-                                offset: offset + scanned.value.start as u64,
-                                len: scanned.value.end - scanned.value.start,
-                            };
-                            (s, at)
-                        })
-                    }
-                    _ => None,
-                };
-                if let Some((text, at)) = skeleton {
-                    // A line that scanned as an entry always gives one; if not, it is read
-                    // whole below.
-                    if let Ok(entry) = Entry::parse(&text, line) {
-                        elided.push(at);
-                        entries.push(entry);
-                        return ControlFlow::Continue(());
-                    }
-                }
-                match Entry::from_scanned(text, scanned, line) {
-                    Ok(entry) => entries.push(entry),
-                    Err(why) => warnings.push(Warning {
-                        line,
-                        problem: why.to_string(),
-                    }),
-                }
+                body.add(text, scanned, line, offset);
             }
         }
         ControlFlow::Continue(())
@@ -265,14 +242,19 @@ pub fn load_from_with<R: Read>(
     if !steps.ran() {
         return Ok(Loaded::Log(Box::new(LoadedLog {
             header,
-            entries,
-            warnings,
+            entries: body.entries,
+            warnings: body.warnings,
             summary,
             migration: steps,
             rewrite: None,
-            elided,
+            elided: body.elided,
         })));
     }
+    let Body {
+        mut entries,
+        mut warnings,
+        ..
+    } = body;
 
     // Migration: edited texts in pi's index space, then back to lines.
     migrate::migrate(&mut records, steps, new_id);
@@ -314,10 +296,54 @@ pub fn load_from_with<R: Read>(
     })))
 }
 
+/// The entries of a file's lines after its header, as they are read.
+struct Body {
+    bodies: Bodies,
+    entries: Vec<Entry>,
+    warnings: Vec<Warning>,
+    elided: Vec<Elided>,
+}
+
+impl Body {
+    fn new(bodies: Bodies) -> Body {
+        Body {
+            bodies,
+            entries: Vec::new(),
+            warnings: Vec::new(),
+            elided: Vec::new(),
+        }
+    }
+
+    /// Takes in one parsed line after the header (no migration pending): an entry, an
+    /// entry without its body, or a warning saying why it is none.
+    fn add(&mut self, text: &str, scanned: &Scanned, line: usize, offset: Option<u64>) {
+        if let (Bodies::Elided { from_bytes }, Some(offset)) = (self.bodies, offset)
+            && let Some(cut) = skeleton(text, scanned, from_bytes)
+            // A line that scanned as an entry always gives one; if not, it is kept whole.
+            && let Ok(entry) = Entry::parse(&cut, line)
+        {
+            self.elided.push(Elided {
+                index: self.entries.len(),
+                offset: offset + scanned.value.start as u64,
+                len: scanned.value.end - scanned.value.start,
+            });
+            self.entries.push(entry);
+            return;
+        }
+        match Entry::from_scanned(text, scanned, line) {
+            Ok(entry) => self.entries.push(entry),
+            Err(why) => self.warnings.push(Warning {
+                line,
+                problem: why.to_string(),
+            }),
+        }
+    }
+}
+
 /// The line of a `message` entry with a large object `message` cut down to what the tree
 /// reads: `role`, and whether there is `content` (see [`Bodies::Elided`]); `None` for any
 /// other line, and for a body under `from_bytes`, which are kept whole.
-fn skeleton(text: &str, scanned: &crate::scan::Scanned, from_bytes: usize) -> Option<String> {
+fn skeleton(text: &str, scanned: &Scanned, from_bytes: usize) -> Option<String> {
     use crate::scan::string_value;
     let m = &scanned.members;
     if !scanned.is_object {

@@ -52,6 +52,9 @@ pub struct ReadSummary {
     pub has_content: bool,
     /// Lines counted (the last one even without `\n`).
     pub lines: usize,
+    /// The last non-blank line was judged only after its trailing JavaScript whitespace was
+    /// trimmed (pi's whole-file `trim()`); a reader of part of a file must not do that.
+    pub trimmed_last: bool,
 }
 
 /// Reads `source` line by line and calls `on_line` for every non-blank line, in order, until
@@ -65,6 +68,19 @@ pub struct ReadSummary {
 /// Errors: only I/O errors of `source`.
 pub fn read_lines<R: Read>(
     source: R,
+    on_line: impl FnMut(LineEvent<'_>) -> ControlFlow<()>,
+) -> io::Result<ReadSummary> {
+    read_lines_after(source, false, on_line)
+}
+
+/// [`read_lines`] over a part of a file that starts at a line boundary: `after_content`
+/// says whether a non-blank line came before it (then the first line is not trimmed at its
+/// start). Line numbers and offsets count from the part's start.
+///
+/// Errors: only I/O errors of `source`.
+pub fn read_lines_after<R: Read>(
+    source: R,
+    after_content: bool,
     mut on_line: impl FnMut(LineEvent<'_>) -> ControlFlow<()>,
 ) -> io::Result<ReadSummary> {
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, source);
@@ -73,6 +89,8 @@ pub fn read_lines<R: Read>(
         ends_with_newline: true,
         ..ReadSummary::default()
     };
+    // Whether a non-blank line came before (in this part or before it).
+    let mut seen_content = after_content;
     // A line that failed only possibly because of trailing JavaScript whitespace: it is
     // retried trimmed if it turns out to be the last non-blank line.
     let mut deferred: Option<(usize, String, String, Option<u64>)> = None;
@@ -97,7 +115,7 @@ pub fn read_lines<R: Read>(
         };
         let lossless = matches!(text, std::borrow::Cow::Borrowed(_));
         let mut text: &str = &text;
-        if !summary.has_content {
+        if !seen_content {
             text = text.trim_start_matches(is_js_whitespace);
         }
         // Only the start is ever trimmed before scanning, so the text begins that many bytes
@@ -107,6 +125,7 @@ pub fn read_lines<R: Read>(
             continue;
         }
         summary.has_content = true;
+        seen_content = true;
         if let Some((line, text, reason, _)) = deferred.take()
             && on_line(LineEvent::Invalid {
                 line,
@@ -145,6 +164,7 @@ pub fn read_lines<R: Read>(
     }
     summary.lines = line_no;
     if let Some((line, text, reason, offset)) = deferred {
+        summary.trimmed_last = true;
         let trimmed = text.trim_end_matches(is_js_whitespace);
         // Nothing follows, so whether the callback wants more does not matter.
         let _ = match scan::scan(trimmed.as_bytes()) {
