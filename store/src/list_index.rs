@@ -102,6 +102,27 @@ fn stamp(path: &Path) -> Option<(u64, u128)> {
     Some((meta.len(), mtime))
 }
 
+/// [`stamp`] of each of `files`, on two threads when there are many: a stat is a path
+/// lookup each, and 10,000 of them are most of an indexed listing.
+fn stamps(files: &[PathBuf]) -> Vec<Option<(u64, u128)>> {
+    const SPLIT_FROM: usize = 512;
+    if files.len() < SPLIT_FROM {
+        return files.iter().map(|f| stamp(f)).collect();
+    }
+    let (a, b) = files.split_at(files.len() / 2);
+    std::thread::scope(|scope| {
+        let second = scope.spawn(|| b.iter().map(|f| stamp(f)).collect::<Vec<_>>());
+        let mut out: Vec<_> = a.iter().map(|f| stamp(f)).collect();
+        // stat cannot panic; if the thread did, stamping again here is the fallback.
+        out.extend(
+            second
+                .join()
+                .unwrap_or_else(|_| b.iter().map(|f| stamp(f)).collect()),
+        );
+        out
+    })
+}
+
 fn load(index: &Path) -> Vec<Cached> {
     let Ok(bytes) = std::fs::read(index) else {
         return Vec::new();
@@ -149,21 +170,20 @@ fn list_files(
     let cached = load(index);
     let by_path: std::collections::HashMap<&str, &Cached> =
         cached.iter().map(|c| (c.path.as_str(), c)).collect();
-    let mut fresh: Vec<Option<Cached>> = Vec::with_capacity(files.len());
-    let mut to_read = Vec::new();
-    for (i, file) in files.iter().enumerate() {
-        let key = file.to_string_lossy();
-        let hit = stamp(file).and_then(|(size, mtime_ns)| {
+    let stamps = stamps(&files);
+    // Index hits are borrowed from the loaded index; only files read now are new.
+    let mut fresh: Vec<Option<std::borrow::Cow<'_, Cached>>> = files
+        .iter()
+        .zip(&stamps)
+        .map(|(file, stamp)| {
+            let (size, mtime_ns) = (*stamp)?;
             by_path
-                .get(key.as_ref())
+                .get(file.to_string_lossy().as_ref())
                 .filter(|c| c.size == size && c.mtime_ns == mtime_ns)
-                .map(|c| (*c).clone())
-        });
-        if hit.is_none() {
-            to_read.push(i);
-        }
-        fresh.push(hit);
-    }
+                .map(|c| std::borrow::Cow::Borrowed(*c))
+        })
+        .collect();
+    let to_read: Vec<usize> = (0..files.len()).filter(|&i| fresh[i].is_none()).collect();
     let changed = !to_read.is_empty() || fresh.len() != cached.len();
     let paths: Vec<PathBuf> = to_read.iter().map(|&i| files[i].clone()).collect();
     let total = files.len();
@@ -184,14 +204,15 @@ fn list_files(
             Ok(info) => Outcome::Session(CachedInfo::from_info(&info)),
             Err(e) => Outcome::Skipped(e.to_string()),
         };
-        fresh[i] = Some(Cached {
+        fresh[i] = Some(std::borrow::Cow::Owned(Cached {
             path: files[i].to_string_lossy().into_owned(),
             size,
             mtime_ns,
             outcome,
-        });
+        }));
     }
     let mut listing = Listing::default();
+    listing.sessions.reserve(files.len());
     for (file, entry) in files.iter().zip(&fresh) {
         match entry.as_ref().map(|c| &c.outcome) {
             Some(Outcome::Session(info)) => listing.sessions.push(info.to_info(file.clone())),
@@ -206,7 +227,14 @@ fn list_files(
         }
     }
     if changed {
-        save(index, fresh.into_iter().flatten().collect());
+        save(
+            index,
+            fresh
+                .into_iter()
+                .flatten()
+                .map(std::borrow::Cow::into_owned)
+                .collect(),
+        );
     }
     crate::list::sort_newest_first(&mut listing.sessions);
     listing
