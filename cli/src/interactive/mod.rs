@@ -15,6 +15,7 @@
 //! Esc Esc are pi's app keys ([`editor::KeyAction`]). Replies are rendered by [`markdown`].
 
 mod app;
+mod changelog;
 mod clipboard;
 mod commands;
 mod dialogs;
@@ -27,10 +28,13 @@ mod messages;
 mod quiet_wait;
 mod resources_view;
 mod screen;
+mod settings_command;
+mod share;
 mod style;
 mod tools;
 mod transcript;
 mod tree_command;
+mod trust_command;
 
 use std::collections::HashSet;
 use std::io::IsTerminal;
@@ -127,17 +131,22 @@ async fn interactive(
         ..
     } = start(&args).await?;
     let env = SessionEnv::system();
-    let skill_commands = {
+    let settings = {
         let cwd = rt.current_session().await?.cwd;
         pith_actors::settings::Settings::load(&env.agent_dir, std::path::Path::new(&cwd))
-            .get("enableSkillCommands")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(true)
     };
+    let flag = |key: &str| settings.get(key).and_then(serde_json::Value::as_bool);
+    let skill_commands = flag("enableSkillCommands").unwrap_or(true);
+    // pi's `quietStartup`: `true` shows neither the header nor the startup listings,
+    // `"header"` the header only.
+    let quiet = settings.get("quietStartup").cloned().unwrap_or_default();
+    let header_only = quiet == "header";
+    let show_header = quiet != serde_json::Value::Bool(true);
+    let show_listings = show_header && !header_only;
     let names = commands::completions(&rt.commands().await?, &resources, skill_commands);
     let (editor, inputs, printer) = editor::Editor::start(env.agent_dir.join("history"), names)?;
     let mut screen = screen::Screen::new(printer);
-    screen.print_lines(&[
+    let header = [
         format!(
             "{}{}",
             style::bold(&style::accent("pith")),
@@ -146,7 +155,10 @@ async fn interactive(
         style::dim(
             "esc interrupt · ctrl+c twice/ctrl+d exit · / commands · ! bash · alt+enter follow-up · /help more",
         ),
-    ]);
+    ];
+    if show_header {
+        screen.print_lines(&header);
+    }
     let cwd = rt.current_session().await?.cwd;
     let mut context_files = prompt_files;
     if !args.resources.no_context_files {
@@ -161,7 +173,7 @@ async fn interactive(
     }
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let show = |p: &std::path::Path| display_path(p, std::path::Path::new(&cwd), home.as_deref());
-    if !context_files.is_empty() {
+    if show_listings && !context_files.is_empty() {
         // pi's startup listing: which AGENTS.md/CLAUDE.md files the model is given.
         let shown: Vec<String> = context_files.iter().map(|f| show(f)).collect();
         screen.print_lines(&[
@@ -170,7 +182,9 @@ async fn interactive(
             style::dim(&format!("  {}", shown.join(", "))),
         ]);
     }
-    screen.print_lines(&resources_view::startup_lines(&resources, &show));
+    if show_listings {
+        screen.print_lines(&resources_view::startup_lines(&resources, &show));
+    }
     let registry = ModelRegistry::load(&env.agent_dir);
     let creds = Credentials::load(&env.agent_dir);
     let providers: HashSet<&str> = registry
@@ -195,6 +209,9 @@ async fn interactive(
         mcp: mcp.clone(),
     })
     .await?;
+    // pi's `hideThinkingBlock`, which Ctrl-T and /settings change.
+    app.transcript.hide_thinking = flag("hideThinkingBlock").unwrap_or(false);
+    app.changelog_at_startup().await?;
     if !app.rt.context().await?.messages.is_empty() {
         app.show_history().await?;
     }

@@ -19,6 +19,7 @@ pub mod picker;
 pub mod progress;
 pub mod search;
 pub mod select;
+pub mod settings_list;
 pub mod style;
 pub mod terminal;
 pub mod tree;
