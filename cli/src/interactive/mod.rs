@@ -5,6 +5,8 @@
 //!   completes `/commands`, Alt-Enter queues a follow-up, Esc interrupts);
 //! - [`app`]: the loop joining the editor, the runtime's events, runs, `!cmd` and signals;
 //! - [`commands`]: the slash commands; [`export_jsonl`]: `/export file.jsonl`;
+//!   [`settings_command`]: `/settings`; [`changelog`]: `/changelog` and the startup notes;
+//!   [`trust_command`]: `/trust`; [`share`]: `/share`;
 //! - [`transcript`], [`messages`], [`tools`]: what events and messages look like;
 //!   [`footer`]: the status after each run and `/session`; [`screen`], [`style`]: output.
 //!
