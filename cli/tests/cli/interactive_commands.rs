@@ -272,3 +272,47 @@ fn interactive_footer_is_printed_again_after_name_model_and_thinking() {
     pith.prompt();
     assert_eq!(pith.quit(), 0);
 }
+
+#[test]
+fn interactive_settings_that_change_keys_and_startup_are_honoured() {
+    let s = setup("[]");
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(
+        s.agent.join("settings.json"),
+        format!(
+            r#"{{"lastChangelogVersion":"{VERSION}","quietStartup":true,"doubleEscapeAction":"fork"}}"#
+        ),
+    )
+    .unwrap();
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    // quietStartup: true shows no header.
+    assert!(
+        !pith.transcript().contains("pith v"),
+        "{}",
+        pith.transcript()
+    );
+    // Ctrl-T is saved as pi saves it.
+    pith.send("\x14");
+    pith.expect("Thinking blocks: hidden");
+    pith.prompt();
+    assert_eq!(settings_json(&s.agent)["hideThinkingBlock"], true);
+    // doubleEscapeAction: fork. Esc Esc opens /fork instead of /tree.
+    pith.send("\x1b");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    pith.send("\x1b");
+    pith.expect("No messages to fork from");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+
+    // quietStartup: "header" keeps the header.
+    fs::write(
+        s.agent.join("settings.json"),
+        format!(r#"{{"lastChangelogVersion":"{VERSION}","quietStartup":"header"}}"#),
+    )
+    .unwrap();
+    let mut pith = s.start(&[]);
+    pith.expect("pith v");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+}
