@@ -16,15 +16,16 @@ impl App {
             KeyAction::SelectModel => return Ok(self.command("/model").await?.unwrap_or(Flow::Go)),
             KeyAction::Tree => {
                 // pi's `doubleEscapeAction`: /tree (the default), /fork, or nothing.
+                use super::settings_command::DoubleEscape;
                 let cwd = self.rt.current_session().await?.cwd;
                 let settings = pith_actors::settings::Settings::load(
                     &self.env.agent_dir,
                     std::path::Path::new(&cwd),
                 );
-                let command = match settings.get("doubleEscapeAction").and_then(|v| v.as_str()) {
-                    Some("none") => return Ok(Flow::Go),
-                    Some("fork") => "/fork",
-                    _ => "/tree",
+                let command = match DoubleEscape::of(&settings) {
+                    DoubleEscape::Nothing => return Ok(Flow::Go),
+                    DoubleEscape::Fork => "/fork",
+                    DoubleEscape::Tree => "/tree",
                 };
                 return Ok(self.command(command).await?.unwrap_or(Flow::Go));
             }

@@ -139,12 +139,9 @@ async fn interactive(
     };
     let flag = |key: &str| settings.get(key).and_then(serde_json::Value::as_bool);
     let skill_commands = flag("enableSkillCommands").unwrap_or(true);
-    // pi's `quietStartup`: `true` shows neither the header nor the startup listings,
-    // `"header"` the header only.
-    let quiet = settings.get("quietStartup").cloned().unwrap_or_default();
-    let header_only = quiet == "header";
-    let show_header = quiet != serde_json::Value::Bool(true);
-    let show_listings = show_header && !header_only;
+    let quiet = settings_command::QuietStartup::of(&settings);
+    let show_header = quiet != settings_command::QuietStartup::Quiet;
+    let show_listings = quiet == settings_command::QuietStartup::Verbose;
     let names = commands::completions(&rt.commands().await?, &resources, skill_commands);
     let (editor, inputs, printer) = editor::Editor::start(env.agent_dir.join("history"), names)?;
     let mut screen = screen::Screen::new(printer);

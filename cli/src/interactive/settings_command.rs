@@ -30,6 +30,68 @@ const PROJECT_TRUST: [(&str, &str); 3] = [
     ("never", "Never trust"),
 ];
 
+/// pi's `quietStartup` (`getQuietStartup`: `true`, `"header"`, anything else is `false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuietStartup {
+    /// `false` (the default): the header and the startup listings.
+    Verbose,
+    /// `"header"`: the header only.
+    HeaderOnly,
+    /// `true`: neither.
+    Quiet,
+}
+
+impl QuietStartup {
+    /// The setting as pi reads it.
+    pub fn of(settings: &Settings) -> QuietStartup {
+        match settings.get("quietStartup") {
+            Some(Value::Bool(true)) => QuietStartup::Quiet,
+            Some(Value::String(s)) if s == "header" => QuietStartup::HeaderOnly,
+            _ => QuietStartup::Verbose,
+        }
+    }
+
+    /// The value `/settings` shows.
+    fn shown(self) -> &'static str {
+        match self {
+            QuietStartup::Verbose => "false",
+            QuietStartup::HeaderOnly => "header",
+            QuietStartup::Quiet => "true",
+        }
+    }
+}
+
+/// pi's `doubleEscapeAction`: what Esc Esc on an empty editor opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DoubleEscape {
+    /// `/tree` (the default, and what an unknown value means).
+    Tree,
+    /// `/fork`.
+    Fork,
+    /// Nothing.
+    Nothing,
+}
+
+impl DoubleEscape {
+    /// The setting as pi reads it.
+    pub fn of(settings: &Settings) -> DoubleEscape {
+        match settings.get("doubleEscapeAction").and_then(Value::as_str) {
+            Some("fork") => DoubleEscape::Fork,
+            Some("none") => DoubleEscape::Nothing,
+            _ => DoubleEscape::Tree,
+        }
+    }
+
+    /// The value `/settings` shows.
+    fn shown(self) -> &'static str {
+        match self {
+            DoubleEscape::Tree => "tree",
+            DoubleEscape::Fork => "fork",
+            DoubleEscape::Nothing => "none",
+        }
+    }
+}
+
 /// What the interactive mode shows of its own (not in the settings file alone).
 pub struct Shown {
     /// Ctrl-T's state: thinking blocks hidden.
@@ -142,12 +204,7 @@ pub fn items(settings: &Settings, shown: &Shown) -> Vec<SettingItem> {
             id: "quiet-startup",
             label: "Quiet startup",
             description: "Disable verbose printing at startup (header: keep only the startup header)".into(),
-            value: match settings.get("quietStartup") {
-                Some(Value::Bool(true)) => "true",
-                Some(Value::String(s)) if s == "header" => "header",
-                _ => "false",
-            }
-            .into(),
+            value: QuietStartup::of(settings).shown().into(),
             values: vec!["true", "header", "false"],
         },
         SettingItem {
@@ -165,7 +222,7 @@ pub fn items(settings: &Settings, shown: &Shown) -> Vec<SettingItem> {
             id: "double-escape-action",
             label: "Double-escape action",
             description: "Action when pressing Escape twice with empty editor".into(),
-            value: text("doubleEscapeAction", "tree"),
+            value: DoubleEscape::of(settings).shown().into(),
             values: vec!["tree", "fork", "none"],
         },
         SettingItem {
