@@ -214,6 +214,7 @@ async fn interactive(
     if !app.rt.context().await?.messages.is_empty() {
         app.show_history().await?;
     }
+    app.untrusted_project_warning().await?;
     app.footer().await?;
     let ended = app.run().await;
     crate::mcp_cmd::stop(mcp).await;

@@ -21,6 +21,25 @@ pub fn decision_text(decision: Option<bool>, project: &str) -> String {
 }
 
 impl App {
+    /// pi's `renderProjectTrustWarningIfNeeded`: at startup, a project that has files needing
+    /// trust ([`pith_actors::trust::needs_trust`]) and is not trusted is named as such.
+    ///
+    /// Errors: the runtime stopped answering.
+    pub(super) async fn untrusted_project_warning(&mut self) -> Result<()> {
+        let cwd = std::path::PathBuf::from(self.rt.current_session().await?.cwd);
+        if pith_actors::trust::needs_trust(&cwd)
+            && !pith_actors::trust::project_trusted(&self.env.agent_dir, &cwd, None)
+        {
+            self.screen.print_lines(&[
+                String::new(),
+                super::style::warning(
+                    "This project is not trusted. Project .pith resources are ignored. Use /trust to save a trust decision, then restart pith.",
+                ),
+            ]);
+        }
+        Ok(())
+    }
+
     /// `/trust`: shows the project's trust and saves the decision picked.
     ///
     /// Errors: the runtime stopped answering.

@@ -316,3 +316,28 @@ fn interactive_settings_that_change_keys_and_startup_are_honoured() {
     pith.prompt();
     assert_eq!(pith.quit(), 0);
 }
+
+#[test]
+fn interactive_an_untrusted_project_is_named_at_startup_until_trust_saves_a_decision() {
+    let s = setup("[]");
+    fs::create_dir_all(s.work.join(".pith")).unwrap();
+    fs::write(
+        s.work.join(".pith/settings.json"),
+        r#"{"steeringMode":"all"}"#,
+    )
+    .unwrap();
+    const WARNING: &str = "This project is not trusted. Project .pith resources are ignored. Use /trust to save a trust decision, then restart pith.";
+    let mut pith = s.start(&[]);
+    pith.expect(WARNING);
+    pith.prompt();
+    pith.line("/trust");
+    pith.expect_screen("Current session: untrusted");
+    pith.send("\r");
+    pith.expect("Saved trust decision: trusted.");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+    assert!(!pith.transcript().contains(WARNING));
+}
