@@ -104,6 +104,20 @@ fn items(cwd: &Path) -> Vec<Item> {
 use pith_actors::trust::{default_trust, read_decisions as read_store, trust_file};
 
 fn store(agent_dir: &Path, project: &str, trusted: bool, items: &[Item]) {
+    // Startup goes on without a saved decision: it is asked again next time.
+    let _ = write_decision(agent_dir, project, trusted, items);
+}
+
+/// Records `trusted` for `project` with the fingerprints of `items`, every other project's
+/// decision kept; `trust.json` is replaced atomically.
+///
+/// Errors: the agent directory or `trust.json` cannot be written (named in the error).
+fn write_decision(
+    agent_dir: &Path,
+    project: &str,
+    trusted: bool,
+    items: &[Item],
+) -> anyhow::Result<()> {
     let mut all = read_store(agent_dir);
     let fingerprints: BTreeMap<&str, &str> = items
         .iter()
@@ -113,10 +127,24 @@ fn store(agent_dir: &Path, project: &str, trusted: bool, items: &[Item]) {
         "decision": if trusted { "trusted" } else { "untrusted" },
         "fingerprints": fingerprints,
     });
-    let _ = std::fs::create_dir_all(agent_dir);
-    if let Ok(text) = serde_json::to_string_pretty(&all) {
-        let _ = std::fs::write(trust_file(agent_dir), text);
-    }
+    std::fs::create_dir_all(agent_dir)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", agent_dir.display()))?;
+    let text = serde_json::to_string_pretty(&all)?;
+    let file = trust_file(agent_dir);
+    pith_store::writer::replace_file(&file, pith_store::writer::Replace::RegularOrNothing, |w| {
+        w.write_all(text.as_bytes())
+    })
+    .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
+}
+
+/// `/trust`'s saved decision for the project in `cwd`: trusted with the fingerprints of the
+/// project extensions as they are now (so they run at the next start without being asked
+/// about), or untrusted.
+///
+/// Errors: `trust.json` cannot be written.
+pub fn save_decision(agent_dir: &Path, cwd: &Path, trusted: bool) -> anyhow::Result<()> {
+    let project = pith_actors::trust::project_key(cwd);
+    write_decision(agent_dir, &project, trusted, &items(cwd))
 }
 
 fn ask_user(project: &str, items: &[&Item]) -> bool {

@@ -385,4 +385,44 @@ mod tests {
         );
         assert_eq!(std::fs::read_to_string(&file).expect("read"), "{ not json");
     }
+
+    #[test]
+    fn a_saved_setting_replaces_the_file_atomically_and_never_writes_through_a_symlink() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().expect("tmp");
+        let file = tmp.path().join("settings.json");
+        std::fs::write(&file, r#"{"unknown":{"kept":[1,"two"]}}"#).expect("write");
+        // A reader holding the old file (a hard link to it) keeps the old bytes: the new file
+        // is renamed into place, never written over the old one.
+        let old = tmp.path().join("old.json");
+        std::fs::hard_link(&file, &old).expect("link");
+        let inode = std::fs::metadata(&file).expect("meta").ino();
+        Settings::save_global(tmp.path(), "hideThinkingBlock", Value::Bool(true)).expect("saved");
+        assert_ne!(std::fs::metadata(&file).expect("meta").ino(), inode);
+        assert_eq!(
+            std::fs::read_to_string(&old).expect("read"),
+            r#"{"unknown":{"kept":[1,"two"]}}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&std::fs::read_to_string(&file).expect("read"))
+                .expect("json"),
+            serde_json::json!({"unknown": {"kept": [1, "two"]}, "hideThinkingBlock": true})
+        );
+        // Nothing but the two files is left in the folder.
+        let mut names: Vec<String> = std::fs::read_dir(tmp.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["old.json", "settings.json"]);
+
+        // A settings.json that is a symlink is refused and its target kept.
+        let elsewhere = tempfile::tempdir().expect("tmp");
+        let target = elsewhere.path().join("target.json");
+        std::fs::write(&target, "{}").expect("write");
+        std::fs::remove_file(&file).expect("rm");
+        std::os::unix::fs::symlink(&target, &file).expect("symlink");
+        assert!(Settings::save_global(tmp.path(), "collapseChangelog", Value::Bool(true)).is_err());
+        assert_eq!(std::fs::read_to_string(&target).expect("read"), "{}");
+    }
 }

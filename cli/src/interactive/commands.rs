@@ -19,7 +19,8 @@ use super::style;
 use crate::tui::select::{Item, select};
 
 /// Built-in commands and their `/help` line, in pi's order where pi has them.
-pub const BUILTIN: [(&str, &str); 20] = [
+pub const BUILTIN: [(&str, &str); 24] = [
+    ("settings", "Open settings menu"),
     ("model", "Select model (opens selector UI)"),
     ("thinking", "Set thinking level"),
     (
@@ -27,8 +28,11 @@ pub const BUILTIN: [(&str, &str); 20] = [
         "Export session (HTML default, or specify path: .html/.jsonl)",
     ),
     ("import", "Import and resume a session from a JSONL file"),
+    // pi: "Share session via a Radius artifact or a GitHub gist"; pith has no Radius.
+    ("share", "Share session via a GitHub gist"),
     ("name", "Set session display name"),
     ("session", "Show session info and stats"),
+    ("changelog", "Show changelog entries"),
     (
         "label",
         "Label the current entry (/label text), or clear its label (/label)",
@@ -39,6 +43,7 @@ pub const BUILTIN: [(&str, &str); 20] = [
         "Duplicate the current session at the current position",
     ),
     ("tree", "Navigate session tree (switch branches)"),
+    ("trust", "Save project trust decision for future sessions"),
     ("new", "Start a new session"),
     ("compact", "Manually compact the session context"),
     (
@@ -208,10 +213,27 @@ impl App {
                 self.footer().await?;
             }
             "compact" => self.compact(args).await?,
-            "name" => self.name(args).await?,
-            "session" => self.session_cmd().await?,
-            "model" => self.model(args).await?,
-            "thinking" => self.thinking(args).await?,
+            // The footer shows the name, model and thinking level: printed again after each.
+            "name" => {
+                self.name(args).await?;
+                self.refresh_footer().await?;
+            }
+            "session" => {
+                self.session_cmd().await?;
+                self.refresh_footer().await?;
+            }
+            "model" => {
+                self.model(args).await?;
+                self.refresh_footer().await?;
+            }
+            "thinking" => {
+                self.thinking(args).await?;
+                self.refresh_footer().await?;
+            }
+            "settings" => self.settings().await?,
+            "changelog" => self.changelog(),
+            "trust" => self.trust().await?,
+            "share" => self.share().await?,
             "label" => self.label(args).await?,
             "export" => self.export(args).await?,
             "import" => self.import(args).await?,
@@ -229,6 +251,17 @@ impl App {
             _ => return Ok(None),
         }
         Ok(Some(Flow::Go))
+    }
+
+    /// Prints the footer again after a command changed what it shows, unless a reply is
+    /// streaming (the footer follows the run then).
+    ///
+    /// Errors: the runtime stopped answering.
+    async fn refresh_footer(&mut self) -> Result<()> {
+        if self.busy() {
+            return Ok(());
+        }
+        self.footer().await
     }
 
     /// `/import`'s confirmed replacement of the session by `path`.

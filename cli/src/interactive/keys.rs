@@ -14,11 +14,30 @@ impl App {
     pub(super) async fn key_action(&mut self, action: KeyAction) -> Result<Flow> {
         match action {
             KeyAction::SelectModel => return Ok(self.command("/model").await?.unwrap_or(Flow::Go)),
-            KeyAction::Tree => return Ok(self.command("/tree").await?.unwrap_or(Flow::Go)),
+            KeyAction::Tree => {
+                // pi's `doubleEscapeAction`: /tree (the default), /fork, or nothing.
+                use super::settings_command::DoubleEscape;
+                let cwd = self.rt.current_session().await?.cwd;
+                let settings = pith_actors::settings::Settings::load(
+                    &self.env.agent_dir,
+                    std::path::Path::new(&cwd),
+                );
+                let command = match DoubleEscape::of(&settings) {
+                    DoubleEscape::Nothing => return Ok(Flow::Go),
+                    DoubleEscape::Fork => "/fork",
+                    DoubleEscape::Tree => "/tree",
+                };
+                return Ok(self.command(command).await?.unwrap_or(Flow::Go));
+            }
             KeyAction::CycleModel => self.cycle_model().await?,
             KeyAction::CycleThinking => self.cycle_thinking().await?,
             KeyAction::ToggleThinking => {
                 self.transcript.hide_thinking = !self.transcript.hide_thinking;
+                // Saved as pi's `setHideThinkingBlock` saves it.
+                let hidden = serde_json::Value::Bool(self.transcript.hide_thinking);
+                if let Err(e) = self.rt.set_setting("hideThinkingBlock", hidden).await {
+                    self.warn(&e.to_string());
+                }
                 self.status(if self.transcript.hide_thinking {
                     "Thinking blocks: hidden"
                 } else {

@@ -5,6 +5,8 @@
 //!   completes `/commands`, Alt-Enter queues a follow-up, Esc interrupts);
 //! - [`app`]: the loop joining the editor, the runtime's events, runs, `!cmd` and signals;
 //! - [`commands`]: the slash commands; [`export_jsonl`]: `/export file.jsonl`;
+//!   [`settings_command`]: `/settings`; [`changelog`]: `/changelog` and the startup notes;
+//!   [`trust_command`]: `/trust`; [`share`]: `/share`;
 //! - [`transcript`], [`messages`], [`tools`]: what events and messages look like;
 //!   [`footer`]: the status after each run and `/session`; [`screen`], [`style`]: output.
 //!
@@ -15,6 +17,7 @@
 //! Esc Esc are pi's app keys ([`editor::KeyAction`]). Replies are rendered by [`markdown`].
 
 mod app;
+mod changelog;
 mod clipboard;
 mod commands;
 mod dialogs;
@@ -27,10 +30,13 @@ mod messages;
 mod quiet_wait;
 mod resources_view;
 mod screen;
+mod settings_command;
+mod share;
 mod style;
 mod tools;
 mod transcript;
 mod tree_command;
+mod trust_command;
 
 use std::collections::HashSet;
 use std::io::IsTerminal;
@@ -127,17 +133,19 @@ async fn interactive(
         ..
     } = start(&args).await?;
     let env = SessionEnv::system();
-    let skill_commands = {
+    let settings = {
         let cwd = rt.current_session().await?.cwd;
         pith_actors::settings::Settings::load(&env.agent_dir, std::path::Path::new(&cwd))
-            .get("enableSkillCommands")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(true)
     };
+    let flag = |key: &str| settings.get(key).and_then(serde_json::Value::as_bool);
+    let skill_commands = flag("enableSkillCommands").unwrap_or(true);
+    let quiet = settings_command::QuietStartup::of(&settings);
+    let show_header = quiet != settings_command::QuietStartup::Quiet;
+    let show_listings = quiet == settings_command::QuietStartup::Verbose;
     let names = commands::completions(&rt.commands().await?, &resources, skill_commands);
     let (editor, inputs, printer) = editor::Editor::start(env.agent_dir.join("history"), names)?;
     let mut screen = screen::Screen::new(printer);
-    screen.print_lines(&[
+    let header = [
         format!(
             "{}{}",
             style::bold(&style::accent("pith")),
@@ -146,7 +154,10 @@ async fn interactive(
         style::dim(
             "esc interrupt · ctrl+c twice/ctrl+d exit · / commands · ! bash · alt+enter follow-up · /help more",
         ),
-    ]);
+    ];
+    if show_header {
+        screen.print_lines(&header);
+    }
     let cwd = rt.current_session().await?.cwd;
     let mut context_files = prompt_files;
     if !args.resources.no_context_files {
@@ -161,7 +172,7 @@ async fn interactive(
     }
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let show = |p: &std::path::Path| display_path(p, std::path::Path::new(&cwd), home.as_deref());
-    if !context_files.is_empty() {
+    if show_listings && !context_files.is_empty() {
         // pi's startup listing: which AGENTS.md/CLAUDE.md files the model is given.
         let shown: Vec<String> = context_files.iter().map(|f| show(f)).collect();
         screen.print_lines(&[
@@ -170,7 +181,9 @@ async fn interactive(
             style::dim(&format!("  {}", shown.join(", "))),
         ]);
     }
-    screen.print_lines(&resources_view::startup_lines(&resources, &show));
+    if show_listings {
+        screen.print_lines(&resources_view::startup_lines(&resources, &show));
+    }
     let registry = ModelRegistry::load(&env.agent_dir);
     let creds = Credentials::load(&env.agent_dir);
     let providers: HashSet<&str> = registry
@@ -195,9 +208,13 @@ async fn interactive(
         mcp: mcp.clone(),
     })
     .await?;
+    // pi's `hideThinkingBlock`, which Ctrl-T and /settings change.
+    app.transcript.hide_thinking = flag("hideThinkingBlock").unwrap_or(false);
+    app.changelog_at_startup().await?;
     if !app.rt.context().await?.messages.is_empty() {
         app.show_history().await?;
     }
+    app.untrusted_project_warning().await?;
     app.footer().await?;
     let ended = app.run().await;
     crate::mcp_cmd::stop(mcp).await;

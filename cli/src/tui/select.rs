@@ -62,6 +62,8 @@ pub struct SelectState {
     page: usize,
     /// Whether typing filters (a yes/no question does not need it).
     filterable: bool,
+    /// Muted lines under the title (`/trust`'s project and decisions).
+    about: Vec<String>,
 }
 
 impl SelectState {
@@ -76,7 +78,14 @@ impl SelectState {
             visible,
             page: 10,
             filterable,
+            about: Vec::new(),
         }
+    }
+
+    /// The same, with `about` shown muted under the title.
+    pub fn with_about(mut self, about: Vec<String>) -> SelectState {
+        self.about = about;
+        self
     }
 
     /// Rows the list may use.
@@ -137,6 +146,14 @@ impl SelectState {
             rule.clone(),
             Line::styled(format!(" {}", self.title), style::bold()),
         ];
+        if !self.about.is_empty() {
+            out.push(Line::default());
+            out.extend(
+                self.about
+                    .iter()
+                    .map(|l| Line::styled(format!(" {l}"), style::muted())),
+            );
+        }
         if self.filterable {
             let mut search = vec![Span::styled(" Type to filter: ", style::dim())];
             search.extend(self.filter.line(width.saturating_sub(17)).spans);
@@ -193,14 +210,28 @@ pub fn select(
     initial: usize,
     filterable: bool,
 ) -> Result<Option<usize>> {
+    select_about(title, Vec::new(), items, initial, filterable)
+}
+
+/// [`select`] with `about`: muted lines under the title.
+///
+/// Errors: the terminal cannot be taken over or read.
+pub fn select_about(
+    title: &str,
+    about: Vec<String>,
+    items: Vec<Item>,
+    initial: usize,
+    filterable: bool,
+) -> Result<Option<usize>> {
     if items.is_empty() {
         return Ok(None);
     }
-    let mut state = SelectState::new(title, items, initial, filterable);
+    let chrome = CHROME_ROWS + about.len() + usize::from(!about.is_empty());
+    let mut state = SelectState::new(title, items, initial, filterable).with_about(about);
     let mut screen = Screen::enter()?;
     loop {
         let (width, height) = screen.size()?;
-        state.set_page((height as usize).saturating_sub(CHROME_ROWS));
+        state.set_page((height as usize).saturating_sub(chrome));
         let lines = state.lines(width as usize);
         screen.terminal().draw(|frame: &mut Frame<'_>| {
             frame.render_widget(Paragraph::new(lines), frame.area())

@@ -74,7 +74,7 @@ impl Setup {
     }
 
     /// [`Setup::start`] with extra environment variables.
-    fn start_with_env(&self, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Pith {
+    pub(crate) fn start_with_env(&self, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Pith {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pith"));
         for (k, v) in env {
             cmd.env(k, v);
@@ -120,7 +120,7 @@ impl Setup {
         }
     }
 
-    fn sessions(&self) -> Vec<PathBuf> {
+    pub(crate) fn sessions(&self) -> Vec<PathBuf> {
         pith_tests::files::session_files(&self.agent)
     }
 }
@@ -150,7 +150,7 @@ impl Pith {
     }
 
     /// The visible screen, trailing blanks trimmed.
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let t = self.term.lock().unwrap();
         let contents = t.screen.screen().contents();
         let lines: Vec<&str> = contents.lines().map(str::trim_end).collect();
@@ -180,7 +180,7 @@ impl Pith {
     }
 
     /// Waits until the visible screen shows `needle` (full-screen views draw in pieces).
-    fn expect_screen(&mut self, needle: &str) {
+    pub(crate) fn expect_screen(&mut self, needle: &str) {
         let deadline = Instant::now() + TIMEOUT;
         while !self.screen().contains(needle) {
             assert!(
@@ -199,7 +199,7 @@ impl Pith {
     }
 
     /// Waits for the end of a run: the footer (with the model), and the prompt after it.
-    fn idle(&mut self) {
+    pub(crate) fn idle(&mut self) {
         self.expect("faux-1");
         self.prompt();
     }
@@ -210,7 +210,7 @@ impl Pith {
     }
 
     /// Types `line` and Enter, once the editor is ready.
-    fn line(&mut self, line: &str) {
+    pub(crate) fn line(&mut self, line: &str) {
         self.send(&format!("{line}\r"));
         self.expect(line);
     }
