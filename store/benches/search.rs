@@ -130,3 +130,34 @@ fn list_all_indexed_warm_agent_10k(bencher: Bencher) {
     list_all_indexed(&agent(), &root);
     bencher.bench(|| list_all_indexed(&agent(), &root).sessions.len());
 }
+
+/// One warm search over agent-100k (target ≤ 0.5 s). `scripts/gen-agent-100k` makes the set
+/// from agent-10k with hard links; the first run builds its index (minutes).
+#[divan::bench(args = QUERIES, sample_count = 5, sample_size = 1)]
+fn search_agent_100k(bencher: Bencher, query: &str) {
+    let Some((index, _)) = ready("agent-100k") else {
+        return;
+    };
+    let q = parse_query(query);
+    bencher.bench_local(|| index.search(&q, None, Some(50)).expect("searches").len());
+}
+
+/// `list --all` over agent-100k without any index (pi 1.6.0 cannot finish: it holds every
+/// text).
+#[divan::bench(sample_count = 1, sample_size = 1)]
+fn list_all_agent_100k(bencher: Bencher) {
+    let Some(root) = root("agent-100k") else {
+        return;
+    };
+    bencher.bench(|| list_all(&root).sessions.len());
+}
+
+/// `list --all` over agent-100k through a warm listing index.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn list_all_indexed_warm_agent_100k(bencher: Bencher) {
+    let Some(root) = root("agent-100k") else {
+        return;
+    };
+    list_all_indexed(&agent(), &root);
+    bencher.bench(|| list_all_indexed(&agent(), &root).sessions.len());
+}

@@ -15,7 +15,7 @@ use pith_events::{AgentMessage, ContentBlock, UserContent, UserMessage};
 use pith_store::env::{RandomIds, SystemClock};
 use pith_store::list::list_all;
 use pith_store::list_index::list_all_indexed;
-use pith_store::{OpenMode, Session, SessionEnv};
+use pith_store::{ContextView, OpenMode, Session, SessionEnv};
 
 fn main() {
     divan::main();
@@ -46,6 +46,22 @@ fn env() -> SessionEnv {
         clock: Arc::new(SystemClock),
         ids: Arc::new(RandomIds),
     }
+}
+
+/// Open a file for its context alone, as `pith session context` does: every line checked,
+/// only the bodies the context reads kept (pi 1.6.0, whole process: 1.39 s for s100mb; see
+/// `scripts/bench-open` for the whole-process run beside pi).
+#[divan::bench(args = ["s1k", "s10k", "s100mb", "s100k"], sample_count = 5, sample_size = 1)]
+fn open_for_context(bencher: Bencher, name: &str) {
+    let Some(path) = single(name) else { return };
+    let env = env();
+    bencher.bench(|| {
+        let view = ContextView::open(&path, &env, |tree| Ok::<_, ()>(tree.leaf()))
+            .expect("opens")
+            .expect("leaf");
+        let mut out = std::io::sink();
+        view.context().write_json(&mut out).expect("writes");
+    });
 }
 
 /// Open a file and build the context at its leaf (pi: 53 ms / 1.01 s / 3.69 s / 12.5 s).
