@@ -71,12 +71,12 @@ impl CachedInfo {
         }
     }
 
-    fn to_info(&self, path: PathBuf) -> SessionInfo {
+    fn into_info(self, path: PathBuf) -> SessionInfo {
         SessionInfo {
             path,
-            id: self.id.clone(),
-            cwd: self.cwd.clone(),
-            name: self.name.clone(),
+            id: self.id,
+            cwd: self.cwd,
+            name: self.name,
             parent_session_path: self
                 .parent_session_path
                 .as_deref()
@@ -84,7 +84,7 @@ impl CachedInfo {
             created_ms: self.created_ms,
             modified_ms: self.modified_ms,
             message_count: self.message_count as usize,
-            first_message: self.first_message.clone(),
+            first_message: self.first_message,
             all_messages_text: String::new(),
         }
     }
@@ -168,23 +168,26 @@ fn list_files(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Listing {
     let cached = load(index);
-    let by_path: std::collections::HashMap<&str, &Cached> =
-        cached.iter().map(|c| (c.path.as_str(), c)).collect();
+    let cached_count = cached.len();
     let stamps = stamps(&files);
-    // Index hits are borrowed from the loaded index; only files read now are new.
-    let mut fresh: Vec<Option<std::borrow::Cow<'_, Cached>>> = files
-        .iter()
-        .zip(&stamps)
-        .map(|(file, stamp)| {
-            let (size, mtime_ns) = (*stamp)?;
-            by_path
-                .get(file.to_string_lossy().as_ref())
-                .filter(|c| c.size == size && c.mtime_ns == mtime_ns)
-                .map(|c| std::borrow::Cow::Borrowed(*c))
-        })
-        .collect();
+    // Index hits are moved out of the loaded index, not copied: at 100,000 sessions two
+    // copies of every first message were most of the memory.
+    let mut fresh: Vec<Option<Cached>> = {
+        let mut by_path: std::collections::HashMap<String, Cached> =
+            cached.into_iter().map(|c| (c.path.clone(), c)).collect();
+        files
+            .iter()
+            .zip(&stamps)
+            .map(|(file, stamp)| {
+                let (size, mtime_ns) = (*stamp)?;
+                by_path
+                    .remove(file.to_string_lossy().as_ref())
+                    .filter(|c| c.size == size && c.mtime_ns == mtime_ns)
+            })
+            .collect()
+    };
     let to_read: Vec<usize> = (0..files.len()).filter(|&i| fresh[i].is_none()).collect();
-    let changed = !to_read.is_empty() || fresh.len() != cached.len();
+    let changed = !to_read.is_empty() || fresh.len() != cached_count;
     let paths: Vec<PathBuf> = to_read.iter().map(|&i| files[i].clone()).collect();
     let total = files.len();
     let done = std::sync::atomic::AtomicUsize::new(total - to_read.len());
@@ -204,37 +207,27 @@ fn list_files(
             Ok(info) => Outcome::Session(CachedInfo::from_info(&info)),
             Err(e) => Outcome::Skipped(e.to_string()),
         };
-        fresh[i] = Some(std::borrow::Cow::Owned(Cached {
+        fresh[i] = Some(Cached {
             path: files[i].to_string_lossy().into_owned(),
             size,
             mtime_ns,
             outcome,
-        }));
+        });
+    }
+    if changed {
+        save(index, fresh.iter().flatten().cloned().collect());
     }
     let mut listing = Listing::default();
     listing.sessions.reserve(files.len());
-    for (file, entry) in files.iter().zip(&fresh) {
-        match entry.as_ref().map(|c| &c.outcome) {
-            Some(Outcome::Session(info)) => listing.sessions.push(info.to_info(file.clone())),
-            Some(Outcome::Skipped(reason)) => listing.skipped.push(Skipped {
-                path: file.clone(),
-                reason: reason.clone(),
-            }),
+    for (file, entry) in files.into_iter().zip(fresh) {
+        match entry.map(|c| c.outcome) {
+            Some(Outcome::Session(info)) => listing.sessions.push(info.into_info(file)),
+            Some(Outcome::Skipped(reason)) => listing.skipped.push(Skipped { path: file, reason }),
             None => listing.skipped.push(Skipped {
-                path: file.clone(),
+                path: file,
                 reason: "vanished while listing".into(),
             }),
         }
-    }
-    if changed {
-        save(
-            index,
-            fresh
-                .into_iter()
-                .flatten()
-                .map(std::borrow::Cow::into_owned)
-                .collect(),
-        );
     }
     crate::list::sort_newest_first(&mut listing.sessions);
     listing
