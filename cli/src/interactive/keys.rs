@@ -15,6 +15,9 @@ impl App {
         match action {
             KeyAction::SelectModel => return Ok(self.command("/model").await?.unwrap_or(Flow::Go)),
             KeyAction::Tree => return Ok(self.command("/tree").await?.unwrap_or(Flow::Go)),
+            KeyAction::NewSession => return Ok(self.command("/new").await?.unwrap_or(Flow::Go)),
+            KeyAction::Fork => return Ok(self.command("/fork").await?.unwrap_or(Flow::Go)),
+            KeyAction::Resume => return Ok(self.command("/resume").await?.unwrap_or(Flow::Go)),
             KeyAction::CycleModel => self.cycle_model().await?,
             KeyAction::CycleThinking => self.cycle_thinking().await?,
             KeyAction::ToggleThinking => {

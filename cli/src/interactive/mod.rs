@@ -1,18 +1,24 @@
-//! Interactive mode: `pith` with no `-p` (pi's `InteractiveMode`, in a line editor instead of
-//! pi's full-screen TUI).
+//! Interactive mode: `pith` with no `-p` (pi's `InteractiveMode`): the transcript is printed
+//! into the terminal's scrollback and pith's own editor keeps a bottom area below it.
 //!
-//! - [`editor`]: rustyline on its own thread (history in `<agent dir>/history`, Tab
-//!   completes `/commands`, Alt-Enter queues a follow-up, Esc interrupts);
+//! - [`editor`]: the editor on its own thread (a multi-line buffer, history in
+//!   `<agent dir>/history`, the `/command` menu and Tab completion, large pastes as
+//!   markers, Ctrl+G in `$VISUAL`/`$EDITOR`, keys from `<agent dir>/keybindings.json`) and
+//!   the status line above it (working indicator with elapsed time, retry countdown,
+//!   compaction), redrawn in place;
 //! - [`app`]: the loop joining the editor, the runtime's events, runs, `!cmd` and signals;
 //! - [`commands`]: the slash commands; [`export_jsonl`]: `/export file.jsonl`;
 //! - [`transcript`], [`messages`], [`tools`]: what events and messages look like;
 //!   [`footer`]: the status after each run and `/session`; [`screen`], [`style`]: output.
 //!
-//! Keys (pi's defaults where pi has them): Enter sends (steers while a reply streams),
-//! Alt-Enter queues a follow-up, Ctrl-J adds a line, Esc interrupts (and gives the queued
-//! messages back to the editor), Ctrl-C interrupts and clears the line (a second one within
-//! 500 ms exits), Ctrl-D on an empty line exits; Ctrl-L, Ctrl-P, Shift-Tab, Ctrl-T, Ctrl-O and
-//! Esc Esc are pi's app keys ([`editor::KeyAction`]). Replies are rendered by [`markdown`].
+//! Keys (pi's defaults, each remappable by its pi action id, see [`editor::keys`]): Enter
+//! sends (steers while a reply streams), Alt+Enter queues a follow-up, Shift+Enter and
+//! Ctrl+J add a line, Esc interrupts (and gives the queued messages back to the editor;
+//! Alt+Up gives them back without interrupting), Ctrl+C clears the editor (a second one
+//! within 500 ms exits), Ctrl+D on an empty editor exits, Ctrl+G edits in an external
+//! editor, Ctrl+Z suspends; Ctrl+L, Ctrl+P, Shift+Tab, Ctrl+T, Ctrl+O and Esc Esc are pi's
+//! app keys ([`editor::KeyAction`]); Ctrl+A/E/K/U/W/Y, Alt+B/F/D, arrows, Home/End edit.
+//! Replies are rendered by [`markdown`].
 
 mod app;
 mod clipboard;
@@ -91,6 +97,14 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     // Quitting on a signal leaves the editor thread inside a read, in raw mode.
     let saved = rustix::termios::tcgetattr(std::io::stdin()).ok();
     let result = runtime.block_on(interactive(args, images));
+    if std::io::stdout().is_terminal() {
+        // The editor's terminal modes (bracketed paste, the kitty keyboard protocol) end
+        // with pith, whichever way it ends.
+        use std::io::Write;
+        let mut out = std::io::stdout();
+        let _ = out.write_all(editor::external::LEAVE.as_bytes());
+        let _ = out.flush();
+    }
     if let Some(termios) = saved {
         let _ = rustix::termios::tcsetattr(
             std::io::stdin(),
@@ -135,8 +149,11 @@ async fn interactive(
             .unwrap_or(true)
     };
     let names = commands::completions(&rt.commands().await?, &resources, skill_commands);
-    let (editor, inputs, printer) = editor::Editor::start(env.agent_dir.join("history"), names)?;
-    let mut screen = screen::Screen::new(printer);
+    let keybindings_file = env.agent_dir.join("keybindings.json");
+    let (keys, key_warnings) = editor::keys::Keybindings::load(&keybindings_file);
+    let (editor, inputs, printer) =
+        editor::Editor::start(env.agent_dir.join("history"), names, keys)?;
+    let mut screen = screen::Screen::new(Some(printer));
     screen.print_lines(&[
         format!(
             "{}{}",
@@ -147,6 +164,9 @@ async fn interactive(
             "esc interrupt · ctrl+c twice/ctrl+d exit · / commands · ! bash · alt+enter follow-up · /help more",
         ),
     ]);
+    for warning in key_warnings {
+        screen.print(&style::warning(&format!("Warning: {warning}")));
+    }
     let cwd = rt.current_session().await?.cwd;
     let mut context_files = prompt_files;
     if !args.resources.no_context_files {

@@ -1,0 +1,186 @@
+//! The bottom area: the status line, the editor's rows and the completion menu, laid out
+//! for the terminal's width and redrawn in place. Output above it (the transcript) erases
+//! the area, prints, and draws it again; nothing of it ever scrolls into the transcript
+//! except the editor's rows of a sent prompt.
+
+use std::io::Write;
+
+use unicode_width::UnicodeWidthChar;
+
+/// The rows to draw and where the cursor goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// Each row, at most the width given to [`layout`] columns wide (styles included).
+    pub rows: Vec<String>,
+    /// The cursor's row and column within `rows`.
+    pub cursor: (usize, usize),
+}
+
+/// Lays out `status` (one row, already fitted), then `prompt` and `text` wrapped to
+/// `width` columns (continuation lines indented by the prompt's width), then the `menu`
+/// rows; the cursor goes to byte offset `cursor` of `text`.
+pub fn layout(
+    status: Option<&str>,
+    prompt: &str,
+    text: &str,
+    cursor: usize,
+    menu: &[String],
+    width: usize,
+) -> Frame {
+    let mut rows: Vec<String> = status.map(str::to_owned).into_iter().collect();
+    let indent = super::super::screen::width(prompt);
+    let room = width.saturating_sub(indent).max(1);
+    let mut at = (rows.len(), indent);
+    let mut offset = 0;
+    for (i, line) in text.split('\n').enumerate() {
+        let mut row = if i == 0 {
+            prompt.to_owned()
+        } else {
+            " ".repeat(indent)
+        };
+        let mut used = 0;
+        for (b, c) in line.char_indices() {
+            let w = c.width().unwrap_or(0);
+            if used + w > room {
+                rows.push(std::mem::replace(&mut row, " ".repeat(indent)));
+                used = 0;
+            }
+            if offset + b == cursor {
+                at = (rows.len(), indent + used);
+            }
+            row.push(c);
+            used += w;
+        }
+        if offset + line.len() == cursor {
+            at = (rows.len(), indent + used);
+        }
+        rows.push(row);
+        offset += line.len() + 1;
+    }
+    rows.extend(menu.iter().cloned());
+    Frame { rows, cursor: at }
+}
+
+/// What is on the screen of the bottom area.
+#[derive(Debug, Default)]
+pub struct Surface {
+    /// How many rows the area has now (0: not drawn).
+    rows: usize,
+    /// The row the cursor is on, within the area.
+    cursor_row: usize,
+    /// The area has a status row first.
+    status: bool,
+}
+
+impl Surface {
+    /// Whether the area is on the screen.
+    pub fn drawn(&self) -> bool {
+        self.rows > 0
+    }
+
+    /// Appends to `out` what removes the area: up to its first row, clear to the end of
+    /// the screen. The cursor is left at the start of that row.
+    pub fn erase(&mut self, out: &mut String) {
+        if self.rows == 0 {
+            return;
+        }
+        out.push('\r');
+        if self.cursor_row > 0 {
+            out.push_str(&format!("\x1b[{}A", self.cursor_row));
+        }
+        out.push_str("\x1b[J");
+        self.rows = 0;
+        self.cursor_row = 0;
+    }
+
+    /// Appends to `out` what draws `frame` from the cursor's row (erased first).
+    pub fn draw(&mut self, frame: &Frame, has_status: bool, out: &mut String) {
+        self.erase(out);
+        for (i, row) in frame.rows.iter().enumerate() {
+            if i > 0 {
+                out.push_str("\r\n");
+            }
+            out.push_str(row);
+        }
+        let last = frame.rows.len().saturating_sub(1);
+        let (row, col) = frame.cursor;
+        if last > row {
+            out.push_str(&format!("\x1b[{}A", last - row));
+        }
+        out.push('\r');
+        if col > 0 {
+            out.push_str(&format!("\x1b[{col}C"));
+        }
+        self.rows = frame.rows.len().max(1);
+        self.cursor_row = row;
+        self.status = has_status;
+    }
+
+    /// Appends to `out` what rewrites the status row alone (the spinner's next frame, the
+    /// countdown's next second); `false` when the area has no status row.
+    pub fn redraw_status(&mut self, status: &str, out: &mut String) -> bool {
+        if !self.status || self.rows == 0 {
+            return false;
+        }
+        out.push_str("\x1b7");
+        if self.cursor_row > 0 {
+            out.push_str(&format!("\x1b[{}A", self.cursor_row));
+        }
+        out.push('\r');
+        out.push_str(status);
+        out.push_str("\x1b[K\x1b8");
+        true
+    }
+
+    /// Forgets the area without touching the screen (what was drawn stays, as the
+    /// transcript's last lines).
+    pub fn leave(&mut self) {
+        self.rows = 0;
+        self.cursor_row = 0;
+        self.status = false;
+    }
+}
+
+/// Writes `text` to the terminal at once.
+pub fn write(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_wrap_under_the_prompt_and_the_cursor_follows() {
+        let f = layout(None, "> ", "abcdefgh", 8, &[], 6);
+        assert_eq!(f.rows, ["> abcd", "  efgh"]);
+        assert_eq!(f.cursor, (1, 6));
+        let f = layout(Some("⠋ Working"), "> ", "ab\ncd", 3, &["menu".into()], 40);
+        assert_eq!(f.rows, ["⠋ Working", "> ab", "  cd", "menu"]);
+        assert_eq!(f.cursor, (2, 2));
+        let f = layout(None, "> ", "", 0, &[], 40);
+        assert_eq!((f.rows, f.cursor), (vec!["> ".to_owned()], (0, 2)));
+        // Wide characters never split a column pair.
+        let f = layout(None, "> ", "日本語", 3, &[], 6);
+        assert_eq!(f.rows, ["> 日本", "  語"]);
+        assert_eq!(f.cursor, (0, 4));
+    }
+
+    #[test]
+    fn the_area_is_erased_from_its_first_row() {
+        let mut s = Surface::default();
+        let mut out = String::new();
+        let f = layout(Some("st"), "> ", "a\nb", 1, &[], 40);
+        s.draw(&f, true, &mut out);
+        assert_eq!(out, "st\r\n> a\r\n  b\x1b[1A\r\x1b[3C");
+        out.clear();
+        assert!(s.redraw_status("st2", &mut out));
+        assert_eq!(out, "\x1b7\x1b[1A\rst2\x1b[K\x1b8");
+        out.clear();
+        s.erase(&mut out);
+        assert_eq!(out, "\r\x1b[1A\x1b[J");
+        assert!(!s.drawn());
+    }
+}
