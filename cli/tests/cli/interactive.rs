@@ -74,7 +74,7 @@ impl Setup {
     }
 
     /// [`Setup::start`] with extra environment variables.
-    fn start_with_env(&self, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Pith {
+    pub(crate) fn start_with_env(&self, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Pith {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pith"));
         for (k, v) in env {
             cmd.env(k, v);
@@ -120,12 +120,12 @@ impl Setup {
         }
     }
 
-    fn sessions(&self) -> Vec<PathBuf> {
+    pub(crate) fn sessions(&self) -> Vec<PathBuf> {
         pith_tests::files::session_files(&self.agent)
     }
 }
 
-/// Feeds the terminal and answers rustyline's cursor position queries as a terminal does.
+/// Feeds the terminal and answers cursor position queries as a terminal does.
 fn read_terminal(mut output: fs::File, answer: &mut fs::File, term: &Mutex<Terminal>) {
     let mut buf = [0u8; 8192];
     while let Ok(n) = output.read(&mut buf) {
@@ -150,7 +150,7 @@ impl Pith {
     }
 
     /// The visible screen, trailing blanks trimmed.
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let t = self.term.lock().unwrap();
         let contents = t.screen.screen().contents();
         let lines: Vec<&str> = contents.lines().map(str::trim_end).collect();
@@ -180,7 +180,7 @@ impl Pith {
     }
 
     /// Waits until the visible screen shows `needle` (full-screen views draw in pieces).
-    fn expect_screen(&mut self, needle: &str) {
+    pub(crate) fn expect_screen(&mut self, needle: &str) {
         let deadline = Instant::now() + TIMEOUT;
         while !self.screen().contains(needle) {
             assert!(
@@ -193,13 +193,35 @@ impl Pith {
         self.seen = self.transcript().len();
     }
 
+    /// Everything the terminal received, escape sequences included.
+    pub(crate) fn raw(&self) -> String {
+        String::from_utf8_lossy(&self.term.lock().unwrap().raw).into_owned()
+    }
+
+    /// Resizes the terminal to `cols` columns (the kernel tells pith with SIGWINCH).
+    pub(crate) fn resize(&mut self, cols: u16) {
+        let mut t = self.term.lock().unwrap();
+        t.screen
+            .set_size(ROWS.try_into().unwrap(), cols.try_into().unwrap());
+        rustix::termios::tcsetwinsize(
+            &self.input,
+            rustix::termios::Winsize {
+                ws_row: ROWS,
+                ws_col: cols,
+                ws_xpixel: 0,
+                ws_ypixel: 0,
+            },
+        )
+        .unwrap();
+    }
+
     /// Waits for the editor to show its prompt again (it reads the next line then).
     pub(crate) fn prompt(&mut self) {
         self.expect("> ");
     }
 
     /// Waits for the end of a run: the footer (with the model), and the prompt after it.
-    fn idle(&mut self) {
+    pub(crate) fn idle(&mut self) {
         self.expect("faux-1");
         self.prompt();
     }
@@ -210,13 +232,13 @@ impl Pith {
     }
 
     /// Types `line` and Enter, once the editor is ready.
-    fn line(&mut self, line: &str) {
+    pub(crate) fn line(&mut self, line: &str) {
         self.send(&format!("{line}\r"));
         self.expect(line);
     }
 
     /// Waits for the exit status.
-    fn exit_code(&mut self) -> i32 {
+    pub(crate) fn exit_code(&mut self) -> i32 {
         // rexpect does not re-export nix's `WaitStatus`: read its `Exited(Pid(…), code)`.
         let exited = regex::Regex::new(r"^Some\(Exited\(Pid\(\d+\), (-?\d+)\)\)$").unwrap();
         let deadline = Instant::now() + TIMEOUT;
@@ -266,7 +288,7 @@ pub(crate) fn strip_ansi(text: &str) -> String {
 use pith_tests::files::{entry_kinds as kinds, json_lines as lines};
 
 /// The text of every user message in the file, in order.
-fn user_texts(path: &Path) -> Vec<String> {
+pub(crate) fn user_texts(path: &Path) -> Vec<String> {
     lines(path)
         .iter()
         .filter(|v| v["message"]["role"] == "user")
@@ -279,7 +301,7 @@ fn user_texts(path: &Path) -> Vec<String> {
         .collect()
 }
 
-fn text_reply(text: &str) -> String {
+pub(crate) fn text_reply(text: &str) -> String {
     serde_json::json!({"content": [{"type": "text", "text": text}]}).to_string()
 }
 
@@ -790,8 +812,7 @@ fn escape_interrupts_a_reply() {
     pith.send("\x1b");
     pith.expect("Operation aborted");
     pith.idle();
-    // Two Ctrl-C within half a second exit. (Sent apart: rustyline drops keys that arrive
-    // in one read with the key that ends a line.)
+    // Two Ctrl-C within half a second exit.
     pith.send("\x03");
     pith.prompt();
     pith.send("\x03");

@@ -12,6 +12,7 @@ mod flags16;
 mod full_disk;
 mod hostile;
 mod interactive;
+mod interactive_editor;
 mod kill;
 mod kill_attached;
 mod local_model;
