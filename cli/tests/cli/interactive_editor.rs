@@ -66,6 +66,10 @@ fn ctrl_j_and_shift_enter_add_lines_to_one_prompt() {
     let s = setup(&format!("[{}]", text_reply("three lines read")));
     let mut pith = s.start(&[]);
     pith.prompt();
+    // The editor asks for the kitty keyboard protocol (Shift+Enter apart from Enter) and
+    // bracketed paste.
+    let raw = pith.raw();
+    assert!(raw.contains("\x1b[>1u") && raw.contains("\x1b[?2004h"));
     // Ctrl+J, then Shift+Enter as the kitty keyboard protocol sends it.
     pith.send("first\n");
     pith.send("second\x1b[13;2u");
