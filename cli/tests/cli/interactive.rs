@@ -936,7 +936,7 @@ fn tree_moves_back_to_an_earlier_prompt_and_summarizes_the_branch_left() {
     pith.expect("Summarize branch?");
     pith.send("\x1b[B");
     pith.send("\r");
-    pith.expect("Summarizing branch...");
+    pith.expect("Summarizing branch... (escape to cancel)");
     pith.expect("Navigated to selected point");
     // The prompt left behind is back in the editor, to edit or send again.
     pith.expect("> two");
@@ -1221,7 +1221,7 @@ fn escape_cancels_a_branch_summary_and_the_tree_opens_again() {
     pith.expect("Summarize branch?");
     pith.send("\x1b[B");
     pith.send("\r");
-    pith.expect("Summarizing branch...");
+    pith.expect("Summarizing branch... (escape to cancel)");
     let asked = Instant::now();
     pith.send("\x1b");
     pith.expect("Branch summarization cancelled");

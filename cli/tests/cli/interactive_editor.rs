@@ -253,3 +253,23 @@ fn typing_a_slash_shows_the_command_menu_with_descriptions() {
     assert!(!screen.contains("→ /copy"), "{screen}");
     assert_eq!(pith.quit(), 0);
 }
+
+#[test]
+fn ctrl_z_gives_the_terminal_back_and_the_editor_is_drawn_again() {
+    // pith runs as its pseudo-terminal's session leader, an orphaned process group in
+    // which the kernel discards the stop: what is checked is that pith gives the terminal
+    // back (keyboard protocol and paste mode off) and draws the editor again with its text.
+    let s = setup(&format!("[{}]", text_reply("still here")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.send("kept draft");
+    pith.expect("kept draft");
+    pith.send("\x1a");
+    pith.expect("\x1b[<u");
+    pith.expect("> kept draft");
+    pith.send("\r");
+    pith.expect("still here");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(user_texts(&s.sessions()[0]), ["kept draft"]);
+}

@@ -129,6 +129,10 @@ pub enum Status {
         /// Why it runs.
         reason: String,
     },
+    /// A `/tree` branch summary is written (pi's `BranchSummaryStatusIndicator`). The one
+    /// status drawn while no read is in progress: the editor is closed then, and no
+    /// full-screen view is open.
+    BranchSummary,
 }
 
 /// pi's spinner (pi-tui's `Loader`): a frame every 80 ms.
@@ -163,6 +167,7 @@ impl Status {
                 };
                 format!("{what} ({interrupt} to cancel)")
             }
+            Status::BranchSummary => format!("Summarizing branch... ({interrupt} to cancel)"),
         }
     }
 
@@ -175,7 +180,9 @@ impl Status {
         let (spin, rest) = text.split_at(spinner.len().min(text.len()));
         let spin = match self {
             Status::Retry { .. } => super::style::warning(spin),
-            Status::Working { .. } | Status::Compacting { .. } => super::style::accent(spin),
+            Status::Working { .. } | Status::Compacting { .. } | Status::BranchSummary => {
+                super::style::accent(spin)
+            }
         };
         format!("{spin}{}", super::style::muted(rest))
     }
@@ -228,7 +235,18 @@ impl Shared {
         }
         let status = self.status_row(Instant::now());
         let width = Shared::width();
-        let Some(view) = &self.view else { return };
+        let Some(view) = &self.view else {
+            self.surface.erase(out);
+            if let Some(row) = status.filter(|_| self.status == Some(Status::BranchSummary)) {
+                let end = render::width(&row);
+                let frame = render::Frame {
+                    rows: vec![row],
+                    cursor: (0, end),
+                };
+                self.surface.draw(&frame, true, out);
+            }
+            return;
+        };
         let menu = view.menu_rows(&self.commands, width);
         let frame = render::layout(
             status.as_deref(),
@@ -243,7 +261,7 @@ impl Shared {
 
     /// The spinner's and countdown's next frame: the status row alone.
     pub(crate) fn tick(&mut self) {
-        if self.held.is_some() || self.view.is_none() {
+        if self.held.is_some() || !self.surface.drawn() {
             return;
         }
         if let Some(row) = self.status_row(Instant::now()) {
@@ -310,6 +328,7 @@ impl Editor {
     ) -> anyhow::Result<(Editor, tokio_mpsc::UnboundedReceiver<Input>, Printer)> {
         let (req_tx, req_rx) = mpsc::channel::<ReadRequest>();
         let (in_tx, in_rx) = tokio_mpsc::unbounded_channel();
+        type_ahead();
         let shared = Arc::new(Mutex::new(Shared {
             surface: Surface::default(),
             view: None,
@@ -382,9 +401,7 @@ impl Editor {
         self.with(|s| {
             if s.status != status {
                 s.status = status;
-                if s.view.is_some() {
-                    s.redraw();
-                }
+                s.redraw();
             }
         });
     }
@@ -393,6 +410,25 @@ impl Editor {
     pub fn keys(&self) -> Arc<Keybindings> {
         self.with(|s| s.keys.clone()).unwrap_or_default()
     }
+}
+
+/// Sets the terminal up for keys typed between reads (while a command or a switch runs):
+/// they are neither echoed nor turned into lines, and Enter stays Enter (no `\r` → `\n`,
+/// which the editor would read as Ctrl+J), so the next read takes them as typed. Output
+/// and signals keep working as before (`OPOST`, `ISIG`); the caller restores the terminal's
+/// settings on exit, and raw mode (each read's) is taken and left on top of these.
+fn type_ahead() {
+    use rustix::termios::{
+        InputModes, LocalModes, OptionalActions, SpecialCodeIndex, tcgetattr, tcsetattr,
+    };
+    let Ok(mut t) = tcgetattr(std::io::stdin()) else {
+        return;
+    };
+    t.local_modes &= !(LocalModes::ECHO | LocalModes::ICANON);
+    t.input_modes &= !InputModes::ICRNL;
+    t.special_codes[SpecialCodeIndex::VMIN] = 1;
+    t.special_codes[SpecialCodeIndex::VTIME] = 0;
+    let _ = tcsetattr(std::io::stdin(), OptionalActions::Now, &t);
 }
 
 /// pi's editor text after Esc: the queued messages, then what was being typed, separated by

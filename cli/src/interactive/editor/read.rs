@@ -105,7 +105,18 @@ pub(crate) fn serve(
         killed: String::new(),
         last_idle_escape: None,
     };
-    while let Ok(req) = requests.recv() {
+    loop {
+        let req = match requests.recv_timeout(TICK) {
+            Ok(req) => req,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // A status shown between reads (a branch summary) ticks too.
+                if let Some(mut s) = lock(shared) {
+                    s.tick();
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        };
         let input = reader.read(shared, &req, inputs);
         if inputs.send(input).is_err() {
             return;
@@ -129,6 +140,9 @@ impl Reader {
         }
         write(ENTER);
         if let Some(mut s) = lock(shared) {
+            let mut out = String::new();
+            s.surface.erase(&mut out);
+            write(&out);
             s.view = Some(View {
                 prompt: req.prompt.clone(),
                 buffer: Buffer::new(&req.initial),

@@ -141,6 +141,28 @@ impl Surface {
     }
 }
 
+/// Columns `row` takes, its SGR styles left out.
+pub fn width(row: &str) -> usize {
+    super::super::screen::width(&strip_sgr(row))
+}
+
+fn strip_sgr(row: &str) -> String {
+    let mut out = String::with_capacity(row.len());
+    let mut rest = row;
+    while let Some(at) = rest.find("\x1b[") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        match after.find('m') {
+            Some(end) => rest = &after[end + 1..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Writes `text` to the terminal at once.
 pub fn write(text: &str) {
     let mut out = std::io::stdout().lock();
