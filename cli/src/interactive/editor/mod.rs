@@ -256,6 +256,7 @@ impl Shared {
             &menu,
             width,
         );
+        let frame = frame.window(lines().saturating_sub(1).max(3));
         self.surface.draw(&frame, status.is_some(), out);
     }
 
@@ -289,6 +290,14 @@ impl Shared {
             self.redraw_into(&mut out);
         }
         render::write(&out);
+    }
+}
+
+/// The terminal's height in rows (24 when unknown).
+fn lines() -> usize {
+    match rustix::termios::tcgetwinsize(std::io::stdout()) {
+        Ok(size) if size.ws_row > 0 => usize::from(size.ws_row),
+        _ => 24,
     }
 }
 

@@ -16,6 +16,21 @@ pub struct Frame {
     pub cursor: (usize, usize),
 }
 
+impl Frame {
+    /// At most `rows` rows: a frame taller than the screen could not be erased, so only the
+    /// rows around the cursor are kept (the cursor's row last when it is far down).
+    pub fn window(self, rows: usize) -> Frame {
+        if self.rows.len() <= rows {
+            return self;
+        }
+        let first = (self.cursor.0 + 1).saturating_sub(rows);
+        Frame {
+            rows: self.rows.into_iter().skip(first).take(rows).collect(),
+            cursor: (self.cursor.0 - first, self.cursor.1),
+        }
+    }
+}
+
 /// Lays out `status` (one row, already fitted), then `prompt` and `text` wrapped to
 /// `width` columns (continuation lines indented by the prompt's width), then the `menu`
 /// rows; the cursor goes to byte offset `cursor` of `text`.
@@ -188,6 +203,21 @@ mod tests {
         let f = layout(None, "> ", "日本語", 3, &[], 6);
         assert_eq!(f.rows, ["> 日本", "  語"]);
         assert_eq!(f.cursor, (0, 4));
+    }
+
+    #[test]
+    fn a_frame_taller_than_the_screen_keeps_the_rows_up_to_the_cursor() {
+        let text = "1\n2\n3\n4\n5";
+        let f = layout(None, "> ", text, 7, &[], 40).window(3);
+        assert_eq!(
+            (f.rows, f.cursor),
+            (vec!["  2".into(), "  3".into(), "  4".into()], (2, 3))
+        );
+        let f = layout(None, "> ", text, 1, &[], 40).window(3);
+        assert_eq!(
+            (f.rows, f.cursor),
+            (vec!["> 1".into(), "  2".into(), "  3".into()], (0, 3))
+        );
     }
 
     #[test]
