@@ -126,6 +126,8 @@ enum Step {
     TaskDone(Result<TaskDone, tokio::task::JoinError>),
     Interrupt,
     Terminate,
+    /// SIGCONT: `fg` after a stop.
+    Continued,
 }
 
 /// Everything [`App::new`] needs.
@@ -207,6 +209,7 @@ impl App {
         let mut sigint = signal(SignalKind::interrupt())?;
         let mut sigterm = signal(SignalKind::terminate())?;
         let mut sighup = signal(SignalKind::hangup())?;
+        let mut sigcont = signal(SignalKind::from_raw(rustix::process::Signal::CONT.as_raw()))?;
         self.dispatch_queued().await?;
         loop {
             self.editor
@@ -231,6 +234,7 @@ impl App {
                 _ = sigint.recv() => Step::Interrupt,
                 _ = sigterm.recv() => Step::Terminate,
                 _ = sighup.recv() => Step::Terminate,
+                _ = sigcont.recv() => Step::Continued,
             };
             let flow = match step {
                 Step::Input(Some(input)) => self.on_input(input).await?,
@@ -256,6 +260,10 @@ impl App {
                 }
                 Step::Interrupt => self.on_ctrl_c().await?,
                 Step::Terminate => Flow::Quit,
+                Step::Continued => {
+                    self.editor.continued();
+                    Flow::Go
+                }
             };
             if flow == Flow::Quit {
                 break;

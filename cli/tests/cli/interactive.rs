@@ -193,6 +193,14 @@ impl Pith {
         self.seen = self.transcript().len();
     }
 
+    /// pith's process id: it leads its terminal's session.
+    pub(crate) fn pid(&self) -> i32 {
+        rustix::termios::tcgetsid(&self.input)
+            .unwrap()
+            .as_raw_nonzero()
+            .get()
+    }
+
     /// Everything the terminal received, escape sequences included.
     pub(crate) fn raw(&self) -> String {
         String::from_utf8_lossy(&self.term.lock().unwrap().raw).into_owned()

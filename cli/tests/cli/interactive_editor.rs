@@ -264,9 +264,35 @@ fn ctrl_z_gives_the_terminal_back_and_the_editor_is_drawn_again() {
     pith.prompt();
     pith.send("kept draft");
     pith.expect("kept draft");
+    // Waits until the terminal received `needle` after byte `from`; returns where it ends.
+    let wait_raw = |pith: &super::interactive::Pith, from: usize, needle: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(at) = pith.raw()[from..].find(needle) {
+                return from + at + needle.len();
+            }
+            assert!(Instant::now() < deadline, "{needle:?} did not come");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let before = pith.raw().len();
     pith.send("\x1a");
-    pith.expect("\x1b[<u");
-    pith.expect("> kept draft");
+    let left = wait_raw(&pith, before, "\x1b[<u\x1b[?2004l");
+    wait_raw(&pith, left, "> kept draft");
+    // Stopped from outside and continued (a shell's `fg`): the editor is drawn again.
+    let kill = |sig: &str| {
+        let status = std::process::Command::new("kill")
+            .args([sig, &pith.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let before = pith.raw().len();
+    kill("-STOP");
+    std::thread::sleep(Duration::from_millis(100));
+    kill("-CONT");
+    wait_raw(&pith, before, "> kept draft");
     pith.send("\r");
     pith.expect("still here");
     pith.idle();

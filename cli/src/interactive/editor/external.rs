@@ -92,3 +92,18 @@ pub fn suspend(shared: &Arc<Mutex<Shared>>) {
     let _ = kill_process(getpid(), Signal::TSTP);
     resume(shared);
 }
+
+/// pith was continued (SIGCONT), after its own Ctrl+Z or a stop from outside (`kill
+/// -TSTP`, job control) while a read was in progress: the shell may have changed the
+/// terminal's modes and printed below the area, so raw mode and the editor's modes are
+/// taken again and the area is drawn again (erased first from where it was, so a second
+/// redraw after [`suspend`]'s own is harmless).
+pub fn continued(shared: &Arc<Mutex<Shared>>) {
+    let Ok(mut s) = shared.lock() else { return };
+    if s.held.is_some() || s.view.is_none() {
+        return;
+    }
+    let _ = terminal::enable_raw_mode();
+    write(ENTER);
+    s.redraw();
+}

@@ -415,6 +415,11 @@ impl Editor {
         });
     }
 
+    /// pith was continued (SIGCONT): the area is drawn again ([`external::continued`]).
+    pub fn continued(&self) {
+        external::continued(&self.shared);
+    }
+
     /// The effective key bindings (for `/hotkeys`).
     pub fn keys(&self) -> Arc<Keybindings> {
         self.with(|s| s.keys.clone()).unwrap_or_default()
