@@ -97,14 +97,6 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     // Quitting on a signal leaves the editor thread inside a read, in raw mode.
     let saved = rustix::termios::tcgetattr(std::io::stdin()).ok();
     let result = runtime.block_on(interactive(args, images));
-    if std::io::stdout().is_terminal() {
-        // The editor's terminal modes (bracketed paste, the kitty keyboard protocol) end
-        // with pith, whichever way it ends.
-        use std::io::Write;
-        let mut out = std::io::stdout();
-        let _ = out.write_all(editor::external::LEAVE.as_bytes());
-        let _ = out.flush();
-    }
     if let Some(termios) = saved {
         let _ = rustix::termios::tcsetattr(
             std::io::stdin(),
@@ -113,7 +105,9 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
         );
     }
     if let Ok((true, _)) = result {
-        // The shell's prompt goes below the editor's, not after it.
+        // Quitting during a read: the editor's terminal modes (bracketed paste, the kitty
+        // keyboard protocol) end with pith, and the shell's prompt goes below the editor's.
+        print!("{}", editor::external::LEAVE);
         println!();
     }
     if let Ok((_, Some(command))) = &result

@@ -87,10 +87,16 @@ impl Setup {
             .env("TERM", "xterm-256color")
             .env("TZ", "UTC")
             .env_remove("NO_COLOR")
-            .current_dir(&self.work)
-            .arg("--faux-script")
-            .arg(&self.script)
-            .args(args);
+            .current_dir(&self.work);
+        // The faux script goes with the offline model only (another `--model` talks to a
+        // mock server).
+        if !args
+            .windows(2)
+            .any(|w| w[0] == "--model" && !w[1].starts_with("faux/"))
+        {
+            cmd.arg("--faux-script").arg(&self.script);
+        }
+        cmd.args(args);
         let mut process = PtyProcess::new(cmd).unwrap();
         process.set_kill_timeout(Some(2000));
         let output = process.get_file_handle().unwrap();

@@ -299,3 +299,43 @@ fn ctrl_z_gives_the_terminal_back_and_the_editor_is_drawn_again() {
     assert_eq!(pith.quit(), 0);
     assert_eq!(user_texts(&s.sessions()[0]), ["kept draft"]);
 }
+
+#[test]
+fn a_503_from_a_real_provider_counts_down_and_the_retry_is_answered() {
+    let s = setup("[]");
+    let server = pith_tests::pi_oracle::MockLlm::start(
+        &s.root,
+        "retry",
+        &serde_json::json!([
+            {"status": 503, "error": {"message": "overloaded", "type": "server_error"}},
+            {"text": "served after the 503"}
+        ]),
+    );
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(
+        s.agent.join("models.json"),
+        serde_json::json!({"providers": {"local": {
+            "baseUrl": server.url, "api": "openai-completions", "apiKey": "none",
+            "models": [{"id": "small", "contextWindow": 32768}]
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    fs::write(
+        s.agent.join("settings.json"),
+        r#"{"retry": {"baseDelayMs": 2000}}"#,
+    )
+    .unwrap();
+    let mut pith = s.start(&["--model", "local/small"]);
+    pith.prompt();
+    pith.line("hello");
+    pith.expect("Retrying (1/3) in 2s... (escape to cancel)");
+    pith.expect("Retrying (1/3) in 1s... (escape to cancel)");
+    pith.expect("served after the 503");
+    pith.expect("small");
+    pith.prompt();
+    let screen = pith.screen();
+    assert!(!screen.contains("Retrying"), "{screen}");
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(server.request_bodies().len(), 2);
+}
