@@ -25,14 +25,18 @@ fn pause(shared: &Arc<Mutex<Shared>>) {
         out.push_str(LEAVE);
         write(&out);
         s.held = Some(Vec::new());
+        let _ = terminal::disable_raw_mode();
+        // The external editor or the shell gets the terminal as pith found it.
+        super::Modes::apply(s.modes.cooked.as_ref());
     }
-    let _ = terminal::disable_raw_mode();
 }
 
 /// Gives the terminal back to the editor: raw mode, held output printed, area drawn.
 fn resume(shared: &Arc<Mutex<Shared>>) {
-    let _ = terminal::enable_raw_mode();
     if let Ok(mut s) = shared.lock() {
+        // Raw mode gives back what it found: the settings between reads.
+        super::Modes::apply(s.modes.between.as_ref());
+        let _ = terminal::enable_raw_mode();
         let held = s.held.take().unwrap_or_default();
         let mut out = String::from(ENTER);
         for text in held {
@@ -103,6 +107,9 @@ pub fn continued(shared: &Arc<Mutex<Shared>>) {
     if s.held.is_some() || s.view.is_none() {
         return;
     }
+    // The shell may have left its own settings: raw mode over pith's between-reads ones.
+    let _ = terminal::disable_raw_mode();
+    super::Modes::apply(s.modes.between.as_ref());
     let _ = terminal::enable_raw_mode();
     write(ENTER);
     s.redraw();

@@ -206,6 +206,8 @@ pub(crate) struct Shared {
     pub(crate) keys: Arc<Keybindings>,
     /// The spinner's time zero.
     pub(crate) epoch: Instant,
+    /// The terminal's settings pith switches between.
+    pub(crate) modes: Modes,
 }
 
 impl Shared {
@@ -337,8 +339,9 @@ impl Editor {
     ) -> anyhow::Result<(Editor, tokio_mpsc::UnboundedReceiver<Input>, Printer)> {
         let (req_tx, req_rx) = mpsc::channel::<ReadRequest>();
         let (in_tx, in_rx) = tokio_mpsc::unbounded_channel();
-        type_ahead();
+        let modes = type_ahead();
         let shared = Arc::new(Mutex::new(Shared {
+            modes,
             surface: Surface::default(),
             view: None,
             status: None,
@@ -426,23 +429,48 @@ impl Editor {
     }
 }
 
+/// The terminal's settings: as pith found them, and between reads.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Modes {
+    /// As pith found them: for an external editor and a suspended pith.
+    pub(crate) cooked: Option<rustix::termios::Termios>,
+    /// Between reads: see [`type_ahead`].
+    pub(crate) between: Option<rustix::termios::Termios>,
+}
+
+impl Modes {
+    /// Applies `which` to the terminal (nothing when stdin is no terminal).
+    pub(crate) fn apply(which: Option<&rustix::termios::Termios>) {
+        if let Some(t) = which {
+            let _ = rustix::termios::tcsetattr(
+                std::io::stdin(),
+                rustix::termios::OptionalActions::Now,
+                t,
+            );
+        }
+    }
+}
+
 /// Sets the terminal up for keys typed between reads (while a command or a switch runs):
 /// they are neither echoed nor turned into lines, and Enter stays Enter (no `\r` → `\n`,
 /// which the editor would read as Ctrl+J), so the next read takes them as typed. Output
 /// and signals keep working as before (`OPOST`, `ISIG`); the caller restores the terminal's
 /// settings on exit, and raw mode (each read's) is taken and left on top of these.
-fn type_ahead() {
-    use rustix::termios::{
-        InputModes, LocalModes, OptionalActions, SpecialCodeIndex, tcgetattr, tcsetattr,
+fn type_ahead() -> Modes {
+    use rustix::termios::{InputModes, LocalModes, SpecialCodeIndex, tcgetattr};
+    let Ok(cooked) = tcgetattr(std::io::stdin()) else {
+        return Modes::default();
     };
-    let Ok(mut t) = tcgetattr(std::io::stdin()) else {
-        return;
-    };
+    let mut t = cooked.clone();
     t.local_modes &= !(LocalModes::ECHO | LocalModes::ICANON);
     t.input_modes &= !InputModes::ICRNL;
     t.special_codes[SpecialCodeIndex::VMIN] = 1;
     t.special_codes[SpecialCodeIndex::VTIME] = 0;
-    let _ = tcsetattr(std::io::stdin(), OptionalActions::Now, &t);
+    Modes::apply(Some(&t));
+    Modes {
+        cooked: Some(cooked),
+        between: Some(t),
+    }
 }
 
 /// pi's editor text after Esc: the queued messages, then what was being typed, separated by
