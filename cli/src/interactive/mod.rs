@@ -94,16 +94,11 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    // Quitting on a signal leaves the editor thread inside a read, in raw mode.
-    let saved = rustix::termios::tcgetattr(std::io::stdin()).ok();
+    // Quitting on a signal leaves the editor thread inside a read, in raw mode; the editor
+    // changes the terminal's settings between reads too. A guard, so a panic restores them.
+    let saved = RestoreTerminal(rustix::termios::tcgetattr(std::io::stdin()).ok());
     let result = runtime.block_on(interactive(args, images));
-    if let Some(termios) = saved {
-        let _ = rustix::termios::tcsetattr(
-            std::io::stdin(),
-            rustix::termios::OptionalActions::Now,
-            &termios,
-        );
-    }
+    drop(saved);
     if let Ok((true, _)) = result {
         // Quitting during a read: the editor's terminal modes (bracketed paste, the kitty
         // keyboard protocol) end with pith, and the shell's prompt goes below the editor's.
@@ -117,6 +112,21 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
         println!("{}\n{command}", style::dim("To resume this session:"));
     }
     result.map(|_| ExitCode::SUCCESS)
+}
+
+/// Puts the terminal's settings back as pith found them when dropped.
+struct RestoreTerminal(Option<rustix::termios::Termios>);
+
+impl Drop for RestoreTerminal {
+    fn drop(&mut self) {
+        if let Some(termios) = &self.0 {
+            let _ = rustix::termios::tcsetattr(
+                std::io::stdin(),
+                rustix::termios::OptionalActions::Now,
+                termios,
+            );
+        }
+    }
 }
 
 /// Runs the mode; `true` when it ended with the editor's prompt on screen, and the command

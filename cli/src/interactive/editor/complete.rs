@@ -49,7 +49,10 @@ pub fn menu_rows(matches: &[&(String, String)], selected: usize, width: usize) -
         .map(|(i, (name, description))| {
             let name = format!("/{name}");
             let text = screen::truncate(
-                &format!("{name:<name_width$}  {description}"),
+                &format!(
+                    "{name:<name_width$}  {}",
+                    crate::text::one_line(&pith_tools::sanitize::for_terminal(description))
+                ),
                 width.saturating_sub(2),
             );
             if i == selected {

@@ -81,6 +81,7 @@ pub fn edit(shared: &Arc<Mutex<Shared>>, text: &str) -> Result<String, String> {
     match status {
         Ok(s) if s.success() => {
             let edited = edited.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let edited = super::paste::clean(&edited);
             Ok(edited.strip_suffix('\n').unwrap_or(&edited).to_owned())
         }
         Ok(s) => Err(format!("{program} exited with {s}")),

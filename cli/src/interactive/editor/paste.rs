@@ -20,13 +20,7 @@ impl Pastes {
     /// to `\n`, tabs to four spaces, other control characters dropped), or a marker for it
     /// when it is large.
     pub fn paste(&mut self, pasted: &str) -> String {
-        let clean: String = pasted
-            .replace("\r\n", "\n")
-            .replace('\r', "\n")
-            .replace('\t', "    ")
-            .chars()
-            .filter(|c| *c == '\n' || !c.is_control())
-            .collect();
+        let clean = clean(pasted);
         let lines = clean.split('\n').count();
         let chars = clean.chars().count();
         if lines <= MAX_LINES && chars <= MAX_CHARS {
@@ -89,6 +83,18 @@ impl Pastes {
     pub fn clear(&mut self) {
         *self = Pastes::default();
     }
+}
+
+/// `text` as the editor takes it from outside (a paste, an external editor's file): line
+/// endings as `\n`, tabs as four spaces, other control characters dropped (pi's paste
+/// filter).
+pub fn clean(text: &str) -> String {
+    text.replace("\r\n", "\n")
+        .replace('\r', "\n")
+        .replace('\t', "    ")
+        .chars()
+        .filter(|c| *c == '\n' || !c.is_control())
+        .collect()
 }
 
 /// The length of what closes a marker after `[paste #N`: `]`, ` +N lines]` or ` N chars]`.

@@ -63,7 +63,9 @@ pub fn layout(
             if offset + b == cursor {
                 at = (rows.len(), indent + used);
             }
-            row.push(c);
+            // The text may come from a file or a session (Ctrl+G, /fork): a control
+            // character is shown, never sent to the terminal.
+            row.push(if c.is_control() { '?' } else { c });
             used += w;
         }
         if offset + line.len() == cursor {
@@ -203,6 +205,9 @@ mod tests {
         let f = layout(None, "> ", "日本語", 3, &[], 6);
         assert_eq!(f.rows, ["> 日本", "  語"]);
         assert_eq!(f.cursor, (0, 4));
+        // Control characters are shown as `?`, never written.
+        let f = layout(None, "> ", "a\u{1b}[2Jb\tc", 0, &[], 40);
+        assert_eq!(f.rows, ["> a?[2Jb?c"]);
     }
 
     #[test]
