@@ -87,6 +87,8 @@ pub struct Surface {
     cursor_row: usize,
     /// The area has a status row first.
     status: bool,
+    /// What the status row shows, so an unchanged one is not written again.
+    status_row: String,
 }
 
 impl Surface {
@@ -131,6 +133,11 @@ impl Surface {
         self.rows = frame.rows.len().max(1);
         self.cursor_row = row;
         self.status = has_status;
+        self.status_row = if has_status {
+            frame.rows.first().cloned().unwrap_or_default()
+        } else {
+            String::new()
+        };
     }
 
     /// Appends to `out` what rewrites the status row alone (the spinner's next frame, the
@@ -139,6 +146,10 @@ impl Surface {
         if !self.status || self.rows == 0 {
             return false;
         }
+        if self.status_row == status {
+            return true;
+        }
+        self.status_row = status.to_owned();
         out.push_str("\x1b7");
         if self.cursor_row > 0 {
             out.push_str(&format!("\x1b[{}A", self.cursor_row));
@@ -236,6 +247,9 @@ mod tests {
         assert!(s.redraw_status("st2", &mut out));
         assert_eq!(out, "\x1b7\x1b[1A\rst2\x1b[K\x1b8");
         out.clear();
+        // The same status again writes nothing.
+        assert!(s.redraw_status("st2", &mut out));
+        assert_eq!(out, "");
         s.erase(&mut out);
         assert_eq!(out, "\r\x1b[1A\x1b[J");
         assert!(!s.drawn());
