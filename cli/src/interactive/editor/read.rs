@@ -503,3 +503,6 @@ impl Reader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
