@@ -33,6 +33,8 @@ pub struct View {
     selected: usize,
     /// Esc closed the menu (until the text changes).
     menu_closed: bool,
+    /// The text may be a command (a prompt, not a question's answer): the menu shows.
+    commands: bool,
 }
 
 impl View {
@@ -69,7 +71,7 @@ impl View {
     /// The text changed: the menu opens again on its first row.
     fn edited(&mut self) {
         self.selected = 0;
-        self.menu_closed = false;
+        self.menu_closed = !self.commands;
     }
 }
 
@@ -147,7 +149,9 @@ impl Reader {
                 prompt: req.prompt.clone(),
                 buffer: Buffer::new(&req.initial),
                 selected: 0,
-                menu_closed: false,
+                // An answer to a question (no history) is no command: no menu.
+                menu_closed: !req.history,
+                commands: req.history,
             });
             s.redraw();
         }

@@ -29,6 +29,7 @@ fn harness(initial: &str) -> Harness {
             buffer: Buffer::new(initial),
             selected: 0,
             menu_closed: false,
+            commands: true,
         }),
         status: None,
         held: Some(Vec::new()),
