@@ -242,8 +242,8 @@ impl Shared {
             if let Some(row) = status.filter(|_| self.status == Some(Status::BranchSummary)) {
                 let end = render::width(&row);
                 let frame = render::Frame {
-                    rows: vec![row],
-                    cursor: (0, end),
+                    rows: vec![String::new(), row],
+                    cursor: (render::STATUS_ROW, end),
                 };
                 self.surface.draw(&frame, true, out);
             }
@@ -259,7 +259,9 @@ impl Shared {
             width,
         );
         let frame = frame.window(lines().saturating_sub(1).max(3));
-        self.surface.draw(&frame, status.is_some(), out);
+        // A frame cut at the top for a tall prompt may have lost its status row.
+        let has_status = status.is_some() && frame.rows.get(render::STATUS_ROW) == status.as_ref();
+        self.surface.draw(&frame, has_status, out);
     }
 
     /// The spinner's and countdown's next frame: the status row alone.

@@ -31,7 +31,7 @@ impl Frame {
     }
 }
 
-/// Lays out `status` (one row, already fitted), then `prompt` and `text` wrapped to
+/// Lays out `status` (one row, already fitted, after a blank one), then `prompt` and `text` wrapped to
 /// `width` columns (continuation lines indented by the prompt's width), then the `menu`
 /// rows; the cursor goes to byte offset `cursor` of `text`.
 pub fn layout(
@@ -42,7 +42,10 @@ pub fn layout(
     menu: &[String],
     width: usize,
 ) -> Frame {
-    let mut rows: Vec<String> = status.map(str::to_owned).into_iter().collect();
+    // A blank row keeps the status apart from the transcript (pi's `Loader` has one).
+    let mut rows: Vec<String> = status
+        .map(|s| vec![String::new(), s.to_owned()])
+        .unwrap_or_default();
     let indent = super::super::screen::width(prompt);
     let room = width.saturating_sub(indent).max(1);
     let mut at = (rows.len(), indent);
@@ -77,6 +80,9 @@ pub fn layout(
     rows.extend(menu.iter().cloned());
     Frame { rows, cursor: at }
 }
+
+/// The status row's index in a frame with a status (after the blank row).
+pub const STATUS_ROW: usize = 1;
 
 /// What is on the screen of the bottom area.
 #[derive(Debug, Default)]
@@ -134,7 +140,7 @@ impl Surface {
         self.cursor_row = row;
         self.status = has_status;
         self.status_row = if has_status {
-            frame.rows.first().cloned().unwrap_or_default()
+            frame.rows.get(STATUS_ROW).cloned().unwrap_or_default()
         } else {
             String::new()
         };
@@ -151,8 +157,9 @@ impl Surface {
         }
         self.status_row = status.to_owned();
         out.push_str("\x1b7");
-        if self.cursor_row > 0 {
-            out.push_str(&format!("\x1b[{}A", self.cursor_row));
+        let up = self.cursor_row.saturating_sub(STATUS_ROW);
+        if up > 0 {
+            out.push_str(&format!("\x1b[{up}A"));
         }
         out.push('\r');
         out.push_str(status);
@@ -208,8 +215,8 @@ mod tests {
         assert_eq!(f.rows, ["> abcd", "  efgh"]);
         assert_eq!(f.cursor, (1, 6));
         let f = layout(Some("⠋ Working"), "> ", "ab\ncd", 3, &["menu".into()], 40);
-        assert_eq!(f.rows, ["⠋ Working", "> ab", "  cd", "menu"]);
-        assert_eq!(f.cursor, (2, 2));
+        assert_eq!(f.rows, ["", "⠋ Working", "> ab", "  cd", "menu"]);
+        assert_eq!(f.cursor, (3, 2));
         let f = layout(None, "> ", "", 0, &[], 40);
         assert_eq!((f.rows, f.cursor), (vec!["> ".to_owned()], (0, 2)));
         // Wide characters never split a column pair.
@@ -242,7 +249,7 @@ mod tests {
         let mut out = String::new();
         let f = layout(Some("st"), "> ", "a\nb", 1, &[], 40);
         s.draw(&f, true, &mut out);
-        assert_eq!(out, "st\r\n> a\r\n  b\x1b[1A\r\x1b[3C");
+        assert_eq!(out, "\r\nst\r\n> a\r\n  b\x1b[1A\r\x1b[3C");
         out.clear();
         assert!(s.redraw_status("st2", &mut out));
         assert_eq!(out, "\x1b7\x1b[1A\rst2\x1b[K\x1b8");
@@ -251,7 +258,7 @@ mod tests {
         assert!(s.redraw_status("st2", &mut out));
         assert_eq!(out, "");
         s.erase(&mut out);
-        assert_eq!(out, "\r\x1b[1A\x1b[J");
+        assert_eq!(out, "\r\x1b[2A\x1b[J");
         assert!(!s.drawn());
     }
 }
