@@ -23,7 +23,7 @@ use pith_actors::runtime::{RuntimeError, RuntimeEvent, RuntimeHandle};
 use pith_events::{AgentEvent, BashExecutionMessage};
 use pith_store::{Session, SessionEnv};
 
-use super::editor::{Editor, Input, ReadRequest};
+use super::editor::{Editor, Input, ReadRequest, Status};
 use super::footer::{Footer, context_tokens, session_stats};
 use super::messages::{message_lines, user_command_lines};
 use super::screen::{Screen, columns};
@@ -110,6 +110,8 @@ pub struct App {
     /// for it, as pi's compaction queue makes them.
     compacting: bool,
     last_interrupt: Option<Instant>,
+    /// When the current run's prompt was sent: the working indicator counts from it.
+    run_started: Option<Instant>,
     /// Set on the way out: the command that resumes the session (pi's `formatResumeCommand`).
     pub(super) resume_command: Option<String>,
     /// The MCP servers, for `/mcp`.
@@ -124,6 +126,8 @@ enum Step {
     TaskDone(Result<TaskDone, tokio::task::JoinError>),
     Interrupt,
     Terminate,
+    /// SIGCONT: `fg` after a stop.
+    Continued,
 }
 
 /// Everything [`App::new`] needs.
@@ -190,6 +194,7 @@ impl App {
             skill_commands: parts.skill_commands,
             compacting: false,
             last_interrupt: None,
+            run_started: None,
             resume_command: None,
             mcp: parts.mcp,
         })
@@ -204,6 +209,7 @@ impl App {
         let mut sigint = signal(SignalKind::interrupt())?;
         let mut sigterm = signal(SignalKind::terminate())?;
         let mut sighup = signal(SignalKind::hangup())?;
+        let mut sigcont = signal(SignalKind::from_raw(rustix::process::Signal::CONT.as_raw()))?;
         self.dispatch_queued().await?;
         loop {
             self.editor
@@ -228,6 +234,7 @@ impl App {
                 _ = sigint.recv() => Step::Interrupt,
                 _ = sigterm.recv() => Step::Terminate,
                 _ = sighup.recv() => Step::Terminate,
+                _ = sigcont.recv() => Step::Continued,
             };
             let flow = match step {
                 Step::Input(Some(input)) => self.on_input(input).await?,
@@ -239,18 +246,24 @@ impl App {
                 Step::Event(None) => anyhow::bail!("the runtime stopped unexpectedly"),
                 Step::RunDone(done) => {
                     self.run = None;
+                    self.editor.set_status(None);
                     done?;
                     self.after_run().await?;
                     Flow::Go
                 }
                 Step::TaskDone(done) => {
                     self.task = None;
+                    self.editor.set_status(self.working());
                     self.compacting_task = false;
                     self.on_task_done(done?).await?;
                     Flow::Go
                 }
                 Step::Interrupt => self.on_ctrl_c().await?,
                 Step::Terminate => Flow::Quit,
+                Step::Continued => {
+                    self.editor.continued();
+                    Flow::Go
+                }
             };
             if flow == Flow::Quit {
                 break;
@@ -275,7 +288,7 @@ impl App {
     }
 
     async fn on_input(&mut self, input: Input) -> Result<Flow> {
-        if !matches!(input, Input::Escape { .. }) {
+        if !matches!(input, Input::Escape { .. } | Input::Dequeue { .. }) {
             self.editor.answered();
             self.screen.typed();
         }
@@ -294,6 +307,10 @@ impl App {
             Input::Escape { restored } => {
                 self.restore_queue(&restored).await?;
                 self.interrupt().await?;
+                Ok(Flow::Go)
+            }
+            Input::Dequeue { restored } => {
+                self.restore_queue(&restored).await?;
                 Ok(Flow::Go)
             }
             Input::Eof => Ok(Flow::Quit),
@@ -355,6 +372,8 @@ impl App {
             Ok(()) => {
                 let rt = self.rt.clone();
                 self.run = Some(Box::pin(async move { rt.wait_idle().await }));
+                self.run_started = Some(Instant::now());
+                self.editor.set_status(self.working());
             }
             Err(e) => {
                 self.transcript.not_sent(text);
@@ -380,9 +399,46 @@ impl App {
         Ok(())
     }
 
+    /// The working indicator while a run goes on.
+    fn working(&self) -> Option<Status> {
+        self.run_started
+            .filter(|_| self.run.is_some())
+            .map(|since| Status::Working { since })
+    }
+
+    /// The status line for `event`: the retry countdown, the compaction, and the working
+    /// indicator again after them (pi's status indicators).
+    fn status_for(&self, event: &AgentEvent) {
+        if let AgentEvent::AutoRetryStart {
+            attempt,
+            max_attempts,
+            delay_ms,
+            ..
+        } = event
+        {
+            self.editor.set_status(Some(Status::Retry {
+                attempt: *attempt,
+                max_attempts: *max_attempts,
+                at: Instant::now() + Duration::from_millis(*delay_ms),
+            }));
+        } else if let AgentEvent::CompactionStart { reason } = event {
+            self.editor.set_status(Some(Status::Compacting {
+                reason: reason.clone(),
+            }));
+        } else if matches!(
+            event,
+            AgentEvent::AutoRetryEnd { .. }
+                | AgentEvent::CompactionEnd { .. }
+                | AgentEvent::MessageStart { .. }
+        ) {
+            self.editor.set_status(self.working());
+        }
+    }
+
     fn on_event(&mut self, event: RuntimeEvent) {
         match event {
             RuntimeEvent::Agent(event) => {
+                self.status_for(&event);
                 if let AgentEvent::CompactionStart { .. } = *event {
                     self.compacting = true;
                 }

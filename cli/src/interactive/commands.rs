@@ -121,31 +121,6 @@ const NEED_IDLE: [&str; 7] = [
     "new", "resume", "fork", "clone", "tree", "compact", "import",
 ];
 
-/// The keys, for `/help` and the startup header.
-pub const KEYS: [(&str, &str); 15] = [
-    ("enter", "send; while a reply streams: steer"),
-    ("ctrl+j", "new line"),
-    ("alt+enter", "queue a follow-up while a reply streams"),
-    ("esc", "interrupt the reply or the running !command"),
-    (
-        "ctrl+c",
-        "interrupt and clear the line; twice quickly to exit",
-    ),
-    ("ctrl+d", "exit (empty line)"),
-    ("tab", "complete /commands"),
-    ("up/down", "history"),
-    ("ctrl+l", "select model"),
-    ("ctrl+p", "next model"),
-    ("shift+tab", "next thinking level"),
-    ("ctrl+t", "hide or show thinking blocks"),
-    ("ctrl+o", "the last tool output in full"),
-    (
-        "ctrl+v",
-        "paste an image (as a file path) or text from the clipboard",
-    ),
-    ("esc esc", "/tree (when idle)"),
-];
-
 impl App {
     /// Runs `text` as a slash command; `None` when it is none (then it is a prompt).
     ///
@@ -291,11 +266,34 @@ impl App {
 
     /// `/hotkeys`: the keys, as `/help` lists them.
     fn hotkeys(&mut self) {
-        let mut lines = vec![String::new(), style::bold("Keys")];
-        for (key, what) in KEYS {
-            lines.push(format!("{} {what}", style::accent(&format!("{key:<10}"))));
-        }
+        let mut lines = vec![String::new()];
+        lines.extend(self.key_lines());
         self.screen.print_lines(&lines);
+    }
+
+    /// The effective keys (pi's defaults with `keybindings.json` applied), for `/hotkeys`
+    /// and `/help`.
+    fn key_lines(&self) -> Vec<String> {
+        let mut lines = vec![style::bold("Keys")];
+        let keys = self.editor.keys();
+        let listing = keys.listing();
+        let width = listing
+            .iter()
+            .map(|(k, _)| k.len())
+            .max()
+            .unwrap_or(0)
+            .max(10);
+        for (key, what) in listing {
+            lines.push(format!(
+                "{} {what}",
+                style::accent(&format!("{key:<width$}"))
+            ));
+        }
+        lines.push(format!(
+            "{} /tree (when idle)",
+            style::accent(&format!("{:<width$}", "escape escape"))
+        ));
+        lines
     }
 
     /// `/copy`: the last reply's text to the clipboard through the terminal (OSC 52), which
@@ -340,10 +338,8 @@ impl App {
             style::accent(&format!("{:<10}", "!cmd")),
             "run a shell command (!!cmd: keep it out of the context)"
         ));
-        lines.extend([String::new(), style::bold("Keys")]);
-        for (key, what) in KEYS {
-            lines.push(format!("{} {what}", style::accent(&format!("{key:<10}"))));
-        }
+        lines.push(String::new());
+        lines.extend(self.key_lines());
         self.screen.print_lines(&lines);
     }
 

@@ -29,6 +29,9 @@ impl App {
                 };
                 return Ok(self.command(command).await?.unwrap_or(Flow::Go));
             }
+            KeyAction::NewSession => return Ok(self.command("/new").await?.unwrap_or(Flow::Go)),
+            KeyAction::Fork => return Ok(self.command("/fork").await?.unwrap_or(Flow::Go)),
+            KeyAction::Resume => return Ok(self.command("/resume").await?.unwrap_or(Flow::Go)),
             KeyAction::CycleModel => self.cycle_model().await?,
             KeyAction::CycleThinking => self.cycle_thinking().await?,
             KeyAction::ToggleThinking => {

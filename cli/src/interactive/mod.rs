@@ -1,8 +1,11 @@
-//! Interactive mode: `pith` with no `-p` (pi's `InteractiveMode`, in a line editor instead of
-//! pi's full-screen TUI).
+//! Interactive mode: `pith` with no `-p` (pi's `InteractiveMode`): the transcript is printed
+//! into the terminal's scrollback and pith's own editor keeps a bottom area below it.
 //!
-//! - [`editor`]: rustyline on its own thread (history in `<agent dir>/history`, Tab
-//!   completes `/commands`, Alt-Enter queues a follow-up, Esc interrupts);
+//! - [`editor`]: the editor on its own thread (a multi-line buffer, history in
+//!   `<agent dir>/history`, the `/command` menu and Tab completion, large pastes as
+//!   markers, Ctrl+G in `$VISUAL`/`$EDITOR`, keys from `<agent dir>/keybindings.json`) and
+//!   the status line above it (working indicator with elapsed time, retry countdown,
+//!   compaction), redrawn in place;
 //! - [`app`]: the loop joining the editor, the runtime's events, runs, `!cmd` and signals;
 //! - [`commands`]: the slash commands; [`export_jsonl`]: `/export file.jsonl`;
 //!   [`settings_command`]: `/settings`; [`changelog`]: `/changelog` and the startup notes;
@@ -10,11 +13,14 @@
 //! - [`transcript`], [`messages`], [`tools`]: what events and messages look like;
 //!   [`footer`]: the status after each run and `/session`; [`screen`], [`style`]: output.
 //!
-//! Keys (pi's defaults where pi has them): Enter sends (steers while a reply streams),
-//! Alt-Enter queues a follow-up, Ctrl-J adds a line, Esc interrupts (and gives the queued
-//! messages back to the editor), Ctrl-C interrupts and clears the line (a second one within
-//! 500 ms exits), Ctrl-D on an empty line exits; Ctrl-L, Ctrl-P, Shift-Tab, Ctrl-T, Ctrl-O and
-//! Esc Esc are pi's app keys ([`editor::KeyAction`]). Replies are rendered by [`markdown`].
+//! Keys (pi's defaults, each remappable by its pi action id, see [`editor::keys`]): Enter
+//! sends (steers while a reply streams), Alt+Enter queues a follow-up, Shift+Enter and
+//! Ctrl+J add a line, Esc interrupts (and gives the queued messages back to the editor;
+//! Alt+Up gives them back without interrupting), Ctrl+C clears the editor (a second one
+//! within 500 ms exits), Ctrl+D on an empty editor exits, Ctrl+G edits in an external
+//! editor, Ctrl+Z suspends; Ctrl+L, Ctrl+P, Shift+Tab, Ctrl+T, Ctrl+O and Esc Esc are pi's
+//! app keys ([`editor::KeyAction`]); Ctrl+A/E/K/U/W/Y, Alt+B/F/D, arrows, Home/End edit.
+//! Replies are rendered by [`markdown`].
 
 mod app;
 mod changelog;
@@ -94,18 +100,15 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    // Quitting on a signal leaves the editor thread inside a read, in raw mode.
-    let saved = rustix::termios::tcgetattr(std::io::stdin()).ok();
+    // Quitting on a signal leaves the editor thread inside a read, in raw mode; the editor
+    // changes the terminal's settings between reads too. A guard, so a panic restores them.
+    let saved = RestoreTerminal(rustix::termios::tcgetattr(std::io::stdin()).ok());
     let result = runtime.block_on(interactive(args, images));
-    if let Some(termios) = saved {
-        let _ = rustix::termios::tcsetattr(
-            std::io::stdin(),
-            rustix::termios::OptionalActions::Now,
-            &termios,
-        );
-    }
+    drop(saved);
     if let Ok((true, _)) = result {
-        // The shell's prompt goes below the editor's, not after it.
+        // Quitting during a read: the editor's terminal modes (bracketed paste, the kitty
+        // keyboard protocol) end with pith, and the shell's prompt goes below the editor's.
+        print!("{}", editor::external::LEAVE);
         println!();
     }
     if let Ok((_, Some(command))) = &result
@@ -115,6 +118,21 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
         println!("{}\n{command}", style::dim("To resume this session:"));
     }
     result.map(|_| ExitCode::SUCCESS)
+}
+
+/// Puts the terminal's settings back as pith found them when dropped.
+struct RestoreTerminal(Option<rustix::termios::Termios>);
+
+impl Drop for RestoreTerminal {
+    fn drop(&mut self) {
+        if let Some(termios) = &self.0 {
+            let _ = rustix::termios::tcsetattr(
+                std::io::stdin(),
+                rustix::termios::OptionalActions::Now,
+                termios,
+            );
+        }
+    }
 }
 
 /// Runs the mode; `true` when it ended with the editor's prompt on screen, and the command
@@ -143,8 +161,11 @@ async fn interactive(
     let show_header = quiet != settings_command::QuietStartup::Quiet;
     let show_listings = quiet == settings_command::QuietStartup::Verbose;
     let names = commands::completions(&rt.commands().await?, &resources, skill_commands);
-    let (editor, inputs, printer) = editor::Editor::start(env.agent_dir.join("history"), names)?;
-    let mut screen = screen::Screen::new(printer);
+    let keybindings_file = env.agent_dir.join("keybindings.json");
+    let (keys, key_warnings) = editor::keys::Keybindings::load(&keybindings_file);
+    let (editor, inputs, printer) =
+        editor::Editor::start(env.agent_dir.join("history"), names, keys)?;
+    let mut screen = screen::Screen::new(Some(printer));
     let header = [
         format!(
             "{}{}",
@@ -157,6 +178,9 @@ async fn interactive(
     ];
     if show_header {
         screen.print_lines(&header);
+    }
+    for warning in key_warnings {
+        screen.print(&style::warning(&format!("Warning: {warning}")));
     }
     let cwd = rt.current_session().await?.cwd;
     let mut context_files = prompt_files;

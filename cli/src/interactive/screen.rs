@@ -1,15 +1,13 @@
-//! Where the transcript goes: above the line editor while it reads (rustyline's external
-//! printer clears the prompt, prints, and draws the prompt again), straight to the terminal
-//! otherwise. Every print is whole lines, because the external printer ends each message
-//! with a newline.
+//! Where the transcript goes: above the editor's bottom area (the editor's printer erases
+//! the area, prints, and draws it again while a read is in progress; it prints straight to
+//! the terminal between reads). Every print is whole lines.
 
 use std::io::Write;
 
-use rustyline::ExternalPrinter;
 use unicode_width::UnicodeWidthChar;
 
-/// The printer the editor thread hands over; `None` when stdout is not a terminal.
-pub type Printer = Box<dyn ExternalPrinter + Send>;
+/// The printer the editor hands over.
+pub type Printer = super::editor::Printer;
 
 /// The transcript's output.
 pub struct Screen {
@@ -52,9 +50,8 @@ impl Screen {
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        if let Some(p) = &mut self.printer
-            && p.print(text.clone()).is_ok()
-        {
+        if let Some(p) = &self.printer {
+            p.print(&text);
             return;
         }
         let mut out = std::io::stdout().lock();
@@ -121,7 +118,7 @@ pub fn only_styles(text: &str) -> String {
     out
 }
 
-/// The terminal's width in columns (80 when unknown, as rustyline assumes).
+/// The terminal's width in columns (80 when unknown).
 pub fn columns() -> usize {
     match rustix::termios::tcgetwinsize(std::io::stdout()) {
         Ok(size) if size.ws_col > 0 => usize::from(size.ws_col),

@@ -130,21 +130,6 @@ impl Transcript {
                 self.flush(cols, &mut out);
                 self.calls.clear();
             }
-            AgentEvent::AutoRetryStart {
-                attempt,
-                max_attempts,
-                delay_ms,
-                error_message,
-            } => {
-                let secs = delay_ms.div_ceil(1000);
-                self.status_line(
-                    style::warning(&format!(
-                        "Retrying ({attempt}/{max_attempts}) in {secs}s... ({})",
-                        for_terminal(error_message)
-                    )),
-                    &mut out,
-                );
-            }
             AgentEvent::AutoRetryEnd {
                 success: false,
                 attempt,
@@ -193,6 +178,8 @@ impl Transcript {
             | AgentEvent::SummarizationRetryFinished
             | AgentEvent::ExtensionError { .. }
             | AgentEvent::AutoRetryEnd { .. }
+            // The editor's status line counts the retry down (pi's `RetryStatusIndicator`).
+            | AgentEvent::AutoRetryStart { .. }
             | AgentEvent::QueueUpdate { .. }
             | AgentEvent::SessionInfoChanged { .. }
             | AgentEvent::ThinkingLevelChanged { .. } => {}

@@ -68,7 +68,8 @@ impl App {
             return Ok(None);
         }
         if target.summarize {
-            self.status("Summarizing branch...");
+            self.editor
+                .set_status(Some(super::editor::Status::BranchSummary));
         }
         let options = NavigateOptions {
             summarize: target.summarize,
@@ -76,7 +77,9 @@ impl App {
             ..Default::default()
         };
         let navigated = if target.summarize {
-            self.summarize_and_move(&target.entry_id, options).await?
+            let navigated = self.summarize_and_move(&target.entry_id, options).await;
+            self.editor.set_status(None);
+            navigated?
         } else {
             self.rt.navigate_tree(&target.entry_id, options).await
         };

@@ -87,10 +87,16 @@ impl Setup {
             .env("TERM", "xterm-256color")
             .env("TZ", "UTC")
             .env_remove("NO_COLOR")
-            .current_dir(&self.work)
-            .arg("--faux-script")
-            .arg(&self.script)
-            .args(args);
+            .current_dir(&self.work);
+        // The faux script goes with the offline model only (another `--model` talks to a
+        // mock server).
+        if !args
+            .windows(2)
+            .any(|w| w[0] == "--model" && !w[1].starts_with("faux/"))
+        {
+            cmd.arg("--faux-script").arg(&self.script);
+        }
+        cmd.args(args);
         let mut process = PtyProcess::new(cmd).unwrap();
         process.set_kill_timeout(Some(2000));
         let output = process.get_file_handle().unwrap();
@@ -125,7 +131,7 @@ impl Setup {
     }
 }
 
-/// Feeds the terminal and answers rustyline's cursor position queries as a terminal does.
+/// Feeds the terminal and answers cursor position queries as a terminal does.
 fn read_terminal(mut output: fs::File, answer: &mut fs::File, term: &Mutex<Terminal>) {
     let mut buf = [0u8; 8192];
     while let Ok(n) = output.read(&mut buf) {
@@ -193,6 +199,36 @@ impl Pith {
         self.seen = self.transcript().len();
     }
 
+    /// pith's process id: it leads its terminal's session.
+    pub(crate) fn pid(&self) -> i32 {
+        rustix::termios::tcgetsid(&self.input)
+            .unwrap()
+            .as_raw_nonzero()
+            .get()
+    }
+
+    /// Everything the terminal received, escape sequences included.
+    pub(crate) fn raw(&self) -> String {
+        String::from_utf8_lossy(&self.term.lock().unwrap().raw).into_owned()
+    }
+
+    /// Resizes the terminal to `cols` columns (the kernel tells pith with SIGWINCH).
+    pub(crate) fn resize(&mut self, cols: u16) {
+        let mut t = self.term.lock().unwrap();
+        t.screen
+            .set_size(ROWS.try_into().unwrap(), cols.try_into().unwrap());
+        rustix::termios::tcsetwinsize(
+            &self.input,
+            rustix::termios::Winsize {
+                ws_row: ROWS,
+                ws_col: cols,
+                ws_xpixel: 0,
+                ws_ypixel: 0,
+            },
+        )
+        .unwrap();
+    }
+
     /// Waits for the editor to show its prompt again (it reads the next line then).
     pub(crate) fn prompt(&mut self) {
         self.expect("> ");
@@ -216,7 +252,7 @@ impl Pith {
     }
 
     /// Waits for the exit status.
-    fn exit_code(&mut self) -> i32 {
+    pub(crate) fn exit_code(&mut self) -> i32 {
         // rexpect does not re-export nix's `WaitStatus`: read its `Exited(Pid(…), code)`.
         let exited = regex::Regex::new(r"^Some\(Exited\(Pid\(\d+\), (-?\d+)\)\)$").unwrap();
         let deadline = Instant::now() + TIMEOUT;
@@ -266,7 +302,7 @@ pub(crate) fn strip_ansi(text: &str) -> String {
 use pith_tests::files::{entry_kinds as kinds, json_lines as lines};
 
 /// The text of every user message in the file, in order.
-fn user_texts(path: &Path) -> Vec<String> {
+pub(crate) fn user_texts(path: &Path) -> Vec<String> {
     lines(path)
         .iter()
         .filter(|v| v["message"]["role"] == "user")
@@ -279,7 +315,7 @@ fn user_texts(path: &Path) -> Vec<String> {
         .collect()
 }
 
-fn text_reply(text: &str) -> String {
+pub(crate) fn text_reply(text: &str) -> String {
     serde_json::json!({"content": [{"type": "text", "text": text}]}).to_string()
 }
 
@@ -790,8 +826,7 @@ fn escape_interrupts_a_reply() {
     pith.send("\x1b");
     pith.expect("Operation aborted");
     pith.idle();
-    // Two Ctrl-C within half a second exit. (Sent apart: rustyline drops keys that arrive
-    // in one read with the key that ends a line.)
+    // Two Ctrl-C within half a second exit.
     pith.send("\x03");
     pith.prompt();
     pith.send("\x03");
@@ -915,7 +950,7 @@ fn tree_moves_back_to_an_earlier_prompt_and_summarizes_the_branch_left() {
     pith.expect("Summarize branch?");
     pith.send("\x1b[B");
     pith.send("\r");
-    pith.expect("Summarizing branch...");
+    pith.expect("Summarizing branch... (escape to cancel)");
     pith.expect("Navigated to selected point");
     // The prompt left behind is back in the editor, to edit or send again.
     pith.expect("> two");
@@ -1200,7 +1235,7 @@ fn escape_cancels_a_branch_summary_and_the_tree_opens_again() {
     pith.expect("Summarize branch?");
     pith.send("\x1b[B");
     pith.send("\r");
-    pith.expect("Summarizing branch...");
+    pith.expect("Summarizing branch... (escape to cancel)");
     let asked = Instant::now();
     pith.send("\x1b");
     pith.expect("Branch summarization cancelled");

@@ -13,6 +13,7 @@ mod full_disk;
 mod hostile;
 mod interactive;
 mod interactive_commands;
+mod interactive_editor;
 mod kill;
 mod kill_attached;
 mod local_model;

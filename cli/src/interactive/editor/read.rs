@@ -1,0 +1,512 @@
+//! One read at a time on the editor thread: keys are mapped to pi's actions
+//! ([`super::keys`]) and applied to the text, the bottom area is redrawn after each, and
+//! the spinner ticks while no key comes.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, mpsc};
+use std::time::{Duration, Instant};
+
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::terminal;
+use tokio::sync::mpsc as tokio_mpsc;
+
+use super::buffer::Buffer;
+use super::complete::{menu_rows, path_completion, slash_matches};
+use super::external::{self, ENTER, LEAVE};
+use super::history::History;
+use super::keys::{Action, key_string};
+use super::paste::Pastes;
+use super::render::{layout, write};
+use super::{Input, KeyAction, ReadRequest, Shared, TICK, restored_text};
+
+/// pi's window for Esc Esc.
+const DOUBLE_ESCAPE: Duration = Duration::from_millis(500);
+
+/// What the bottom area shows of the read in progress.
+#[derive(Debug)]
+pub struct View {
+    /// The prompt before the first line.
+    pub prompt: String,
+    /// The text being edited.
+    pub buffer: Buffer,
+    /// The `/command` menu's selected row.
+    selected: usize,
+    /// Esc closed the menu (until the text changes).
+    menu_closed: bool,
+    /// The text may be a command (a prompt, not a question's answer): the menu shows.
+    commands: bool,
+}
+
+impl View {
+    /// The `/command` menu's rows (none when closed or nothing matches).
+    pub fn menu_rows(&self, commands: &[(String, String)], width: usize) -> Vec<String> {
+        if self.menu_closed {
+            return Vec::new();
+        }
+        let matches = slash_matches(self.buffer.text(), commands);
+        menu_rows(
+            &matches,
+            self.selected.min(matches.len().saturating_sub(1)),
+            width,
+        )
+    }
+
+    /// The menu's selected command, when the menu shows.
+    fn choice(&self, commands: &[(String, String)]) -> Option<String> {
+        if self.menu_closed {
+            return None;
+        }
+        let matches = slash_matches(self.buffer.text(), commands);
+        let at = self.selected.min(matches.len().checked_sub(1)?);
+        Some(matches[at].0.clone())
+    }
+
+    fn menu_len(&self, commands: &[(String, String)]) -> usize {
+        if self.menu_closed {
+            return 0;
+        }
+        slash_matches(self.buffer.text(), commands).len()
+    }
+
+    /// The text changed: the menu opens again on its first row.
+    fn edited(&mut self) {
+        self.selected = 0;
+        self.menu_closed = !self.commands;
+    }
+}
+
+/// What the thread keeps from read to read.
+struct Reader {
+    history: History,
+    pastes: Pastes,
+    /// The last deleted text, for Ctrl+Y.
+    killed: String,
+    last_idle_escape: Option<Instant>,
+}
+
+/// What a key did.
+enum Outcome {
+    /// The read goes on (the area is redrawn).
+    Go,
+    /// The key is not this action's (the next action bound to it is tried).
+    Pass,
+    /// The read ends with this input.
+    Done(Input),
+}
+
+/// The thread: one read per request until the main loop goes away.
+pub(crate) fn serve(
+    shared: &Arc<Mutex<Shared>>,
+    history: PathBuf,
+    requests: &mpsc::Receiver<ReadRequest>,
+    inputs: &tokio_mpsc::UnboundedSender<Input>,
+) {
+    let mut reader = Reader {
+        history: History::load(history),
+        pastes: Pastes::default(),
+        killed: String::new(),
+        last_idle_escape: None,
+    };
+    loop {
+        let req = match requests.recv_timeout(TICK) {
+            Ok(req) => req,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // A status shown between reads (a branch summary) ticks too.
+                if let Some(mut s) = lock(shared) {
+                    s.tick();
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        };
+        let input = reader.read(shared, &req, inputs);
+        if inputs.send(input).is_err() {
+            return;
+        }
+    }
+}
+
+fn lock(shared: &Arc<Mutex<Shared>>) -> Option<MutexGuard<'_, Shared>> {
+    shared.lock().ok()
+}
+
+impl Reader {
+    fn read(
+        &mut self,
+        shared: &Arc<Mutex<Shared>>,
+        req: &ReadRequest,
+        inputs: &tokio_mpsc::UnboundedSender<Input>,
+    ) -> Input {
+        if let Err(e) = terminal::enable_raw_mode() {
+            return Input::Failed(e.to_string());
+        }
+        write(ENTER);
+        if let Some(mut s) = lock(shared) {
+            let mut out = String::new();
+            s.surface.erase(&mut out);
+            write(&out);
+            s.view = Some(View {
+                prompt: req.prompt.clone(),
+                buffer: Buffer::new(&req.initial),
+                selected: 0,
+                // An answer to a question (no history) is no command: no menu.
+                menu_closed: !req.history,
+                commands: req.history,
+            });
+            s.redraw();
+        }
+        let (input, keep) = loop {
+            let event = match event::poll(TICK) {
+                Ok(true) => match event::read() {
+                    Ok(e) => e,
+                    Err(e) => break (Input::Failed(e.to_string()), true),
+                },
+                Ok(false) => {
+                    if let Some(mut s) = lock(shared) {
+                        s.tick();
+                    }
+                    continue;
+                }
+                Err(e) => break (Input::Failed(e.to_string()), true),
+            };
+            let outcome = match event {
+                Event::Key(key) if key.kind != KeyEventKind::Release => {
+                    self.key(shared, &key, req, inputs)
+                }
+                Event::Paste(text) => {
+                    let text = self.pastes.paste(&text);
+                    self.edit(shared, |b| b.insert(&text));
+                    Outcome::Go
+                }
+                // Resize: drawn again for the new width (below).
+                _ => Outcome::Go,
+            };
+            match outcome {
+                Outcome::Go | Outcome::Pass => {
+                    if let Some(mut s) = lock(shared) {
+                        s.redraw();
+                    }
+                }
+                Outcome::Done(input) => {
+                    // A sent prompt and Ctrl+D stay on the screen; the rest is drawn again
+                    // by the next read.
+                    let keep = matches!(input, Input::Line { .. } | Input::Eof);
+                    break (input, keep);
+                }
+            }
+        };
+        if let Some(mut s) = lock(shared) {
+            let mut out = String::new();
+            if let Some(view) = s.view.take() {
+                if keep && s.held.is_none() {
+                    let text = view.buffer.text();
+                    let frame = layout(None, &view.prompt, text, text.len(), &[], Shared::width());
+                    s.surface.draw(&frame, false, &mut out);
+                    out.push_str("\r\n");
+                    s.surface.leave();
+                } else {
+                    s.surface.erase(&mut out);
+                }
+            }
+            out.push_str(LEAVE);
+            write(&out);
+        }
+        let _ = terminal::disable_raw_mode();
+        input
+    }
+
+    /// Applies `f` to the text (the menu and the history browsing start over).
+    fn edit(&mut self, shared: &Arc<Mutex<Shared>>, f: impl FnOnce(&mut Buffer)) {
+        self.history.reset();
+        if let Some(mut s) = lock(shared)
+            && let Some(view) = &mut s.view
+        {
+            f(&mut view.buffer);
+            view.edited();
+        }
+    }
+
+    fn text(shared: &Arc<Mutex<Shared>>) -> String {
+        lock(shared)
+            .and_then(|s| s.view.as_ref().map(|v| v.buffer.text().to_owned()))
+            .unwrap_or_default()
+    }
+
+    fn key(
+        &mut self,
+        shared: &Arc<Mutex<Shared>>,
+        key: &KeyEvent,
+        req: &ReadRequest,
+        inputs: &tokio_mpsc::UnboundedSender<Input>,
+    ) -> Outcome {
+        let actions = match (key_string(key), lock(shared)) {
+            (Some(name), Some(s)) => s.keys.actions(&name),
+            _ => Vec::new(),
+        };
+        for action in actions {
+            match self.act(shared, action, req, inputs) {
+                Outcome::Pass => continue,
+                done => return done,
+            }
+        }
+        if let KeyCode::Char(c) = key.code
+            && !key
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SUPER)
+        {
+            self.edit(shared, |b| b.insert(c.encode_utf8(&mut [0; 4])));
+        }
+        Outcome::Go
+    }
+
+    /// The prompt is sent: paste markers expanded, into the history when asked.
+    fn submit(
+        &mut self,
+        shared: &Arc<Mutex<Shared>>,
+        req: &ReadRequest,
+        follow_up: bool,
+    ) -> Outcome {
+        let text = self.pastes.expand(&Reader::text(shared));
+        if req.history {
+            self.history.add(&text);
+        }
+        self.pastes.clear();
+        Outcome::Done(Input::Line { text, follow_up })
+    }
+
+    fn act(
+        &mut self,
+        shared: &Arc<Mutex<Shared>>,
+        action: Action,
+        req: &ReadRequest,
+        inputs: &tokio_mpsc::UnboundedSender<Input>,
+    ) -> Outcome {
+        let app = |a: KeyAction| {
+            Outcome::Done(Input::Action {
+                action: a,
+                text: Reader::text(shared),
+            })
+        };
+        match action {
+            Action::Interrupt => return self.escape(shared, inputs),
+            Action::Clear => {
+                self.pastes.clear();
+                self.history.reset();
+                return Outcome::Done(Input::Interrupt);
+            }
+            Action::Exit => {
+                return if lock(shared)
+                    .is_some_and(|s| s.view.as_ref().is_none_or(|v| v.buffer.is_empty()))
+                {
+                    Outcome::Done(Input::Eof)
+                } else {
+                    Outcome::Pass
+                };
+            }
+            Action::Suspend => external::suspend(shared),
+            Action::ExternalEditor => {
+                let text = self.pastes.expand(&Reader::text(shared));
+                match external::edit(shared, &text) {
+                    Ok(edited) => {
+                        self.pastes.clear();
+                        self.edit(shared, |b| b.set(&edited));
+                    }
+                    Err(e) => {
+                        if let Some(mut s) = lock(shared) {
+                            s.print(&super::super::style::warning(&format!("Warning: {e}\n")));
+                        }
+                    }
+                }
+            }
+            Action::PasteImage => {
+                if let Some(text) = super::super::clipboard::paste() {
+                    let text = self.pastes.paste(&text);
+                    self.edit(shared, |b| b.insert(&text));
+                }
+            }
+            Action::SelectModel => return app(KeyAction::SelectModel),
+            Action::CycleModel => return app(KeyAction::CycleModel),
+            Action::CycleThinking => return app(KeyAction::CycleThinking),
+            Action::ToggleThinking => return app(KeyAction::ToggleThinking),
+            Action::ExpandTools => return app(KeyAction::ExpandOutput),
+            Action::Tree => return app(KeyAction::Tree),
+            Action::NewSession => return app(KeyAction::NewSession),
+            Action::Fork => return app(KeyAction::Fork),
+            Action::Resume => return app(KeyAction::Resume),
+            Action::FollowUp => return self.submit(shared, req, true),
+            Action::Dequeue => {
+                let Some(mut s) = lock(shared) else {
+                    return Outcome::Go;
+                };
+                let restored = std::mem::take(&mut s.queued);
+                if restored.is_empty() {
+                    return Outcome::Pass;
+                }
+                if let Some(view) = &mut s.view {
+                    let text = restored_text(&restored, view.buffer.text());
+                    view.buffer.set(&text);
+                    view.edited();
+                }
+                let _ = inputs.send(Input::Dequeue { restored });
+            }
+            Action::Submit => {
+                if let Some(mut s) = lock(shared) {
+                    let commands = s.commands.clone();
+                    if let Some(view) = &mut s.view
+                        && let Some(name) = view.choice(&commands)
+                    {
+                        view.buffer.set(&format!("/{name}"));
+                    }
+                }
+                return self.submit(shared, req, false);
+            }
+            Action::NewLine => self.edit(shared, |b| b.insert("\n")),
+            Action::Tab => self.tab(shared),
+            Action::CursorUp | Action::CursorDown => {
+                self.up_down(shared, action == Action::CursorUp)
+            }
+            Action::CursorLeft => self.moved(shared, Buffer::left),
+            Action::CursorRight => self.moved(shared, Buffer::right),
+            Action::WordLeft => self.moved(shared, Buffer::word_left),
+            Action::WordRight => self.moved(shared, Buffer::word_right),
+            Action::LineStart => self.moved(shared, Buffer::line_start),
+            Action::LineEnd => self.moved(shared, Buffer::line_end),
+            Action::DeleteBackward => {
+                let pastes = self.pastes.clone();
+                self.edit(shared, |b| match pastes.marker_before(b.before()) {
+                    Some(len) => {
+                        b.remove_before(len);
+                    }
+                    None => b.backspace(),
+                });
+            }
+            Action::DeleteForward => self.edit(shared, Buffer::delete),
+            Action::DeleteWordBackward => self.kill(shared, Buffer::delete_word_backward),
+            Action::DeleteWordForward => self.kill(shared, Buffer::delete_word_forward),
+            Action::DeleteToLineStart => self.kill(shared, Buffer::delete_to_line_start),
+            Action::DeleteToLineEnd => self.kill(shared, Buffer::delete_to_line_end),
+            Action::Yank => {
+                let killed = self.killed.clone();
+                self.edit(shared, |b| b.insert(&killed));
+            }
+        }
+        Outcome::Go
+    }
+
+    fn moved(&mut self, shared: &Arc<Mutex<Shared>>, f: impl FnOnce(&mut Buffer)) {
+        if let Some(mut s) = lock(shared)
+            && let Some(view) = &mut s.view
+        {
+            f(&mut view.buffer);
+        }
+    }
+
+    fn kill(&mut self, shared: &Arc<Mutex<Shared>>, f: impl FnOnce(&mut Buffer) -> String) {
+        let mut killed = String::new();
+        self.edit(shared, |b| killed = f(b));
+        if !killed.is_empty() {
+            self.killed = killed;
+        }
+    }
+
+    /// Esc: closes the menu; while busy, interrupts and puts the queue back (pi's
+    /// `restoreQueuedMessagesToEditor({abort: true})`: a steer or follow-up typed for the
+    /// interrupted reply must not run after the next prompt); on an idle editor, twice
+    /// within 500 ms opens `/tree`.
+    fn escape(
+        &mut self,
+        shared: &Arc<Mutex<Shared>>,
+        inputs: &tokio_mpsc::UnboundedSender<Input>,
+    ) -> Outcome {
+        let Some(mut s) = lock(shared) else {
+            return Outcome::Go;
+        };
+        let commands = s.commands.clone();
+        if let Some(view) = &mut s.view
+            && view.menu_len(&commands) > 0
+        {
+            view.menu_closed = true;
+            return Outcome::Go;
+        }
+        if !s.busy {
+            let now = Instant::now();
+            if self
+                .last_idle_escape
+                .is_some_and(|t| now.duration_since(t) < DOUBLE_ESCAPE)
+            {
+                self.last_idle_escape = None;
+                drop(s);
+                return Outcome::Done(Input::Action {
+                    action: KeyAction::Tree,
+                    text: Reader::text(shared),
+                });
+            }
+            self.last_idle_escape = Some(now);
+            return Outcome::Go;
+        }
+        let restored = std::mem::take(&mut s.queued);
+        if !restored.is_empty()
+            && let Some(view) = &mut s.view
+        {
+            let text = restored_text(&restored, view.buffer.text());
+            view.buffer.set(&text);
+            view.edited();
+        }
+        let _ = inputs.send(Input::Escape { restored });
+        Outcome::Go
+    }
+
+    /// Tab: accepts the menu's command (`/name `), else completes a path.
+    fn tab(&mut self, shared: &Arc<Mutex<Shared>>) {
+        let Some(mut s) = lock(shared) else { return };
+        let commands = s.commands.clone();
+        let Some(view) = &mut s.view else { return };
+        if let Some(name) = view.choice(&commands) {
+            view.buffer.set(&format!("/{name} "));
+            view.edited();
+            view.menu_closed = true;
+            return;
+        }
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if let Some(insert) = path_completion(view.buffer.before(), &cwd, home.as_deref()) {
+            view.buffer.insert(&insert);
+        }
+    }
+
+    /// Up/Down: the menu's selection, else the cursor's line, else the history.
+    fn up_down(&mut self, shared: &Arc<Mutex<Shared>>, up: bool) {
+        let Some(mut s) = lock(shared) else { return };
+        let commands = s.commands.clone();
+        let Some(view) = &mut s.view else { return };
+        let len = view.menu_len(&commands);
+        if len > 0 {
+            view.selected = if up {
+                (view.selected + len - 1) % len
+            } else {
+                (view.selected + 1) % len
+            };
+            return;
+        }
+        let moved = if up {
+            view.buffer.up()
+        } else {
+            view.buffer.down()
+        };
+        if moved {
+            return;
+        }
+        let entry = if up {
+            self.history.older(view.buffer.text())
+        } else {
+            self.history.newer()
+        };
+        if let Some(text) = entry {
+            view.buffer.set(&text);
+            view.menu_closed = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

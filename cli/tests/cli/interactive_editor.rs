@@ -1,0 +1,341 @@
+//! pith's own editor in a pseudo-terminal (issue #16): the status line above the editor
+//! (working indicator, retry countdown), multi-line prompts, large pastes, Ctrl+G,
+//! `keybindings.json` and resizing, driven as a person would on the offline model.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use super::interactive::{setup, text_reply, user_texts};
+
+#[test]
+fn the_working_indicator_shows_at_once_counts_seconds_and_goes_with_the_reply() {
+    let s = setup(r#"[{"content": [{"type": "text", "text": "slow answer"}], "delayMs": 2500}]"#);
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.send("take your time");
+    pith.expect("take your time");
+    let sent = Instant::now();
+    pith.send("\r");
+    pith.expect("Working... 0s (escape to interrupt)");
+    let shown = sent.elapsed();
+    assert!(
+        shown < Duration::from_millis(200),
+        "the indicator took {shown:?}"
+    );
+    // It counts in place while the reply is pending.
+    pith.expect("Working... 1s (escape to interrupt)");
+    pith.expect("Working... 2s (escape to interrupt)");
+    pith.expect("slow answer");
+    pith.idle();
+    let screen = pith.screen();
+    assert!(!screen.contains("Working"), "{screen}");
+    // Redrawn in place: the indicator never reached the transcript's lines.
+    assert_eq!(screen.matches("take your time").count(), 1, "{screen}");
+    assert_eq!(pith.quit(), 0);
+}
+
+#[test]
+fn an_auto_retry_counts_down_in_place() {
+    let s = setup(&format!(
+        r#"[{{"content": [], "errorMessage": "503 Service Unavailable: overloaded"}}, {}]"#,
+        text_reply("after the retry")
+    ));
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(
+        s.agent.join("settings.json"),
+        r#"{"retry": {"baseDelayMs": 3000}}"#,
+    )
+    .unwrap();
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("hello");
+    pith.expect("Retrying (1/3) in 3s... (escape to cancel)");
+    pith.expect("Retrying (1/3) in 2s... (escape to cancel)");
+    pith.expect("Retrying (1/3) in 1s... (escape to cancel)");
+    pith.expect("after the retry");
+    pith.idle();
+    let screen = pith.screen();
+    assert!(!screen.contains("Retrying"), "{screen}");
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(user_texts(&s.sessions()[0]), ["hello"]);
+}
+
+#[test]
+fn ctrl_j_and_shift_enter_add_lines_to_one_prompt() {
+    let s = setup(&format!("[{}]", text_reply("three lines read")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    // The editor asks for the kitty keyboard protocol (Shift+Enter apart from Enter) and
+    // bracketed paste.
+    let raw = pith.raw();
+    assert!(raw.contains("\x1b[>1u") && raw.contains("\x1b[?2004h"));
+    // Ctrl+J, then Shift+Enter as the kitty keyboard protocol sends it.
+    pith.send("first\n");
+    pith.send("second\x1b[13;2u");
+    pith.send("third");
+    pith.expect_screen("  third");
+    let screen = pith.screen();
+    assert!(screen.contains("> first\n  second\n  third"), "{screen}");
+    pith.send("\r");
+    pith.expect("three lines read");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(user_texts(&s.sessions()[0]), ["first\nsecond\nthird"]);
+}
+
+#[test]
+fn a_large_bracketed_paste_shows_as_a_marker_and_is_sent_whole() {
+    let s = setup(&format!("[{}]", text_reply("pasted text read")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    let pasted: Vec<String> = (1..=2000).map(|i| format!("log line {i}")).collect();
+    let pasted = pasted.join("\n");
+    pith.send("summarize: ");
+    pith.send(&format!("\x1b[200~{pasted}\x1b[201~"));
+    pith.expect("> summarize: [paste #1 +2000 lines]");
+    pith.send(" thanks\r");
+    pith.expect("pasted text read");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert!(!pith.transcript().contains("log line 1000"));
+    assert_eq!(
+        user_texts(&s.sessions()[0]),
+        [format!("summarize: {pasted} thanks")]
+    );
+}
+
+#[test]
+fn ctrl_g_edits_the_prompt_in_the_external_editor() {
+    let s = setup(&format!("[{}]", text_reply("edited prompt read")));
+    let script = s.root.join("edit.sh");
+    fs::write(
+        &script,
+        "#!/bin/sh\ntext=$(cat \"$1\")\nprintf 'rewritten: %s\\n' \"$text\" > \"$1\"\n",
+    )
+    .unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut pith = s.start_with_env(
+        &[],
+        &[("VISUAL", "".as_ref()), ("EDITOR", script.as_os_str())],
+    );
+    pith.prompt();
+    pith.send("my draft");
+    pith.expect("my draft");
+    pith.send("\x07");
+    pith.expect("> rewritten: my draft");
+    pith.send("\r");
+    pith.expect("edited prompt read");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(user_texts(&s.sessions()[0]), ["rewritten: my draft"]);
+}
+
+#[test]
+fn keybindings_json_remaps_keys_and_hotkeys_lists_them() {
+    let s = setup(&format!("[{}]", text_reply("two lines read")));
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(
+        s.agent.join("keybindings.json"),
+        r#"{"app.thinking.toggle": "ctrl+k", "tui.input.newLine": ["alt+n"]}"#,
+    )
+    .unwrap();
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    // Ctrl+T is no longer bound; Ctrl+K now toggles thinking blocks.
+    pith.send("\x14");
+    pith.send("\x0b");
+    pith.expect("Thinking blocks: hidden");
+    pith.prompt();
+    assert_eq!(pith.transcript().matches("Thinking blocks").count(), 1);
+    pith.line("/hotkeys");
+    pith.expect("ctrl+k");
+    pith.expect("hide or show thinking blocks");
+    pith.prompt();
+    // Alt+N adds a line; Ctrl+J does nothing now.
+    pith.send("one\x1bn");
+    pith.send("two\n\r");
+    pith.expect("two lines read");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(user_texts(&s.sessions()[0]), ["one\ntwo"]);
+}
+
+#[test]
+fn a_keybindings_file_that_does_not_parse_is_named_and_the_defaults_stay() {
+    let s = setup("[]");
+    fs::create_dir_all(&s.agent).unwrap();
+    let file = s.agent.join("keybindings.json");
+    fs::write(&file, "{\"app.clear\": ").unwrap();
+    let mut pith = s.start(&[]);
+    pith.expect(&format!("Warning: {}: invalid JSON", file.display()));
+    pith.expect("using the default keys");
+    pith.prompt();
+    pith.send("\x14");
+    pith.expect("Thinking blocks: hidden");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+}
+
+#[test]
+fn the_editor_is_wrapped_again_for_a_new_width() {
+    let s = setup("[]");
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    let words: Vec<String> = (1..=30).map(|i| format!("w{i:02}")).collect();
+    let text = words.join(" ");
+    pith.send(&text);
+    pith.expect("w30");
+    // 119 characters after "> " in 99 columns: two rows.
+    pith.expect_screen("  ");
+    let row_of = |screen: &str, needle: &str| {
+        screen
+            .lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} not on the screen:\n{screen}"))
+    };
+    let screen = pith.screen();
+    assert_eq!(
+        row_of(&screen, "w30") - row_of(&screen, "> w01"),
+        1,
+        "{screen}"
+    );
+    pith.resize(40);
+    // 39 columns: 37 characters a row, four rows, none wider than the terminal.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let screen = pith.screen();
+        if screen
+            .lines()
+            .position(|l| l.contains("w30"))
+            .zip(screen.lines().position(|l| l.starts_with("> w01")))
+            .is_some_and(|(end, start)| end - start == 3)
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not wrapped again:\n{screen}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pith.send("\x15");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+}
+
+#[test]
+fn typing_a_slash_shows_the_command_menu_with_descriptions() {
+    let s = setup("[]");
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.send("/n");
+    pith.expect_screen("Start a new session");
+    let screen = pith.screen();
+    assert!(
+        screen.contains("→ /name         Set session display name"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("  /new          Start a new session"),
+        "{screen}"
+    );
+    // Down selects the next one, Tab accepts it.
+    pith.send("\x1b[B");
+    pith.expect_screen("→ /new");
+    pith.send("\t");
+    pith.expect("> /new ");
+    pith.send("\x15");
+    // Enter runs the selected command.
+    pith.send("/cop");
+    pith.expect_screen("→ /copy");
+    pith.send("\r");
+    pith.expect("No agent messages to copy yet.");
+    pith.prompt();
+    let screen = pith.screen();
+    assert!(!screen.contains("→ /copy"), "{screen}");
+    assert_eq!(pith.quit(), 0);
+}
+
+#[test]
+fn ctrl_z_gives_the_terminal_back_and_the_editor_is_drawn_again() {
+    // pith runs as its pseudo-terminal's session leader, an orphaned process group in
+    // which the kernel discards the stop: what is checked is that pith gives the terminal
+    // back (keyboard protocol and paste mode off) and draws the editor again with its text.
+    let s = setup(&format!("[{}]", text_reply("still here")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.send("kept draft");
+    pith.expect("kept draft");
+    // Waits until the terminal received `needle` after byte `from`; returns where it ends.
+    let wait_raw = |pith: &super::interactive::Pith, from: usize, needle: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(at) = pith.raw()[from..].find(needle) {
+                return from + at + needle.len();
+            }
+            assert!(Instant::now() < deadline, "{needle:?} did not come");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let before = pith.raw().len();
+    pith.send("\x1a");
+    let left = wait_raw(&pith, before, "\x1b[<u\x1b[?2004l");
+    wait_raw(&pith, left, "> kept draft");
+    // Stopped from outside and continued (a shell's `fg`): the editor is drawn again.
+    let kill = |sig: &str| {
+        let status = std::process::Command::new("kill")
+            .args([sig, &pith.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let before = pith.raw().len();
+    kill("-STOP");
+    std::thread::sleep(Duration::from_millis(100));
+    kill("-CONT");
+    wait_raw(&pith, before, "> kept draft");
+    pith.send("\r");
+    pith.expect("still here");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(user_texts(&s.sessions()[0]), ["kept draft"]);
+}
+
+#[test]
+fn a_503_from_a_real_provider_counts_down_and_the_retry_is_answered() {
+    let s = setup("[]");
+    let server = pith_tests::pi_oracle::MockLlm::start(
+        &s.root,
+        "retry",
+        &serde_json::json!([
+            {"status": 503, "error": {"message": "overloaded", "type": "server_error"}},
+            {"text": "served after the 503"}
+        ]),
+    );
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(
+        s.agent.join("models.json"),
+        serde_json::json!({"providers": {"local": {
+            "baseUrl": server.url, "api": "openai-completions", "apiKey": "none",
+            "models": [{"id": "small", "contextWindow": 32768}]
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    fs::write(
+        s.agent.join("settings.json"),
+        r#"{"retry": {"baseDelayMs": 2000}}"#,
+    )
+    .unwrap();
+    let mut pith = s.start(&["--model", "local/small"]);
+    pith.prompt();
+    pith.line("hello");
+    pith.expect("Retrying (1/3) in 2s... (escape to cancel)");
+    pith.expect("Retrying (1/3) in 1s... (escape to cancel)");
+    pith.expect("served after the 503");
+    pith.expect("small");
+    pith.prompt();
+    let screen = pith.screen();
+    assert!(!screen.contains("Retrying"), "{screen}");
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(server.request_bodies().len(), 2);
+}
