@@ -27,8 +27,14 @@ pub fn slash_matches<'a>(
         .collect()
 }
 
-/// The menu's rows for `matches` with `selected` marked, `width` columns wide.
-pub fn menu_rows(matches: &[&(String, String)], selected: usize, width: usize) -> Vec<String> {
+/// The menu's rows for `matches` (name, description) with `selected` marked, `width` columns
+/// wide; each name is shown after `sigil` (`/` for commands, `@` for files).
+pub fn menu_rows(
+    matches: &[&(String, String)],
+    selected: usize,
+    width: usize,
+    sigil: &str,
+) -> Vec<String> {
     if matches.is_empty() {
         return Vec::new();
     }
@@ -47,7 +53,7 @@ pub fn menu_rows(matches: &[&(String, String)], selected: usize, width: usize) -
         .skip(first)
         .take(VISIBLE)
         .map(|(i, (name, description))| {
-            let name = format!("/{name}");
+            let name = format!("{sigil}{name}");
             let text = screen::truncate(
                 &format!(
                     "{name:<name_width$}  {}",
@@ -152,7 +158,7 @@ mod tests {
         assert_eq!(names("/t"), ["tree"]);
         assert!(names("/name x").is_empty());
         assert!(names("hello").is_empty());
-        let rows = menu_rows(&slash_matches("/n", &c), 1, 60);
+        let rows = menu_rows(&slash_matches("/n", &c), 1, 60, "/");
         let sgr = regex::Regex::new("\x1b\\[[0-9;]*m").unwrap_or_else(|e| panic!("{e}"));
         let plain: Vec<String> = rows
             .iter()

@@ -11,12 +11,14 @@
 //! - [`buffer`]: the text and cursor; [`paste`]: large pastes as markers;
 //! - [`keys`]: pi's action ids, default keys and `keybindings.json`;
 //! - [`history`]: `<agent dir>/history`; [`complete`]: the `/command` menu and paths;
+//!   [`files`]: the `@` menu of the project's files;
 //! - [`render`]: the layout and in-place drawing; [`read`]: one read's key handling;
 //! - [`external`]: Ctrl+G (`$VISUAL`/`$EDITOR`) and Ctrl+Z.
 
 pub mod buffer;
 pub mod complete;
 pub mod external;
+pub mod files;
 pub mod history;
 pub mod keys;
 pub mod paste;

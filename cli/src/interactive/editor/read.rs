@@ -13,6 +13,7 @@ use tokio::sync::mpsc as tokio_mpsc;
 use super::buffer::Buffer;
 use super::complete::{menu_rows, path_completion, slash_matches};
 use super::external::{self, ENTER, LEAVE};
+use super::files;
 use super::history::History;
 use super::keys::{Action, key_string};
 use super::paste::Pastes;
@@ -29,49 +30,114 @@ pub struct View {
     pub prompt: String,
     /// The text being edited.
     pub buffer: Buffer,
-    /// The `/command` menu's selected row.
+    /// The menu's selected row.
     selected: usize,
     /// Esc closed the menu (until the text changes).
     menu_closed: bool,
     /// The text may be a command (a prompt, not a question's answer): the menu shows.
     commands: bool,
+    /// The working folder's files, walked at the first `@` of the read.
+    files: Option<Vec<String>>,
+}
+
+/// What the menu's selected row stands for.
+enum Choice {
+    /// A `/command` (its name).
+    Command(String),
+    /// A path for the `@` token at the cursor.
+    File(String),
 }
 
 impl View {
-    /// The `/command` menu's rows (none when closed or nothing matches).
-    pub fn menu_rows(&self, commands: &[(String, String)], width: usize) -> Vec<String> {
-        if self.menu_closed {
-            return Vec::new();
+    fn new(prompt: String, initial: &str, commands: bool) -> View {
+        View {
+            prompt,
+            buffer: Buffer::new(initial),
+            selected: 0,
+            // An answer to a question (no history) is no command: no menu.
+            menu_closed: !commands,
+            commands,
+            files: None,
         }
-        let matches = slash_matches(self.buffer.text(), commands);
+    }
+
+    /// The menu's entries (name, description) and the sigil shown before each name.
+    fn entries<'a>(
+        &'a self,
+        commands: &'a [(String, String)],
+    ) -> (Vec<std::borrow::Cow<'a, (String, String)>>, &'static str) {
+        use std::borrow::Cow;
+        if self.menu_closed {
+            return (Vec::new(), "");
+        }
+        let slash = slash_matches(self.buffer.text(), commands);
+        if !slash.is_empty() {
+            return (slash.into_iter().map(Cow::Borrowed).collect(), "/");
+        }
+        match (files::at_token(self.buffer.before()), &self.files) {
+            (Some(query), Some(all)) => (
+                files::matches(query, all)
+                    .into_iter()
+                    .map(|p| Cow::Owned((p.clone(), String::new())))
+                    .collect(),
+                "@",
+            ),
+            _ => (Vec::new(), ""),
+        }
+    }
+
+    /// The menu's rows: `/command`s, or the files for an `@` (none when closed or nothing
+    /// matches).
+    pub fn menu_rows(&self, commands: &[(String, String)], width: usize) -> Vec<String> {
+        let (entries, sigil) = self.entries(commands);
+        let refs: Vec<&(String, String)> = entries.iter().map(|e| e.as_ref()).collect();
         menu_rows(
-            &matches,
-            self.selected.min(matches.len().saturating_sub(1)),
+            &refs,
+            self.selected.min(refs.len().saturating_sub(1)),
             width,
+            sigil,
         )
     }
 
-    /// The menu's selected command, when the menu shows.
-    fn choice(&self, commands: &[(String, String)]) -> Option<String> {
-        if self.menu_closed {
-            return None;
-        }
-        let matches = slash_matches(self.buffer.text(), commands);
-        let at = self.selected.min(matches.len().checked_sub(1)?);
-        Some(matches[at].0.clone())
+    /// The menu's selected entry, when the menu shows.
+    fn choice(&self, commands: &[(String, String)]) -> Option<Choice> {
+        let (entries, sigil) = self.entries(commands);
+        let at = self.selected.min(entries.len().checked_sub(1)?);
+        let name = entries[at].0.clone();
+        Some(if sigil == "@" {
+            Choice::File(name)
+        } else {
+            Choice::Command(name)
+        })
     }
 
     fn menu_len(&self, commands: &[(String, String)]) -> usize {
-        if self.menu_closed {
-            return 0;
-        }
-        slash_matches(self.buffer.text(), commands).len()
+        self.entries(commands).0.len()
     }
 
-    /// The text changed: the menu opens again on its first row.
+    /// The text changed: the menu opens again on its first row (walking the folder at the
+    /// first `@`).
     fn edited(&mut self) {
         self.selected = 0;
         self.menu_closed = !self.commands;
+        if self.commands && self.files.is_none() && files::at_token(self.buffer.before()).is_some()
+        {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            self.files = Some(files::walk(&cwd));
+        }
+    }
+
+    /// Puts `path` in place of the `@` token at the cursor: `@path ` (a folder without the
+    /// space, so that its files show next).
+    fn accept_file(&mut self, path: &str) {
+        let typed = files::at_token(self.buffer.before()).map_or(0, str::len);
+        self.buffer.remove_before(typed + 1);
+        let end = if path.ends_with('/') { "" } else { " " };
+        self.buffer.insert(&format!("@{path}{end}"));
+        self.edited();
+        if !path.ends_with('/') {
+            self.menu_closed = true;
+        }
     }
 }
 
@@ -145,14 +211,7 @@ impl Reader {
             let mut out = String::new();
             s.surface.erase(&mut out);
             write(&out);
-            s.view = Some(View {
-                prompt: req.prompt.clone(),
-                buffer: Buffer::new(&req.initial),
-                selected: 0,
-                // An answer to a question (no history) is no command: no menu.
-                menu_closed: !req.history,
-                commands: req.history,
-            });
+            s.view = Some(View::new(req.prompt.clone(), &req.initial, req.history));
             s.redraw();
         }
         let (input, keep) = loop {
@@ -352,10 +411,16 @@ impl Reader {
             Action::Submit => {
                 if let Some(mut s) = lock(shared) {
                     let commands = s.commands.clone();
-                    if let Some(view) = &mut s.view
-                        && let Some(name) = view.choice(&commands)
-                    {
-                        view.buffer.set(&format!("/{name}"));
+                    if let Some(view) = &mut s.view {
+                        match view.choice(&commands) {
+                            Some(Choice::Command(name)) => view.buffer.set(&format!("/{name}")),
+                            // pi's editor: Enter on the file menu takes the file.
+                            Some(Choice::File(path)) => {
+                                view.accept_file(&path);
+                                return Outcome::Go;
+                            }
+                            None => {}
+                        }
                     }
                 }
                 return self.submit(shared, req, false);
@@ -461,11 +526,15 @@ impl Reader {
         let Some(mut s) = lock(shared) else { return };
         let commands = s.commands.clone();
         let Some(view) = &mut s.view else { return };
-        if let Some(name) = view.choice(&commands) {
-            view.buffer.set(&format!("/{name} "));
-            view.edited();
-            view.menu_closed = true;
-            return;
+        match view.choice(&commands) {
+            Some(Choice::Command(name)) => {
+                view.buffer.set(&format!("/{name} "));
+                view.edited();
+                view.menu_closed = true;
+                return;
+            }
+            Some(Choice::File(path)) => return view.accept_file(&path),
+            None => {}
         }
         let cwd = std::env::current_dir().unwrap_or_default();
         let home = std::env::var_os("HOME").map(PathBuf::from);

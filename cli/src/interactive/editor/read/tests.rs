@@ -30,6 +30,7 @@ fn harness(initial: &str) -> Harness {
             selected: 0,
             menu_closed: false,
             commands: true,
+            files: None,
         }),
         status: None,
         held: Some(Vec::new()),
@@ -236,5 +237,47 @@ fn a_paste_marker_is_deleted_whole_and_sent_expanded() {
     assert_eq!(
         h.press(KeyCode::Enter, KeyModifiers::NONE),
         line(&format!("{pasted}!"), false)
+    );
+}
+
+#[test]
+fn the_at_menu_offers_the_project_files_and_enter_or_tab_takes_one() {
+    let mut h = harness("");
+    if let Ok(mut s) = h.shared.lock()
+        && let Some(view) = &mut s.view
+    {
+        view.files = Some(
+            ["README.md", "src/", "src/main.rs", "src/lib.rs"]
+                .map(String::from)
+                .to_vec(),
+        );
+    }
+    h.typed("look at @ma");
+    let rows = |h: &Harness| {
+        let s = h.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let commands = s.commands.clone();
+        s.view
+            .as_ref()
+            .map(|v| v.menu_rows(&commands, 60))
+            .unwrap_or_default()
+    };
+    let shown = rows(&h).join("\n");
+    assert!(shown.contains("@src/main.rs"), "{shown}");
+    assert!(!shown.contains("lib.rs"), "{shown}");
+    // Enter takes the file instead of sending.
+    assert_eq!(h.press(KeyCode::Enter, KeyModifiers::NONE), None);
+    assert_eq!(h.text(), "look at @src/main.rs ");
+    assert!(rows(&h).is_empty());
+    // A folder is taken without the space, and its files show next; Tab takes one.
+    h.typed("and @sr");
+    assert_eq!(h.press(KeyCode::Tab, KeyModifiers::NONE), None);
+    assert_eq!(h.text(), "look at @src/main.rs and @src/");
+    assert!(rows(&h).join("\n").contains("@src/lib.rs"));
+    h.press(KeyCode::Down, KeyModifiers::NONE);
+    h.press(KeyCode::Tab, KeyModifiers::NONE);
+    assert_eq!(h.text(), "look at @src/main.rs and @src/lib.rs ");
+    assert_eq!(
+        h.press(KeyCode::Enter, KeyModifiers::NONE),
+        line("look at @src/main.rs and @src/lib.rs ", false)
     );
 }
