@@ -86,13 +86,21 @@ impl MockLlm {
     /// Starts the server in `dir` with `replies` (a JSON array), files named after `name`.
     /// Panics when python3 is missing or the server does not come up within 10 s.
     pub fn start(dir: &Path, name: &str, replies: &Value) -> MockLlm {
+        MockLlm::start_with(dir, name, replies, &[])
+    }
+
+    /// [`MockLlm::start`] with more of the server's options (e.g.
+    /// `["--chunk-delay-ms", "40", "--chunk-size", "6"]` for a reply streamed slowly).
+    pub fn start_with(dir: &Path, name: &str, replies: &Value, options: &[&str]) -> MockLlm {
         let script = dir.join(format!("{name}.replies.json"));
         fs::write(&script, replies.to_string()).unwrap();
         let log = dir.join(format!("{name}.requests.jsonl"));
         let port_file = dir.join(format!("{name}.port"));
         let child = Command::new("python3")
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/mock-llm.py"))
-            .args(["--idle-exit", "120", "--pause-ms", "30", "--script"])
+            .args(["--idle-exit", "120", "--pause-ms", "30"])
+            .args(options)
+            .arg("--script")
             .arg(&script)
             .arg("--log")
             .arg(&log)

@@ -454,6 +454,8 @@ impl App {
                         .set_queued(steering.iter().chain(follow_up).cloned().collect());
                 }
                 let lines = self.transcript.event(&event, columns());
+                // The unfinished line is shown live; finished lines go to the transcript.
+                self.editor.set_live(self.transcript.live());
                 self.screen.print_lines(&lines);
             }
             RuntimeEvent::Notice(n) => self

@@ -386,6 +386,17 @@ impl Transcript {
         }
     }
 
+    /// The streaming reply's line that has not ended yet (already safe for the terminal):
+    /// shown live below the transcript, since the transcript prints whole lines; empty when
+    /// no reply text is streaming.
+    pub fn live(&self) -> &str {
+        if self.block == Some(Block::Text) {
+            &self.partial
+        } else {
+            ""
+        }
+    }
+
     /// Prints what is left of the streamed block.
     fn flush(&mut self, cols: usize, out: &mut Vec<String>) {
         let pending = std::mem::take(&mut self.pending_escape);

@@ -339,3 +339,39 @@ fn a_503_from_a_real_provider_counts_down_and_the_retry_is_answered() {
     assert_eq!(pith.quit(), 0);
     assert_eq!(server.request_bodies().len(), 2);
 }
+
+#[test]
+fn a_long_line_shows_while_it_streams_before_its_newline() {
+    let s = setup("[]");
+    let words = "lorem ipsum dolor sit amet ".repeat(12);
+    let server = pith_tests::pi_oracle::MockLlm::start_with(
+        &s.root,
+        "stream",
+        &serde_json::json!([{"text": format!("{words}THE END")}]),
+        &["--chunk-size", "6", "--chunk-delay-ms", "60"],
+    );
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(
+        s.agent.join("models.json"),
+        serde_json::json!({"providers": {"local": {
+            "baseUrl": server.url, "api": "openai-completions", "apiKey": "none",
+            "models": [{"id": "small", "contextWindow": 32768}]
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut pith = s.start(&["--model", "local/small"]);
+    pith.prompt();
+    pith.line("stream please");
+    // The first words are on screen while the one line of the reply is still streaming.
+    pith.expect("lorem ipsum dolor");
+    let screen = pith.screen();
+    assert!(!screen.contains("THE END"), "{screen}");
+    pith.expect("THE END");
+    pith.expect("small");
+    pith.prompt();
+    let screen = pith.screen();
+    // Once the line ends it is in the transcript once, not left behind in the live rows.
+    assert_eq!(screen.matches("THE END").count(), 1, "{screen}");
+    assert_eq!(pith.quit(), 0);
+}

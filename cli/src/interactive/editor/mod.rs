@@ -210,6 +210,8 @@ pub(crate) struct Shared {
     pub(crate) epoch: Instant,
     /// The terminal's settings pith switches between.
     pub(crate) modes: Modes,
+    /// The streaming reply's unfinished line, shown above the status until it ends.
+    pub(crate) live: String,
 }
 
 impl Shared {
@@ -247,7 +249,7 @@ impl Shared {
                     rows: vec![String::new(), row],
                     cursor: (render::STATUS_ROW, end),
                 };
-                self.surface.draw(&frame, true, out);
+                self.surface.draw(&frame, Some(render::STATUS_ROW), out);
             }
             return;
         };
@@ -260,10 +262,20 @@ impl Shared {
             &menu,
             width,
         );
+        // The reply's unfinished line goes above the status, as pi's chat sits above its
+        // loader; it moves into the transcript once its line ends.
+        let live = render::live_rows(&self.live, width);
+        let mut frame = frame;
+        frame.cursor.0 += live.len();
+        frame.rows.splice(0..0, live.iter().cloned());
+        let status_at = live.len() + render::STATUS_ROW;
+        let height = frame.rows.len();
         let frame = frame.window(lines().saturating_sub(1).max(3));
+        let status_at = status_at.checked_sub(height - frame.rows.len());
         // A frame cut at the top for a tall prompt may have lost its status row.
-        let has_status = status.is_some() && frame.rows.get(render::STATUS_ROW) == status.as_ref();
-        self.surface.draw(&frame, has_status, out);
+        let status_at =
+            status_at.filter(|&at| status.is_some() && frame.rows.get(at) == status.as_ref());
+        self.surface.draw(&frame, status_at, out);
     }
 
     /// The spinner's and countdown's next frame: the status row alone.
@@ -355,6 +367,7 @@ impl Editor {
             commands,
             keys: Arc::new(keys),
             epoch: Instant::now(),
+            live: String::new(),
         }));
         let thread_shared = shared.clone();
         std::thread::Builder::new()
@@ -417,6 +430,17 @@ impl Editor {
         self.with(|s| {
             if s.status != status {
                 s.status = status;
+                s.redraw();
+            }
+        });
+    }
+
+    /// Shows `text` (the streaming reply's unfinished line, already safe for the terminal)
+    /// above the status line; `""` removes it.
+    pub fn set_live(&self, text: &str) {
+        self.with(|s| {
+            if s.live != text {
+                s.live = text.to_owned();
                 s.redraw();
             }
         });

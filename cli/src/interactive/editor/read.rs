@@ -260,7 +260,7 @@ impl Reader {
                 if keep && s.held.is_none() {
                     let text = view.buffer.text();
                     let frame = layout(None, &view.prompt, text, text.len(), &[], Shared::width());
-                    s.surface.draw(&frame, false, &mut out);
+                    s.surface.draw(&frame, None, &mut out);
                     out.push_str("\r\n");
                     s.surface.leave();
                 } else {

@@ -81,8 +81,33 @@ pub fn layout(
     Frame { rows, cursor: at }
 }
 
-/// The status row's index in a frame with a status (after the blank row).
+/// The status row's index in a frame [`layout`] made with a status (after the blank row).
 pub const STATUS_ROW: usize = 1;
+
+/// At most this many rows of the reply's unfinished line are shown above the status.
+pub const LIVE_ROWS: usize = 8;
+
+/// The unfinished last line of a streaming reply, wrapped to `width` columns: its last
+/// [`LIVE_ROWS`] rows (plain text; control characters shown as `?`).
+pub fn live_rows(text: &str, width: usize) -> Vec<String> {
+    let mut rows = Vec::new();
+    let mut row = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width.max(1) {
+            rows.push(std::mem::take(&mut row));
+            used = 0;
+        }
+        row.push(if c.is_control() { '?' } else { c });
+        used += w;
+    }
+    if !row.is_empty() {
+        rows.push(row);
+    }
+    let skip = rows.len().saturating_sub(LIVE_ROWS);
+    rows.split_off(skip)
+}
 
 /// What is on the screen of the bottom area.
 #[derive(Debug, Default)]
@@ -95,6 +120,8 @@ pub struct Surface {
     status: bool,
     /// What the status row shows, so an unchanged one is not written again.
     status_row: String,
+    /// The status row's index within the area.
+    status_at: usize,
 }
 
 impl Surface {
@@ -118,8 +145,9 @@ impl Surface {
         self.cursor_row = 0;
     }
 
-    /// Appends to `out` what draws `frame` from the cursor's row (erased first).
-    pub fn draw(&mut self, frame: &Frame, has_status: bool, out: &mut String) {
+    /// Appends to `out` what draws `frame` from the cursor's row (erased first); `status_at`
+    /// is the status row's index in it, when it has one.
+    pub fn draw(&mut self, frame: &Frame, status_at: Option<usize>, out: &mut String) {
         self.erase(out);
         for (i, row) in frame.rows.iter().enumerate() {
             if i > 0 {
@@ -138,12 +166,11 @@ impl Surface {
         }
         self.rows = frame.rows.len().max(1);
         self.cursor_row = row;
-        self.status = has_status;
-        self.status_row = if has_status {
-            frame.rows.get(STATUS_ROW).cloned().unwrap_or_default()
-        } else {
-            String::new()
-        };
+        self.status = status_at.is_some();
+        self.status_at = status_at.unwrap_or(0);
+        self.status_row = status_at
+            .and_then(|at| frame.rows.get(at).cloned())
+            .unwrap_or_default();
     }
 
     /// Appends to `out` what rewrites the status row alone (the spinner's next frame, the
@@ -157,7 +184,7 @@ impl Surface {
         }
         self.status_row = status.to_owned();
         out.push_str("\x1b7");
-        let up = self.cursor_row.saturating_sub(STATUS_ROW);
+        let up = self.cursor_row.saturating_sub(self.status_at);
         if up > 0 {
             out.push_str(&format!("\x1b[{up}A"));
         }
@@ -248,7 +275,7 @@ mod tests {
         let mut s = Surface::default();
         let mut out = String::new();
         let f = layout(Some("st"), "> ", "a\nb", 1, &[], 40);
-        s.draw(&f, true, &mut out);
+        s.draw(&f, Some(STATUS_ROW), &mut out);
         assert_eq!(out, "\r\nst\r\n> a\r\n  b\x1b[1A\r\x1b[3C");
         out.clear();
         assert!(s.redraw_status("st2", &mut out));

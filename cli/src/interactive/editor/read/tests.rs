@@ -43,6 +43,7 @@ fn harness(initial: &str) -> Harness {
         keys: Arc::new(Keybindings::default()),
         epoch: Instant::now(),
         modes: super::super::Modes::default(),
+        live: String::new(),
     }));
     let (tx, rx) = tokio_mpsc::unbounded_channel();
     Harness {
