@@ -41,8 +41,8 @@ pub enum Tone {
 pub enum Kind {
     /// A `message` entry with this role.
     Message(String),
-    /// `label`, `custom`, `model_change`, `thinking_level_change`, `session_info`: hidden in
-    /// the default view.
+    /// `label`, `context_edit`, `custom`, `model_change`, `thinking_level_change`,
+    /// `session_info`: hidden in the default view.
     Setting,
     /// Everything else (`compaction`, `branch_summary`, `custom_message`, unknown types).
     Other,
@@ -131,9 +131,12 @@ pub fn build(session: &Session) -> (Vec<Node>, Vec<usize>) {
 fn kind(v: &Value) -> Kind {
     match v["type"].as_str().unwrap_or("") {
         "message" => Kind::Message(v["message"]["role"].as_str().unwrap_or("").to_owned()),
-        "label" | "custom" | "model_change" | "thinking_level_change" | "session_info" => {
-            Kind::Setting
-        }
+        "label"
+        | "context_edit"
+        | "custom"
+        | "model_change"
+        | "thinking_level_change"
+        | "session_info" => Kind::Setting,
         _ => Kind::Other,
     }
 }
@@ -278,6 +281,14 @@ fn display(v: &Value, calls: &HashMap<String, (String, Value)>, home: &str) -> V
                 to_js_string(Some(&v["customType"]))
             )),
         )],
+        "context_edit" => vec![(
+            Tone::Dim,
+            one_line(&format!(
+                "[context {}: {}]",
+                context_edit_kind(v),
+                to_js_string(Some(&v["targetId"]))
+            )),
+        )],
         "label" => {
             let label = match &v["label"] {
                 Value::Null => "(cleared)".to_owned(),
@@ -294,6 +305,15 @@ fn display(v: &Value, calls: &HashMap<String, (String, Value)>, home: &str) -> V
             vec![(Tone::Dim, one_line(&format!("[title: {name}]")))]
         }
         _ => Vec::new(),
+    }
+}
+
+/// pi's `entry.replacement === null ? "omit" : "replace"` (a missing member is no `null`).
+fn context_edit_kind(v: &Value) -> &'static str {
+    if v.get("replacement").is_some_and(Value::is_null) {
+        "omit"
+    } else {
+        "replace"
     }
 }
 
@@ -344,6 +364,11 @@ fn searchable(v: &Value) -> String {
         "custom" => {
             parts.push("custom".into());
             parts.push(to_js_string(Some(&v["customType"])));
+        }
+        "context_edit" => {
+            parts.push("context edit".into());
+            parts.push(context_edit_kind(v).into());
+            parts.push(to_js_string(Some(&v["targetId"])));
         }
         "label" => {
             parts.push("label".into());

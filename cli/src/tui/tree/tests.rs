@@ -501,3 +501,36 @@ fn tool_calls_read_like_pis() {
         r#"[web: {"query":"a fairly long query string her...]"#
     );
 }
+
+/// pi 1.6.0's tree hides `context_edit` entries with the settings entries and shows them
+/// as `[context omit: <id>]` / `[context replace: <id>]` in the "all" view.
+#[test]
+fn context_edits_are_settings_entries_as_in_pi() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(
+        &path,
+        concat!(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#, "\n",
+            r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#, "\n",
+            r#"{"type":"context_edit","id":"e1","parentId":"u1","timestamp":"2025-01-01T00:00:02.000Z","targetId":"u1","replacement":null}"#, "\n",
+            r#"{"type":"context_edit","id":"e2","parentId":"e1","timestamp":"2025-01-01T00:00:03.000Z","targetId":"u1","replacement":{"content":"x"}}"#, "\n",
+        ),
+    )
+    .expect("write");
+    let (nodes, _) = super::nodes::build(&open(&path));
+    assert_eq!(nodes[1].kind, super::nodes::Kind::Setting);
+    let text = |n: &super::nodes::Node| {
+        n.display
+            .iter()
+            .map(|(_, t)| t.as_str())
+            .collect::<String>()
+    };
+    assert_eq!(text(&nodes[1]), "[context omit: u1]");
+    assert_eq!(text(&nodes[2]), "[context replace: u1]");
+    assert!(
+        nodes[1].search.contains("context edit omit u1"),
+        "{}",
+        nodes[1].search
+    );
+}
