@@ -214,12 +214,26 @@ impl App {
             "import" => self.import(args).await?,
             "reload" => {
                 let name = Some(args.trim()).filter(|a| !a.is_empty());
+                // pi's /reload reads keybindings.json again too.
+                if name.is_none() {
+                    let file = self.env.agent_dir.join("keybindings.json");
+                    let (keys, warnings) = super::editor::keys::Keybindings::load(&file);
+                    self.editor.set_keys(keys);
+                    for warning in warnings {
+                        self.screen
+                            .print(&style::warning(&format!("Warning: {warning}")));
+                    }
+                }
                 let reloaded = self.rt.reload(name).await?;
                 self.ext_commands = self.rt.commands().await?;
-                if reloaded.is_empty() {
-                    self.status("No extension to reload");
-                } else {
-                    self.status(&format!("Reloaded: {}", reloaded.join(", ")));
+                match (name, reloaded.is_empty()) {
+                    (Some(_), true) => self.status("No extension to reload"),
+                    (Some(_), false) => self.status(&format!("Reloaded: {}", reloaded.join(", "))),
+                    (None, true) => self.status("Reloaded keybindings (no extension to reload)"),
+                    (None, false) => self.status(&format!(
+                        "Reloaded keybindings and extensions: {}",
+                        reloaded.join(", ")
+                    )),
                 }
             }
             "mcp" => self.mcp(args).await,

@@ -375,3 +375,24 @@ fn a_long_line_shows_while_it_streams_before_its_newline() {
     assert_eq!(screen.matches("THE END").count(), 1, "{screen}");
     assert_eq!(pith.quit(), 0);
 }
+
+#[test]
+fn reload_reads_keybindings_json_again() {
+    let s = setup("[]");
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(
+        s.agent.join("keybindings.json"),
+        r#"{"app.thinking.toggle": "ctrl+k"}"#,
+    )
+    .unwrap();
+    // Before /reload Ctrl+K is still pi's default (delete to the end of the line).
+    pith.line("/reload");
+    pith.expect("Reloaded keybindings (no extension to reload)");
+    pith.prompt();
+    pith.send("\x0b");
+    pith.expect("Thinking blocks: hidden");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+}

@@ -451,6 +451,11 @@ impl Editor {
         external::continued(&self.shared);
     }
 
+    /// Puts `keys` in effect from the next key on (`/reload`).
+    pub fn set_keys(&self, keys: Keybindings) {
+        self.with(|s| s.keys = Arc::new(keys));
+    }
+
     /// The effective key bindings (for `/hotkeys`).
     pub fn keys(&self) -> Arc<Keybindings> {
         self.with(|s| s.keys.clone()).unwrap_or_default()
