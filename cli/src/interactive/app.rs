@@ -311,6 +311,12 @@ impl App {
             }
             Input::Dequeue { restored } => {
                 self.restore_queue(&restored).await?;
+                // pi's `handleDequeue` notice.
+                match restored.len() {
+                    0 => self.status("No queued messages to restore"),
+                    1 => self.status("Restored 1 queued message to editor"),
+                    n => self.status(&format!("Restored {n} queued messages to editor")),
+                }
                 Ok(Flow::Go)
             }
             Input::Eof => Ok(Flow::Quit),
@@ -342,15 +348,13 @@ impl App {
             return Ok(Flow::Go);
         }
         if self.run.is_some() && !self.compacting {
-            // pi's `prompt(text, {streamingBehavior})`: queued until the agent can take it.
-            let label = if follow_up {
+            // pi's `prompt(text, {streamingBehavior})`: queued until the agent can take it,
+            // shown below the transcript from the `queue_update` until then.
+            if follow_up {
                 self.rt.follow_up(text);
-                "Follow-up"
             } else {
                 self.rt.steer(text);
-                "Steering"
-            };
-            self.screen.print(&style::dim(&format!("{label}: {text}")));
+            }
             return Ok(Flow::Go);
         }
         if self.busy() || self.compacting {
@@ -450,8 +454,7 @@ impl App {
                     follow_up,
                 } = &*event
                 {
-                    self.editor
-                        .set_queued(steering.iter().chain(follow_up).cloned().collect());
+                    self.editor.set_queued(steering, follow_up);
                 }
                 let lines = self.transcript.event(&event, columns());
                 // The unfinished line is shown live; finished lines go to the transcript.

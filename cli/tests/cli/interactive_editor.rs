@@ -396,3 +396,35 @@ fn reload_reads_keybindings_json_again() {
     pith.prompt();
     assert_eq!(pith.quit(), 0);
 }
+
+#[test]
+fn queued_messages_wait_below_the_transcript_and_alt_up_takes_them_back() {
+    // pi's pending messages: a steer and a follow-up typed while a reply streams are listed
+    // under the transcript, not printed into it; Alt+Up puts them back into the editor.
+    let s = setup(r#"[{"content": [{"type": "text", "text": "never"}], "delayMs": 10000}]"#);
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("start");
+    pith.expect("Working...");
+    pith.line("steer one");
+    pith.expect(" Steering: steer one");
+    pith.send("follow two\x1b\r");
+    pith.expect(" Follow-up: follow two");
+    pith.expect("↳ alt+up to edit all queued messages");
+    let screen = pith.screen();
+    assert!(!screen.contains("> steer one"), "{screen}");
+    assert_eq!(screen.matches("steer one").count(), 1, "{screen}");
+    // Alt+Up.
+    pith.send("\x1b[1;3A");
+    pith.expect("Restored 2 queued messages to editor");
+    let screen = pith.screen();
+    assert!(!screen.contains("Steering:"), "{screen}");
+    assert!(screen.contains("steer one"), "{screen}");
+    assert!(screen.contains("follow two"), "{screen}");
+    pith.send("\x1b");
+    pith.expect("Operation aborted");
+    pith.idle();
+    // Ctrl+C empties the editor so that Ctrl+D quits.
+    pith.send("\x03");
+    assert_eq!(pith.quit(), 0);
+}

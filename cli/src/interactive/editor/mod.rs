@@ -212,6 +212,18 @@ pub(crate) struct Shared {
     pub(crate) modes: Modes,
     /// The streaming reply's unfinished line, shown above the status until it ends.
     pub(crate) live: String,
+    /// The queued steering and follow-up messages, by kind, shown below the live line
+    /// (pi's pending messages) until they are sent or taken back.
+    pub(crate) pending: Vec<(QueueKind, String)>,
+}
+
+/// Which queue a pending message waits in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKind {
+    /// Steering: sent after the current tool calls.
+    Steering,
+    /// Follow-up: sent when the agent would stop.
+    FollowUp,
 }
 
 impl Shared {
@@ -263,8 +275,10 @@ impl Shared {
             width,
         );
         // The reply's unfinished line goes above the status, as pi's chat sits above its
-        // loader; it moves into the transcript once its line ends.
-        let live = render::live_rows(&self.live, width);
+        // loader; it moves into the transcript once its line ends. The queued messages
+        // follow it, as pi's pending messages do.
+        let mut live = render::live_rows(&self.live, width);
+        live.extend(self.pending_rows(width));
         let mut frame = frame;
         frame.cursor.0 += live.len();
         frame.rows.splice(0..0, live.iter().cloned());
@@ -276,6 +290,31 @@ impl Shared {
         let status_at =
             status_at.filter(|&at| status.is_some() && frame.rows.get(at) == status.as_ref());
         self.surface.draw(&frame, status_at, out);
+    }
+
+    /// pi's pending messages: a blank row, `Steering: …` and `Follow-up: …` (dim, one row
+    /// each), and the hint of the key that takes them back.
+    fn pending_rows(&self, width: usize) -> Vec<String> {
+        if self.pending.is_empty() {
+            return Vec::new();
+        }
+        let fit = |text: String| {
+            let text = crate::text::one_line(&pith_tools::sanitize::for_terminal(&text));
+            super::style::dim(&super::screen::truncate(&format!(" {text}"), width))
+        };
+        let mut rows = vec![String::new()];
+        for (kind, text) in &self.pending {
+            let label = match kind {
+                QueueKind::Steering => "Steering",
+                QueueKind::FollowUp => "Follow-up",
+            };
+            rows.push(fit(format!("{label}: {text}")));
+        }
+        let key = self.keys.text(keys::Action::Dequeue);
+        if !key.is_empty() {
+            rows.push(fit(format!("↳ {key} to edit all queued messages")));
+        }
+        rows
     }
 
     /// The spinner's and countdown's next frame: the status row alone.
@@ -368,6 +407,7 @@ impl Editor {
             keys: Arc::new(keys),
             epoch: Instant::now(),
             live: String::new(),
+            pending: Vec::new(),
         }));
         let thread_shared = shared.clone();
         std::thread::Builder::new()
@@ -415,9 +455,21 @@ impl Editor {
     }
 
     /// Tells the Esc handler what is queued (steering first, then follow-ups, as pi lists
-    /// them), from each `queue_update`.
-    pub fn set_queued(&self, queued: Vec<String>) {
-        self.with(|s| s.queued = queued);
+    /// them), from each `queue_update`, and shows them below the transcript (pi's pending
+    /// messages).
+    pub fn set_queued(&self, steering: &[String], follow_up: &[String]) {
+        self.with(|s| {
+            s.queued = steering.iter().chain(follow_up).cloned().collect();
+            let pending: Vec<(QueueKind, String)> = steering
+                .iter()
+                .map(|t| (QueueKind::Steering, t.clone()))
+                .chain(follow_up.iter().map(|t| (QueueKind::FollowUp, t.clone())))
+                .collect();
+            if s.pending != pending {
+                s.pending = pending;
+                s.redraw();
+            }
+        });
     }
 
     /// Replaces the completed slash commands (extension commands change with the session).

@@ -248,8 +248,17 @@ impl Reader {
                 }
                 Outcome::Done(input) => {
                     // A sent prompt and Ctrl+D stay on the screen; the rest is drawn again
-                    // by the next read.
-                    let keep = matches!(input, Input::Line { .. } | Input::Eof);
+                    // by the next read. A message queued while a reply streams is shown
+                    // with the queue instead (and in the transcript once it is sent).
+                    let queued = match &input {
+                        Input::Line { text, .. } => {
+                            req.history
+                                && lock(shared).is_some_and(|s| s.busy)
+                                && !text.trim_start().starts_with(['/', '!'])
+                        }
+                        _ => false,
+                    };
+                    let keep = matches!(input, Input::Line { .. } | Input::Eof) && !queued;
                     break (input, keep);
                 }
             }

@@ -44,6 +44,7 @@ fn harness(initial: &str) -> Harness {
         epoch: Instant::now(),
         modes: super::super::Modes::default(),
         live: String::new(),
+        pending: Vec::new(),
     }));
     let (tx, rx) = tokio_mpsc::unbounded_channel();
     Harness {
