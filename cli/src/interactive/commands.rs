@@ -16,7 +16,7 @@ use pith_actors::resources::Resources;
 use super::app::{App, Flow, Question};
 use super::footer::{session_info, session_stats};
 use super::style;
-use crate::tui::select::{Item, select};
+use crate::tui::select::{Item, select, select_or_save};
 
 /// Built-in commands and their `/help` line, in pi's order where pi has them.
 pub const BUILTIN: [(&str, &str); 24] = [
@@ -607,6 +607,8 @@ impl App {
     async fn model(&mut self, pattern: &str) -> Result<()> {
         let cwd = self.rt.current_session().await?.cwd;
         let picked;
+        // Ctrl+S in the selector: also the default for new sessions (pi's `persist`).
+        let mut save_default = false;
         let pattern = if pattern.is_empty() {
             // pi's model selector: every model that has a key, on the current one.
             let registry = pith_llm::model_registry::ModelRegistry::load(&self.env.agent_dir);
@@ -631,8 +633,9 @@ impl App {
                     Item::new(n.clone(), note)
                 })
                 .collect();
-            match view(move || select("Select model", items, initial, true)).await {
-                Ok(Some(i)) => {
+            match view(move || select_or_save("Select model", items, initial)).await {
+                Ok(Some((i, saved))) => {
+                    save_default = saved;
                     picked = names[i].clone();
                     picked.as_str()
                 }
@@ -683,8 +686,24 @@ impl App {
             self.error(&e.to_string());
         }
         let id = choice.model.id.clone();
+        let provider = choice.model.provider.clone();
         self.choice = choice;
-        self.status(&format!("Model: {id}"));
+        if save_default {
+            // pi's `setDefaultModelAndProvider`.
+            let saved = async {
+                self.rt
+                    .set_setting("defaultProvider", provider.clone().into())
+                    .await?;
+                self.rt.set_setting("defaultModel", id.clone().into()).await
+            };
+            if let Err(e) = saved.await {
+                self.error(&e.to_string());
+                return Ok(());
+            }
+            self.status(&format!("Default model: {provider}/{id}"));
+        } else {
+            self.status(&format!("Model: {id}"));
+        }
         Ok(())
     }
 

@@ -44,6 +44,9 @@ pub enum SelectAction {
     None,
     /// Picked the item at this index of the full list.
     Picked(usize),
+    /// Ctrl+S on a selector that saves: picked, and to be kept as the default (pi's
+    /// `app.models.save`).
+    Saved(usize),
     /// Cancelled.
     Cancel,
 }
@@ -64,6 +67,8 @@ pub struct SelectState {
     filterable: bool,
     /// Muted lines under the title (`/trust`'s project and decisions).
     about: Vec<String>,
+    /// Ctrl+S picks and saves (the model selector).
+    savable: bool,
 }
 
 impl SelectState {
@@ -79,7 +84,14 @@ impl SelectState {
             page: 10,
             filterable,
             about: Vec::new(),
+            savable: false,
         }
+    }
+
+    /// The same, where Ctrl+S picks the item to be saved as the default.
+    pub fn savable(mut self) -> SelectState {
+        self.savable = true;
+        self
     }
 
     /// The same, with `about` shown muted under the title.
@@ -102,6 +114,12 @@ impl SelectState {
         if is_confirm(key) {
             return match self.visible.get(self.cursor) {
                 Some(&i) => SelectAction::Picked(i),
+                None => SelectAction::None,
+            };
+        }
+        if self.savable && is_ctrl(key, 's') {
+            return match self.visible.get(self.cursor) {
+                Some(&i) => SelectAction::Saved(i),
                 None => SelectAction::None,
             };
         }
@@ -189,7 +207,11 @@ impl SelectState {
         }
         out.push(Line::default());
         out.push(Line::styled(
-            " ↑/↓ move · enter select · esc cancel",
+            if self.savable {
+                " ↑/↓ move · enter select · ctrl+s set as default · esc cancel"
+            } else {
+                " ↑/↓ move · enter select · esc cancel"
+            },
             style::dim(),
         ));
         out.push(rule);
@@ -223,11 +245,27 @@ pub fn select_about(
     initial: usize,
     filterable: bool,
 ) -> Result<Option<usize>> {
-    if items.is_empty() {
+    let state = SelectState::new(title, items, initial, filterable).with_about(about);
+    Ok(run(state)?.map(|(i, _)| i))
+}
+
+/// [`select`] where Ctrl+S also picks: `Some((index, saved))`, `saved` when it was Ctrl+S
+/// (pi's model selector: set as default).
+///
+/// Errors: the terminal cannot be taken over or read.
+pub fn select_or_save(
+    title: &str,
+    items: Vec<Item>,
+    initial: usize,
+) -> Result<Option<(usize, bool)>> {
+    run(SelectState::new(title, items, initial, true).savable())
+}
+
+fn run(mut state: SelectState) -> Result<Option<(usize, bool)>> {
+    if state.items.is_empty() {
         return Ok(None);
     }
-    let chrome = CHROME_ROWS + about.len() + usize::from(!about.is_empty());
-    let mut state = SelectState::new(title, items, initial, filterable).with_about(about);
+    let chrome = CHROME_ROWS + state.about.len() + usize::from(!state.about.is_empty());
     let mut screen = Screen::enter()?;
     loop {
         let (width, height) = screen.size()?;
@@ -241,7 +279,8 @@ pub fn select_about(
         };
         match state.handle_key(&key) {
             SelectAction::None => {}
-            SelectAction::Picked(i) => return Ok(Some(i)),
+            SelectAction::Picked(i) => return Ok(Some((i, false))),
+            SelectAction::Saved(i) => return Ok(Some((i, true))),
             SelectAction::Cancel => return Ok(None),
         }
     }

@@ -428,3 +428,23 @@ fn queued_messages_wait_below_the_transcript_and_alt_up_takes_them_back() {
     pith.send("\x03");
     assert_eq!(pith.quit(), 0);
 }
+
+#[test]
+fn ctrl_s_in_the_model_selector_saves_the_default_model() {
+    let s = setup("[]");
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(s.agent.join("settings.json"), r#"{"theme": "dark"}"#).unwrap();
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("/model");
+    pith.expect_screen("ctrl+s set as default");
+    pith.send("\x13");
+    pith.expect("Default model: faux/faux-1");
+    pith.prompt();
+    assert_eq!(pith.quit(), 0);
+    let settings: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(s.agent.join("settings.json")).unwrap()).unwrap();
+    assert_eq!(settings["defaultProvider"], "faux");
+    assert_eq!(settings["defaultModel"], "faux-1");
+    assert_eq!(settings["theme"], "dark");
+}
