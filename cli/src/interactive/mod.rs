@@ -210,11 +210,22 @@ async fn interactive(
     }
     let registry = ModelRegistry::load(&env.agent_dir);
     let creds = Credentials::load(&env.agent_dir);
-    let providers: HashSet<&str> = registry
-        .available(&creds)
+    let available = registry.available(&creds);
+    let providers: HashSet<&str> = available.iter().map(|m| m.provider.as_str()).collect();
+    // pi completes `/model` with the models that have a key, `/thinking` with the levels.
+    let mut model_ids: Vec<String> = available
         .iter()
-        .map(|m| m.provider.as_str())
+        .map(|m| format!("{}/{}", m.provider, m.id))
         .collect();
+    model_ids.sort();
+    editor.set_arguments("model", model_ids);
+    editor.set_arguments(
+        "thinking",
+        pith_events::ThinkingLevel::ALL
+            .iter()
+            .map(|l| l.as_str().to_owned())
+            .collect(),
+    );
     let mut app = app::App::new(app::Parts {
         rt,
         env: env.clone(),

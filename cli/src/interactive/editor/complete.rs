@@ -27,6 +27,35 @@ pub fn slash_matches<'a>(
         .collect()
 }
 
+/// The arguments of `command` (e.g. `model` → model ids) that fit what follows `/command `
+/// in `text`: those starting with it (or whose part after the last `/` does) first, then
+/// those containing it (ignoring case);
+/// empty when `text` is not `/command ` and one unfinished word.
+pub fn argument_matches<'a>(text: &str, arguments: &'a [(String, Vec<String>)]) -> Vec<&'a String> {
+    let Some((command, partial)) = text.strip_prefix('/').and_then(|t| t.split_once(' ')) else {
+        return Vec::new();
+    };
+    if partial.contains(char::is_whitespace) {
+        return Vec::new();
+    }
+    let Some((_, values)) = arguments.iter().find(|(c, _)| c == command) else {
+        return Vec::new();
+    };
+    let p = partial.to_lowercase();
+    let mut found: Vec<(bool, &String)> = values
+        .iter()
+        .filter_map(|v| {
+            let lower = v.to_lowercase();
+            // A model id counts as a start too (`/model gpt` → `openai/gpt-5`).
+            let id = lower.rsplit('/').next().unwrap_or(&lower);
+            let starts = lower.starts_with(&p) || id.starts_with(&p);
+            lower.contains(&p).then_some((!starts, v))
+        })
+        .collect();
+    found.sort_by_key(|(later, _)| *later);
+    found.into_iter().map(|(_, v)| v).collect()
+}
+
 /// The menu's rows for `matches` (name, description) with `selected` marked, `width` columns
 /// wide; each name is shown after `sigil` (`/` for commands, `@` for files).
 pub fn menu_rows(
@@ -171,6 +200,29 @@ mod tests {
                 "→ /name         Set session display name"
             ]
         );
+    }
+
+    #[test]
+    fn arguments_complete_after_their_command() {
+        let args = vec![(
+            "model".to_owned(),
+            vec![
+                "anthropic/claude".to_owned(),
+                "mock/mock-two".to_owned(),
+                "mock/other".to_owned(),
+            ],
+        )];
+        let got =
+            |t: &str| -> Vec<String> { argument_matches(t, &args).into_iter().cloned().collect() };
+        assert_eq!(got("/model mock/mock-t"), ["mock/mock-two"]);
+        assert_eq!(got("/model MOCK"), ["mock/mock-two", "mock/other"]);
+        assert_eq!(
+            got("/model o"),
+            ["mock/other", "anthropic/claude", "mock/mock-two"]
+        );
+        assert!(got("/model a b").is_empty());
+        assert!(got("/thinking h").is_empty());
+        assert!(got("/model").is_empty());
     }
 
     #[test]

@@ -205,6 +205,9 @@ pub(crate) struct Shared {
     pub(crate) queued: Vec<String>,
     /// Names and descriptions completed after `/`.
     pub(crate) commands: Vec<(String, String)>,
+    /// Values completed after `/command ` (model ids after `/model`, levels after
+    /// `/thinking`).
+    pub(crate) arguments: Vec<(String, Vec<String>)>,
     pub(crate) keys: Arc<Keybindings>,
     /// The spinner's time zero.
     pub(crate) epoch: Instant,
@@ -265,7 +268,7 @@ impl Shared {
             }
             return;
         };
-        let menu = view.menu_rows(&self.commands, width);
+        let menu = view.menu_rows(&self.commands, &self.arguments, width);
         let frame = render::layout(
             status.as_deref(),
             &view.prompt,
@@ -408,6 +411,7 @@ impl Editor {
             epoch: Instant::now(),
             live: String::new(),
             pending: Vec::new(),
+            arguments: Vec::new(),
         }));
         let thread_shared = shared.clone();
         std::thread::Builder::new()
@@ -469,6 +473,15 @@ impl Editor {
                 s.pending = pending;
                 s.redraw();
             }
+        });
+    }
+
+    /// Sets the values completed after `/command ` (a menu as for commands; Tab or Enter
+    /// takes one).
+    pub fn set_arguments(&self, command: &str, values: Vec<String>) {
+        self.with(|s| {
+            s.arguments.retain(|(c, _)| c != command);
+            s.arguments.push((command.to_owned(), values));
         });
     }
 

@@ -11,7 +11,7 @@ use ratatui::crossterm::terminal;
 use tokio::sync::mpsc as tokio_mpsc;
 
 use super::buffer::Buffer;
-use super::complete::{menu_rows, path_completion, slash_matches};
+use super::complete::{argument_matches, menu_rows, path_completion, slash_matches};
 use super::external::{self, ENTER, LEAVE};
 use super::files;
 use super::history::History;
@@ -40,10 +40,21 @@ pub struct View {
     files: Option<Vec<String>>,
 }
 
+/// What the menus offer: the commands (name, description) and the values completed after
+/// `/command ` (command, values).
+pub struct Offers<'a> {
+    /// Completed after `/`.
+    pub commands: &'a [(String, String)],
+    /// Completed after `/command `.
+    pub arguments: &'a [(String, Vec<String>)],
+}
+
 /// What the menu's selected row stands for.
 enum Choice {
     /// A `/command` (its name).
     Command(String),
+    /// `/command argument`, whole.
+    Argument(String),
     /// A path for the `@` token at the cursor.
     File(String),
 }
@@ -64,15 +75,23 @@ impl View {
     /// The menu's entries (name, description) and the sigil shown before each name.
     fn entries<'a>(
         &'a self,
-        commands: &'a [(String, String)],
+        offers: &Offers<'a>,
     ) -> (Vec<std::borrow::Cow<'a, (String, String)>>, &'static str) {
         use std::borrow::Cow;
         if self.menu_closed {
             return (Vec::new(), "");
         }
-        let slash = slash_matches(self.buffer.text(), commands);
+        let slash = slash_matches(self.buffer.text(), offers.commands);
         if !slash.is_empty() {
             return (slash.into_iter().map(Cow::Borrowed).collect(), "/");
+        }
+        let args = argument_matches(self.buffer.text(), offers.arguments);
+        if !args.is_empty() {
+            let entries = args
+                .into_iter()
+                .map(|a| Cow::Owned((a.clone(), String::new())))
+                .collect();
+            return (entries, "");
         }
         match (files::at_token(self.buffer.before()), &self.files) {
             (Some(query), Some(all)) => (
@@ -88,8 +107,16 @@ impl View {
 
     /// The menu's rows: `/command`s, or the files for an `@` (none when closed or nothing
     /// matches).
-    pub fn menu_rows(&self, commands: &[(String, String)], width: usize) -> Vec<String> {
-        let (entries, sigil) = self.entries(commands);
+    pub fn menu_rows(
+        &self,
+        commands: &[(String, String)],
+        arguments: &[(String, Vec<String>)],
+        width: usize,
+    ) -> Vec<String> {
+        let (entries, sigil) = self.entries(&Offers {
+            commands,
+            arguments,
+        });
         let refs: Vec<&(String, String)> = entries.iter().map(|e| e.as_ref()).collect();
         menu_rows(
             &refs,
@@ -100,19 +127,22 @@ impl View {
     }
 
     /// The menu's selected entry, when the menu shows.
-    fn choice(&self, commands: &[(String, String)]) -> Option<Choice> {
-        let (entries, sigil) = self.entries(commands);
+    fn choice(&self, offers: &Offers<'_>) -> Option<Choice> {
+        let (entries, sigil) = self.entries(offers);
         let at = self.selected.min(entries.len().checked_sub(1)?);
         let name = entries[at].0.clone();
-        Some(if sigil == "@" {
-            Choice::File(name)
-        } else {
-            Choice::Command(name)
+        Some(match sigil {
+            "@" => Choice::File(name),
+            "/" => Choice::Command(name),
+            _ => {
+                let command = self.buffer.text().split(' ').next().unwrap_or("");
+                Choice::Argument(format!("{command} {name}"))
+            }
         })
     }
 
-    fn menu_len(&self, commands: &[(String, String)]) -> usize {
-        self.entries(commands).0.len()
+    fn menu_len(&self, offers: &Offers<'_>) -> usize {
+        self.entries(offers).0.len()
     }
 
     /// The text changed: the menu opens again on its first row (walking the folder at the
@@ -419,10 +449,15 @@ impl Reader {
             }
             Action::Submit => {
                 if let Some(mut s) = lock(shared) {
-                    let commands = s.commands.clone();
+                    let (commands, arguments) = (s.commands.clone(), s.arguments.clone());
+                    let offers = Offers {
+                        commands: &commands,
+                        arguments: &arguments,
+                    };
                     if let Some(view) = &mut s.view {
-                        match view.choice(&commands) {
+                        match view.choice(&offers) {
                             Some(Choice::Command(name)) => view.buffer.set(&format!("/{name}")),
+                            Some(Choice::Argument(text)) => view.buffer.set(&text),
                             // pi's editor: Enter on the file menu takes the file.
                             Some(Choice::File(path)) => {
                                 view.accept_file(&path);
@@ -495,9 +530,13 @@ impl Reader {
         let Some(mut s) = lock(shared) else {
             return Outcome::Go;
         };
-        let commands = s.commands.clone();
+        let (commands, arguments) = (s.commands.clone(), s.arguments.clone());
+        let offers = Offers {
+            commands: &commands,
+            arguments: &arguments,
+        };
         if let Some(view) = &mut s.view
-            && view.menu_len(&commands) > 0
+            && view.menu_len(&offers) > 0
         {
             view.menu_closed = true;
             return Outcome::Go;
@@ -533,9 +572,13 @@ impl Reader {
     /// Tab: accepts the menu's command (`/name `), else completes a path.
     fn tab(&mut self, shared: &Arc<Mutex<Shared>>) {
         let Some(mut s) = lock(shared) else { return };
-        let commands = s.commands.clone();
+        let (commands, arguments) = (s.commands.clone(), s.arguments.clone());
+        let offers = Offers {
+            commands: &commands,
+            arguments: &arguments,
+        };
         let Some(view) = &mut s.view else { return };
-        match view.choice(&commands) {
+        match view.choice(&offers) {
             Some(Choice::Command(name)) => {
                 view.buffer.set(&format!("/{name} "));
                 view.edited();
@@ -543,6 +586,12 @@ impl Reader {
                 return;
             }
             Some(Choice::File(path)) => return view.accept_file(&path),
+            Some(Choice::Argument(text)) => {
+                view.buffer.set(&text);
+                view.edited();
+                view.menu_closed = true;
+                return;
+            }
             None => {}
         }
         let cwd = std::env::current_dir().unwrap_or_default();
@@ -555,9 +604,13 @@ impl Reader {
     /// Up/Down: the menu's selection, else the cursor's line, else the history.
     fn up_down(&mut self, shared: &Arc<Mutex<Shared>>, up: bool) {
         let Some(mut s) = lock(shared) else { return };
-        let commands = s.commands.clone();
+        let (commands, arguments) = (s.commands.clone(), s.arguments.clone());
+        let offers = Offers {
+            commands: &commands,
+            arguments: &arguments,
+        };
         let Some(view) = &mut s.view else { return };
-        let len = view.menu_len(&commands);
+        let len = view.menu_len(&offers);
         if len > 0 {
             view.selected = if up {
                 (view.selected + len - 1) % len

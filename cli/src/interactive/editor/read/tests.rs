@@ -45,6 +45,7 @@ fn harness(initial: &str) -> Harness {
         modes: super::super::Modes::default(),
         live: String::new(),
         pending: Vec::new(),
+        arguments: vec![("thinking".into(), vec!["off".into(), "high".into()])],
     }));
     let (tx, rx) = tokio_mpsc::unbounded_channel();
     Harness {
@@ -260,7 +261,7 @@ fn the_at_menu_offers_the_project_files_and_enter_or_tab_takes_one() {
         let commands = s.commands.clone();
         s.view
             .as_ref()
-            .map(|v| v.menu_rows(&commands, 60))
+            .map(|v| v.menu_rows(&commands, &s.arguments, 60))
             .unwrap_or_default()
     };
     let shown = rows(&h).join("\n");
@@ -281,5 +282,29 @@ fn the_at_menu_offers_the_project_files_and_enter_or_tab_takes_one() {
     assert_eq!(
         h.press(KeyCode::Enter, KeyModifiers::NONE),
         line("look at @src/main.rs and @src/lib.rs ", false)
+    );
+}
+
+#[test]
+fn command_arguments_show_in_the_menu_and_tab_or_enter_takes_one() {
+    let mut h = harness("");
+    h.typed("/thinking h");
+    let rows = {
+        let s = h.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let (c, a) = (s.commands.clone(), s.arguments.clone());
+        s.view
+            .as_ref()
+            .map(|v| v.menu_rows(&c, &a, 60))
+            .unwrap_or_default()
+    };
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0].contains("high"), "{rows:?}");
+    assert_eq!(h.press(KeyCode::Tab, KeyModifiers::NONE), None);
+    assert_eq!(h.text(), "/thinking high");
+    h.ctrl('u');
+    h.typed("/thinking o");
+    assert_eq!(
+        h.press(KeyCode::Enter, KeyModifiers::NONE),
+        line("/thinking off", false)
     );
 }
