@@ -47,14 +47,25 @@ impl App {
                     "Thinking blocks: visible"
                 });
             }
-            KeyAction::ExpandOutput => match self.transcript.last_result_in_full(columns()) {
-                Some(lines) => {
-                    let mut out = vec![String::new()];
-                    out.extend(lines);
-                    self.screen.print_lines(&out);
+            // pi's toggle of every tool output: the scrollback cannot be redrawn, so turning
+            // it on shows the last output in full and the next ones in full as they come;
+            // turning it off shows the next ones collapsed again.
+            KeyAction::ExpandOutput => {
+                self.transcript.expand_tools = !self.transcript.expand_tools;
+                if !self.transcript.expand_tools {
+                    self.status("Tool output: collapsed");
+                } else {
+                    match self.transcript.last_result_in_full(columns()) {
+                        Some(lines) => {
+                            let mut out = vec![String::new()];
+                            out.extend(lines);
+                            self.screen.print_lines(&out);
+                            self.status("Tool output: expanded (ctrl+o to collapse)");
+                        }
+                        None => self.status("Tool output: expanded"),
+                    }
                 }
-                None => self.status("No tool output to expand"),
-            },
+            }
         }
         Ok(Flow::Go)
     }

@@ -29,6 +29,9 @@ const FILE_PREVIEW: usize = 10;
 /// Lines of an edit diff or of another tool's output shown collapsed.
 const OTHER_PREVIEW: usize = 20;
 
+/// pi's hint after a cut tool output (`app.tools.expand`'s default key).
+const EXPAND_HINT: &str = "ctrl+o to expand";
+
 /// The lines announcing a call of `name` with `args` (pi's `renderCall`), each within `cols`.
 pub fn call_lines(name: &str, args: &Value, cols: usize) -> Vec<String> {
     // Arguments come from the model: no escape sequence reaches the terminal.
@@ -101,7 +104,7 @@ pub fn call_lines(name: &str, args: &Value, cols: usize) -> Vec<String> {
                 );
                 if total > FILE_PREVIEW {
                     out.push(style::muted(&format!(
-                        "... ({} more lines, {total} total)",
+                        "... ({} more lines, {total} total, {EXPAND_HINT})",
                         total - FILE_PREVIEW
                     )));
                 }
@@ -179,7 +182,7 @@ pub fn result_lines(name: &str, result: &Value, is_error: bool, cols: usize) -> 
             );
             if lines.len() > FILE_PREVIEW {
                 out.push(style::muted(&format!(
-                    "... ({} more lines)",
+                    "... ({} more lines, {EXPAND_HINT})",
                     lines.len() - FILE_PREVIEW
                 )));
             }
@@ -200,7 +203,7 @@ pub fn result_lines(name: &str, result: &Value, is_error: bool, cols: usize) -> 
             );
             if lines.len() > OTHER_PREVIEW {
                 out.push(style::muted(&format!(
-                    "... ({} more lines)",
+                    "... ({} more lines, {EXPAND_HINT})",
                     lines.len() - OTHER_PREVIEW
                 )));
             }
@@ -226,7 +229,7 @@ fn diff_lines(diff: &str, cols: usize) -> Vec<String> {
         .collect();
     if lines.len() > OTHER_PREVIEW {
         out.push(style::muted(&format!(
-            "... ({} more lines)",
+            "... ({} more lines, {EXPAND_HINT})",
             lines.len() - OTHER_PREVIEW
         )));
     }

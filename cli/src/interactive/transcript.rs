@@ -55,6 +55,9 @@ pub struct Transcript {
     pub hide_thinking: bool,
     /// The last tool result (name, result, is_error), for Ctrl-O.
     last_result: Option<(String, serde_json::Value, bool)>,
+    /// Ctrl-O turned expansion on: tool results are shown in full from now on (pi's
+    /// `toolOutputExpanded`; output already in the scrollback stays as it was printed).
+    pub expand_tools: bool,
 }
 
 /// pi's `hiddenThinkingLabel`.
@@ -114,7 +117,12 @@ impl Transcript {
                 is_error,
                 ..
             } => {
-                let lines = tools::result_lines(tool_name, result, *is_error, cols);
+                self.last_result = Some((tool_name.clone(), result.clone(), *is_error));
+                let lines = if self.expand_tools {
+                    self.last_result_in_full(cols).unwrap_or_default()
+                } else {
+                    tools::result_lines(tool_name, result, *is_error, cols)
+                };
                 if let Some((name, args)) = self.calls.get(tool_call_id)
                     && self.last_call.as_deref() != Some(tool_call_id.as_str())
                     && !lines.is_empty()
@@ -124,7 +132,6 @@ impl Transcript {
                 }
                 out.extend(lines);
                 self.last_call = Some(tool_call_id.clone());
-                self.last_result = Some((tool_name.clone(), result.clone(), *is_error));
             }
             AgentEvent::AgentEnd { .. } => {
                 self.flush(cols, &mut out);
@@ -437,6 +444,33 @@ mod tests {
             usage: pith_events::Usage::default(),
             update: StreamUpdate::new(kind, index, delta.map(str::to_owned)),
         }
+    }
+
+    #[test]
+    fn a_cut_tool_output_hints_at_ctrl_o_and_expansion_shows_the_next_ones_whole() {
+        let text: String = (1..=30).map(|i| format!("row {i}\n")).collect();
+        let end = |id: &str| AgentEvent::ToolExecutionEnd {
+            tool_call_id: id.into(),
+            tool_name: "mytool".into(),
+            result: serde_json::json!({"content": [{"type": "text", "text": text}]}),
+            is_error: false,
+            duration_ms: None,
+        };
+        let plain = |rows: Vec<String>| -> String {
+            let sgr = regex::Regex::new("\x1b\\[[0-9;]*m").unwrap_or_else(|e| panic!("{e}"));
+            sgr.replace_all(&rows.join("\n"), "").into_owned()
+        };
+        let mut t = Transcript::default();
+        let collapsed = plain(t.event(&end("a"), 80));
+        assert!(
+            collapsed.contains("... (10 more lines, ctrl+o to expand)"),
+            "{collapsed}"
+        );
+        assert!(!collapsed.contains("row 30"), "{collapsed}");
+        t.expand_tools = true;
+        let expanded = plain(t.event(&end("b"), 80));
+        assert!(expanded.contains("row 30"), "{expanded}");
+        assert!(!expanded.contains("more lines"), "{expanded}");
     }
 
     #[test]

@@ -785,9 +785,12 @@ fn pi_keys_add_lines_open_selectors_and_the_tree() {
     pith.send("\x14");
     pith.expect("Thinking blocks: hidden");
     pith.prompt();
-    // Ctrl-O with nothing run yet.
+    // Ctrl-O toggles (pi's app.tools.expand); nothing has run yet, so nothing is shown.
     pith.send("\x0f");
-    pith.expect("No tool output to expand");
+    pith.expect("Tool output: expanded");
+    pith.prompt();
+    pith.send("\x0f");
+    pith.expect("Tool output: collapsed");
     pith.prompt();
     // Ctrl-L opens the model selector; what was typed stays in the editor.
     pith.send("draft");
