@@ -267,7 +267,14 @@ impl Reader {
                     self.edit(shared, |b| b.insert(&text));
                     Outcome::Go
                 }
-                // Resize: drawn again for the new width (below).
+                // Resize: the terminal reflowed what was drawn; it is erased from where
+                // it now starts and drawn again for the new width (below).
+                Event::Resize(columns, _) => {
+                    if let Some(mut s) = lock(shared) {
+                        s.surface.reflowed(usize::from(columns));
+                    }
+                    Outcome::Go
+                }
                 _ => Outcome::Go,
             };
             match outcome {

@@ -122,6 +122,10 @@ pub struct Surface {
     status_row: String,
     /// The status row's index within the area.
     status_at: usize,
+    /// The columns each drawn row takes, for working out where a resize moved them.
+    widths: Vec<usize>,
+    /// The cursor's column.
+    cursor_col: usize,
 }
 
 impl Surface {
@@ -166,6 +170,8 @@ impl Surface {
         }
         self.rows = frame.rows.len().max(1);
         self.cursor_row = row;
+        self.cursor_col = col;
+        self.widths = frame.rows.iter().map(|r| width(r)).collect();
         self.status = status_at.is_some();
         self.status_at = status_at.unwrap_or(0);
         self.status_row = status_at
@@ -194,12 +200,36 @@ impl Surface {
         true
     }
 
+    /// The terminal is now `columns` wide and has reflowed the area's rows, as tmux, kitty,
+    /// VTE, iTerm2 and Alacritty do: each row takes as many rows of the new width as its
+    /// text needs, and the cursor stays on its character. Works out how far up the area now
+    /// starts, so that the next erase removes all of it.
+    pub fn reflowed(&mut self, columns: usize) {
+        if self.rows == 0 {
+            return;
+        }
+        let columns = columns.max(1);
+        let height = |w: usize| w.div_ceil(columns).max(1);
+        let above: usize = self
+            .widths
+            .iter()
+            .take(self.cursor_row)
+            .map(|&w| height(w))
+            .sum();
+        self.cursor_row = above + self.cursor_col / columns;
+        self.cursor_col %= columns;
+        self.rows = self.widths.iter().map(|&w| height(w)).sum::<usize>().max(1);
+        // The status row moved too; it is drawn again whole with the area.
+        self.status = false;
+    }
+
     /// Forgets the area without touching the screen (what was drawn stays, as the
     /// transcript's last lines).
     pub fn leave(&mut self) {
         self.rows = 0;
         self.cursor_row = 0;
         self.status = false;
+        self.widths.clear();
     }
 }
 
@@ -287,5 +317,32 @@ mod tests {
         s.erase(&mut out);
         assert_eq!(out, "\r\x1b[2A\x1b[J");
         assert!(!s.drawn());
+    }
+}
+
+#[cfg(test)]
+mod reflow_tests {
+    use super::*;
+
+    #[test]
+    fn a_narrower_terminal_wraps_long_rows_and_the_erase_goes_up_past_them() {
+        let mut s = Surface::default();
+        let frame = Frame {
+            rows: vec![String::new(), "s".repeat(30), "x".repeat(100)],
+            cursor: (2, 50),
+        };
+        let mut out = String::new();
+        s.draw(&frame, Some(1), &mut out);
+        s.reflowed(40);
+        // Rows of 1, 1 and 3 lines; the cursor is on the second line of the third.
+        let mut out = String::new();
+        s.erase(&mut out);
+        assert_eq!(out, "\r\x1b[3A\x1b[J");
+        // Widening back joins the lines again: one row each.
+        s.draw(&frame, Some(1), &mut String::new());
+        s.reflowed(200);
+        let mut out = String::new();
+        s.erase(&mut out);
+        assert_eq!(out, "\r\x1b[2A\x1b[J");
     }
 }
