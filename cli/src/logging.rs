@@ -96,8 +96,19 @@ fn log_writer(
         .max_log_files(KEPT_LOG_FILES)
         .build(&dir)
         .with_context(|| format!("cannot open a log file in {}", dir.display()))?;
-    Ok(tracing_appender::non_blocking(appender))
+    // tracing-appender's default queue holds 128,000 lines and allocates (and touches) all of
+    // them at once: 4 MiB, most of an idle pith's memory. A few thousand lines are plenty for
+    // a log written a line at a time; `lossy` (the default) drops lines rather than block
+    // when a burst fills it.
+    Ok(
+        tracing_appender::non_blocking::NonBlockingBuilder::default()
+            .buffered_lines_limit(LOG_QUEUE_LINES)
+            .finish(appender),
+    )
 }
+
+/// Lines the log's writer thread may have queued.
+const LOG_QUEUE_LINES: usize = 4096;
 
 fn trace_layer<S>(
     path: &Path,
