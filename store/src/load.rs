@@ -181,10 +181,7 @@ pub fn load_from_with<R: Read>(
                 } else if steps.ran() {
                     pending.push(Pending::Verbatim(text.to_owned()));
                 }
-                body.warnings.push(Warning {
-                    line,
-                    problem: reason,
-                });
+                body.invalid(line, reason);
             }
             LineEvent::Parsed {
                 line,
@@ -311,6 +308,27 @@ impl Body {
             entries: Vec::new(),
             warnings: Vec::new(),
             elided: Vec::new(),
+        }
+    }
+
+    /// A line `JSON.parse` would reject: skipped, with `reason` as its warning.
+    fn invalid(&mut self, line: usize, reason: String) {
+        self.warnings.push(Warning {
+            line,
+            problem: reason,
+        });
+    }
+
+    /// Takes in one line after the header of a file without a pending migration.
+    fn line(&mut self, event: LineEvent<'_>) {
+        match event {
+            LineEvent::Invalid { line, reason, .. } => self.invalid(line, reason),
+            LineEvent::Parsed {
+                line,
+                text,
+                scanned,
+                offset,
+            } => self.add(text, scanned, line, offset),
         }
     }
 

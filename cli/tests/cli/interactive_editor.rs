@@ -311,16 +311,7 @@ fn a_503_from_a_real_provider_counts_down_and_the_retry_is_answered() {
             {"text": "served after the 503"}
         ]),
     );
-    fs::create_dir_all(&s.agent).unwrap();
-    fs::write(
-        s.agent.join("models.json"),
-        serde_json::json!({"providers": {"local": {
-            "baseUrl": server.url, "api": "openai-completions", "apiKey": "none",
-            "models": [{"id": "small", "contextWindow": 32768}]
-        }}})
-        .to_string(),
-    )
-    .unwrap();
+    local_model(&s, &server);
     fs::write(
         s.agent.join("settings.json"),
         r#"{"retry": {"baseDelayMs": 2000}}"#,
@@ -350,16 +341,7 @@ fn a_long_line_shows_while_it_streams_before_its_newline() {
         &serde_json::json!([{"text": format!("{words}THE END")}]),
         &["--chunk-size", "6", "--chunk-delay-ms", "60"],
     );
-    fs::create_dir_all(&s.agent).unwrap();
-    fs::write(
-        s.agent.join("models.json"),
-        serde_json::json!({"providers": {"local": {
-            "baseUrl": server.url, "api": "openai-completions", "apiKey": "none",
-            "models": [{"id": "small", "contextWindow": 32768}]
-        }}})
-        .to_string(),
-    )
-    .unwrap();
+    local_model(&s, &server);
     let mut pith = s.start(&["--model", "local/small"]);
     pith.prompt();
     pith.line("stream please");
@@ -447,4 +429,18 @@ fn ctrl_s_in_the_model_selector_saves_the_default_model() {
     assert_eq!(settings["defaultProvider"], "faux");
     assert_eq!(settings["defaultModel"], "faux-1");
     assert_eq!(settings["theme"], "dark");
+}
+
+/// Registers `server` as the model `local/small` in the setup's agent folder.
+fn local_model(s: &super::interactive::Setup, server: &pith_tests::pi_oracle::MockLlm) {
+    fs::create_dir_all(&s.agent).unwrap();
+    fs::write(
+        s.agent.join("models.json"),
+        serde_json::json!({"providers": {"local": {
+            "baseUrl": server.url, "api": "openai-completions", "apiKey": "none",
+            "models": [{"id": "small", "contextWindow": 32768}]
+        }}})
+        .to_string(),
+    )
+    .unwrap();
 }

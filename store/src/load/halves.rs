@@ -15,7 +15,7 @@ use std::path::Path;
 
 use super::{Bodies, Body, Loaded, Warning, load_from_with};
 use crate::error::{Error, Result};
-use crate::reader::{LineEvent, ReadSummary, read_lines_after};
+use crate::reader::{ReadSummary, read_lines_after};
 
 /// Files smaller than this (bytes) are read in one pass: a thread costs more than it saves.
 pub(super) const FROM_BYTES: u64 = 16 << 20;
@@ -85,18 +85,7 @@ fn read_body(
 ) -> std::io::Result<(Body, ReadSummary)> {
     let mut body = Body::new(bodies);
     let summary = read_lines_after(Part::new(file, start, end), true, |event| {
-        match event {
-            LineEvent::Invalid { line, reason, .. } => body.warnings.push(Warning {
-                line,
-                problem: reason,
-            }),
-            LineEvent::Parsed {
-                line,
-                text,
-                scanned,
-                offset,
-            } => body.add(text, scanned, line, offset),
-        }
+        body.line(event);
         ControlFlow::Continue(())
     })?;
     Ok((body, summary))

@@ -41,12 +41,22 @@ pub struct View {
 }
 
 /// What the menus offer: the commands (name, description) and the values completed after
-/// `/command ` (command, values).
-pub struct Offers<'a> {
+/// `/command ` (command, values), copied out of the shared state so the view can be edited
+/// while they are read.
+pub struct Offers {
     /// Completed after `/`.
-    pub commands: &'a [(String, String)],
+    pub commands: Vec<(String, String)>,
     /// Completed after `/command `.
-    pub arguments: &'a [(String, Vec<String>)],
+    pub arguments: Vec<(String, Vec<String>)>,
+}
+
+impl Offers {
+    fn of(s: &Shared) -> Offers {
+        Offers {
+            commands: s.commands.clone(),
+            arguments: s.arguments.clone(),
+        }
+    }
 }
 
 /// What the menu's selected row stands for.
@@ -75,17 +85,18 @@ impl View {
     /// The menu's entries (name, description) and the sigil shown before each name.
     fn entries<'a>(
         &'a self,
-        offers: &Offers<'a>,
+        commands: &'a [(String, String)],
+        arguments: &'a [(String, Vec<String>)],
     ) -> (Vec<std::borrow::Cow<'a, (String, String)>>, &'static str) {
         use std::borrow::Cow;
         if self.menu_closed {
             return (Vec::new(), "");
         }
-        let slash = slash_matches(self.buffer.text(), offers.commands);
+        let slash = slash_matches(self.buffer.text(), commands);
         if !slash.is_empty() {
             return (slash.into_iter().map(Cow::Borrowed).collect(), "/");
         }
-        let args = argument_matches(self.buffer.text(), offers.arguments);
+        let args = argument_matches(self.buffer.text(), arguments);
         if !args.is_empty() {
             let entries = args
                 .into_iter()
@@ -113,10 +124,7 @@ impl View {
         arguments: &[(String, Vec<String>)],
         width: usize,
     ) -> Vec<String> {
-        let (entries, sigil) = self.entries(&Offers {
-            commands,
-            arguments,
-        });
+        let (entries, sigil) = self.entries(commands, arguments);
         let refs: Vec<&(String, String)> = entries.iter().map(|e| e.as_ref()).collect();
         menu_rows(
             &refs,
@@ -127,8 +135,8 @@ impl View {
     }
 
     /// The menu's selected entry, when the menu shows.
-    fn choice(&self, offers: &Offers<'_>) -> Option<Choice> {
-        let (entries, sigil) = self.entries(offers);
+    fn choice(&self, offers: &Offers) -> Option<Choice> {
+        let (entries, sigil) = self.entries(&offers.commands, &offers.arguments);
         let at = self.selected.min(entries.len().checked_sub(1)?);
         let name = entries[at].0.clone();
         Some(match sigil {
@@ -141,8 +149,8 @@ impl View {
         })
     }
 
-    fn menu_len(&self, offers: &Offers<'_>) -> usize {
-        self.entries(offers).0.len()
+    fn menu_len(&self, offers: &Offers) -> usize {
+        self.entries(&offers.commands, &offers.arguments).0.len()
     }
 
     /// The text changed: the menu opens again on its first row (walking the folder at the
@@ -456,11 +464,7 @@ impl Reader {
             }
             Action::Submit => {
                 if let Some(mut s) = lock(shared) {
-                    let (commands, arguments) = (s.commands.clone(), s.arguments.clone());
-                    let offers = Offers {
-                        commands: &commands,
-                        arguments: &arguments,
-                    };
+                    let offers = Offers::of(&s);
                     if let Some(view) = &mut s.view {
                         match view.choice(&offers) {
                             Some(Choice::Command(name)) => view.buffer.set(&format!("/{name}")),
@@ -537,11 +541,7 @@ impl Reader {
         let Some(mut s) = lock(shared) else {
             return Outcome::Go;
         };
-        let (commands, arguments) = (s.commands.clone(), s.arguments.clone());
-        let offers = Offers {
-            commands: &commands,
-            arguments: &arguments,
-        };
+        let offers = Offers::of(&s);
         if let Some(view) = &mut s.view
             && view.menu_len(&offers) > 0
         {
@@ -579,11 +579,7 @@ impl Reader {
     /// Tab: accepts the menu's command (`/name `), else completes a path.
     fn tab(&mut self, shared: &Arc<Mutex<Shared>>) {
         let Some(mut s) = lock(shared) else { return };
-        let (commands, arguments) = (s.commands.clone(), s.arguments.clone());
-        let offers = Offers {
-            commands: &commands,
-            arguments: &arguments,
-        };
+        let offers = Offers::of(&s);
         let Some(view) = &mut s.view else { return };
         match view.choice(&offers) {
             Some(Choice::Command(name)) => {
@@ -611,11 +607,7 @@ impl Reader {
     /// Up/Down: the menu's selection, else the cursor's line, else the history.
     fn up_down(&mut self, shared: &Arc<Mutex<Shared>>, up: bool) {
         let Some(mut s) = lock(shared) else { return };
-        let (commands, arguments) = (s.commands.clone(), s.arguments.clone());
-        let offers = Offers {
-            commands: &commands,
-            arguments: &arguments,
-        };
+        let offers = Offers::of(&s);
         let Some(view) = &mut s.view else { return };
         let len = view.menu_len(&offers);
         if len > 0 {
