@@ -27,6 +27,21 @@ pub fn is_confirm(key: &KeyEvent) -> bool {
     key.code == KeyCode::Enter
 }
 
+/// Moves `cursor` through a list of `n` rows for pi's list keys (`tui.select.up`/`down`
+/// wrapping, page up/down by `page`, Ctrl+P/N); `false` when `key` is none of them.
+pub fn move_in_list(key: &KeyEvent, cursor: &mut usize, n: usize, page: usize) -> bool {
+    match key.code {
+        KeyCode::Up if n > 0 => *cursor = (*cursor + n - 1) % n,
+        KeyCode::Down if n > 0 => *cursor = (*cursor + 1) % n,
+        KeyCode::PageUp => *cursor = cursor.saturating_sub(page),
+        KeyCode::PageDown if n > 0 => *cursor = (*cursor + page).min(n - 1),
+        _ if is_ctrl(key, 'p') && n > 0 => *cursor = (*cursor + n - 1) % n,
+        _ if is_ctrl(key, 'n') && n > 0 => *cursor = (*cursor + 1) % n,
+        _ => return false,
+    }
+    true
+}
+
 /// Ctrl+Backspace. Most terminals send it as `^H`, which arrives as Ctrl+H.
 pub fn is_ctrl_backspace(key: &KeyEvent) -> bool {
     (key.code == KeyCode::Backspace && key.modifiers.contains(KeyModifiers::CONTROL))

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::crossterm::event::KeyEvent;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::input::{LineInput, is_cancel, is_confirm, is_ctrl};
+use super::input::{LineInput, is_cancel, is_confirm, is_ctrl, move_in_list};
 use super::style;
 use super::terminal::{Screen, next_key};
 
@@ -123,20 +123,11 @@ impl SelectState {
                 None => SelectAction::None,
             };
         }
-        match key.code {
-            KeyCode::Up if n > 0 => self.cursor = (self.cursor + n - 1) % n,
-            KeyCode::Down if n > 0 => self.cursor = (self.cursor + 1) % n,
-            KeyCode::PageUp => self.cursor = self.cursor.saturating_sub(self.page),
-            KeyCode::PageDown if n > 0 => self.cursor = (self.cursor + self.page).min(n - 1),
-            _ if is_ctrl(key, 'p') && n > 0 => self.cursor = (self.cursor + n - 1) % n,
-            _ if is_ctrl(key, 'n') && n > 0 => self.cursor = (self.cursor + 1) % n,
-            _ if self.filterable => {
-                let before = self.filter.value();
-                if self.filter.handle_key(key) && self.filter.value() != before {
-                    self.refilter();
-                }
+        if !move_in_list(key, &mut self.cursor, n, self.page) && self.filterable {
+            let before = self.filter.value();
+            if self.filter.handle_key(key) && self.filter.value() != before {
+                self.refilter();
             }
-            _ => {}
         }
         SelectAction::None
     }
@@ -290,6 +281,7 @@ fn run(mut state: SelectState) -> Result<Option<(usize, bool)>> {
 mod tests {
     use super::*;
     use crate::tui::testing::{ch, ctrl, key, screen};
+    use ratatui::crossterm::event::KeyCode;
 
     fn models() -> Vec<Item> {
         ["anthropic/claude-sonnet-4-5", "openai/gpt-5", "faux/faux-1"]

@@ -15,7 +15,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::input::{is_cancel, is_confirm, is_ctrl};
+use super::input::{is_cancel, is_confirm, move_in_list};
 use super::style;
 use super::terminal::{Screen, next_key};
 
@@ -115,15 +115,7 @@ impl SettingsListState {
                 None => SettingsAction::None,
             };
         }
-        match key.code {
-            KeyCode::Up if n > 0 => self.cursor = (self.cursor + n - 1) % n,
-            KeyCode::Down if n > 0 => self.cursor = (self.cursor + 1) % n,
-            KeyCode::PageUp => self.cursor = self.cursor.saturating_sub(self.page),
-            KeyCode::PageDown if n > 0 => self.cursor = (self.cursor + self.page).min(n - 1),
-            _ if is_ctrl(key, 'p') && n > 0 => self.cursor = (self.cursor + n - 1) % n,
-            _ if is_ctrl(key, 'n') && n > 0 => self.cursor = (self.cursor + 1) % n,
-            _ => {}
-        }
+        move_in_list(key, &mut self.cursor, n, self.page);
         SettingsAction::None
     }
 
