@@ -657,7 +657,7 @@ impl App {
         let cols = columns();
         let mut lines = vec![String::new(), style::dim(&"─".repeat(cols.min(80)))];
         for m in &context.messages {
-            lines.extend(message_lines(m, cols));
+            lines.extend(message_lines(m, cols, self.transcript.expand_tools));
         }
         self.screen.print_lines(&lines);
         Ok(())

@@ -14,8 +14,9 @@ use super::{style, tools};
 const COMMAND_PREVIEW: usize = 20;
 
 /// The lines of `message`, starting with a blank line (pi's `Spacer(1)`); empty for messages
-/// pi does not show (hidden custom messages, system messages, unknown roles).
-pub fn message_lines(message: &AgentMessage, cols: usize) -> Vec<String> {
+/// pi does not show (hidden custom messages, system messages, unknown roles). `expanded`
+/// (Ctrl+O) shows compaction and branch summaries whole.
+pub fn message_lines(message: &AgentMessage, cols: usize, expanded: bool) -> Vec<String> {
     let mut out = vec![String::new()];
     match message {
         AgentMessage::User(u) => out.extend(user_lines(&u.content.joined_text(""), cols)),
@@ -62,11 +63,20 @@ pub fn message_lines(message: &AgentMessage, cols: usize) -> Vec<String> {
             ))));
             out.extend(wrap(&c.content.joined_text("\n"), cols, &|s| s.into()));
         }
-        AgentMessage::BranchSummary(_) => {
-            out.push(style::label(&style::bold("[branch]")));
-            out.push("Branch summary".into());
-        }
-        AgentMessage::CompactionSummary(c) => out.extend(compaction_lines(c.tokens_before)),
+        AgentMessage::BranchSummary(b) => out.extend(summary_lines(
+            "[branch]",
+            "Branch summary",
+            "Branch Summary",
+            &b.summary,
+            expanded,
+            cols,
+        )),
+        AgentMessage::CompactionSummary(c) => out.extend(compaction_lines(
+            c.tokens_before,
+            &c.summary,
+            expanded,
+            cols,
+        )),
         // pi's transcript does not show the prompt and tool state it records.
         AgentMessage::System(_) | AgentMessage::Unknown(_) => return Vec::new(),
     }
@@ -108,12 +118,37 @@ pub fn stop_lines(stop: StopReason, error: Option<&str>) -> Vec<String> {
     }
 }
 
-/// pi's compaction summary component, collapsed.
-pub fn compaction_lines(tokens_before: u64) -> Vec<String> {
-    vec![
-        style::label(&style::bold("[compaction]")),
-        format!("Compacted from {} tokens", thousands(tokens_before)),
-    ]
+/// pi's compaction summary component: collapsed with pi's hint, or (`expanded`) its header
+/// and the summary rendered as markdown.
+pub fn compaction_lines(
+    tokens_before: u64,
+    summary: &str,
+    expanded: bool,
+    cols: usize,
+) -> Vec<String> {
+    let size = format!("Compacted from {} tokens", thousands(tokens_before));
+    summary_lines("[compaction]", &size, &size, summary, expanded, cols)
+}
+
+/// A summary component of pi's (compaction, branch): the `label` row, then `collapsed` with
+/// the Ctrl+O hint, or `header` in bold and the summary as markdown.
+fn summary_lines(
+    label: &str,
+    collapsed: &str,
+    header: &str,
+    summary: &str,
+    expanded: bool,
+    cols: usize,
+) -> Vec<String> {
+    let mut out = vec![style::label(&style::bold(label))];
+    if expanded {
+        out.push(style::bold(header));
+        out.push(String::new());
+        out.extend(super::markdown::render(&for_terminal(summary), cols));
+    } else {
+        out.push(format!("{collapsed} {}", style::dim("(ctrl+o to expand)")));
+    }
+    out
 }
 
 /// A `!command` and its output (pi's bash execution component, collapsed): `$ command`, the
@@ -182,4 +217,43 @@ pub fn wrap(text: &str, cols: usize, styled: &dyn Fn(&str) -> String) -> Vec<Str
 /// The text of a user message for comparisons (pi joins text blocks with `""`).
 pub fn user_text(content: &UserContent) -> String {
     content.joined_text("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(rows: &[String]) -> String {
+        let sgr = regex::Regex::new("\x1b\\[[0-9;]*m").unwrap_or_else(|e| panic!("{e}"));
+        sgr.replace_all(&rows.join("\n"), "").into_owned()
+    }
+
+    #[test]
+    fn summaries_are_collapsed_with_pis_hint_and_expanded_whole() {
+        let summary = "## Goal\nFix the **lock**.";
+        let collapsed = plain(&compaction_lines(13_000, summary, false, 60));
+        assert_eq!(
+            collapsed,
+            "[compaction]\nCompacted from 13,000 tokens (ctrl+o to expand)"
+        );
+        let expanded = plain(&compaction_lines(13_000, summary, true, 60));
+        assert!(
+            expanded.starts_with("[compaction]\nCompacted from 13,000 tokens\n"),
+            "{expanded}"
+        );
+        assert!(
+            expanded.contains("Goal") && expanded.contains("lock"),
+            "{expanded}"
+        );
+        assert!(!expanded.contains("**"), "{expanded}");
+        let branch = plain(&summary_lines(
+            "[branch]",
+            "Branch summary",
+            "Branch Summary",
+            "tried X",
+            false,
+            60,
+        ));
+        assert_eq!(branch, "[branch]\nBranch summary (ctrl+o to expand)");
+    }
 }

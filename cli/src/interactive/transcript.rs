@@ -167,9 +167,10 @@ impl Transcript {
                 ..
             } => self.compaction_end(
                 reason == "manual",
-                result.as_ref().map(|r| r.tokens_before),
+                result.as_ref().map(|r| (r.tokens_before, r.summary.as_str())),
                 *aborted,
                 error_message.as_deref().map(for_terminal).as_deref(),
+                cols,
                 &mut out,
             ),
             AgentEvent::AgentStart
@@ -207,7 +208,7 @@ impl Transcript {
                 }
             }
             AgentMessage::Custom(_) => {
-                out.extend(message_lines(message, cols));
+                out.extend(message_lines(message, cols, self.expand_tools));
                 self.last_call = None;
             }
             AgentMessage::Assistant(_) => {
@@ -306,9 +307,10 @@ impl Transcript {
     fn compaction_end(
         &mut self,
         manual: bool,
-        tokens_before: Option<u64>,
+        compacted: Option<(u64, &str)>,
         aborted: bool,
         error: Option<&str>,
+        cols: usize,
         out: &mut Vec<String>,
     ) {
         self.last_call = None;
@@ -321,8 +323,8 @@ impl Transcript {
             } else {
                 style::dim("Auto-compaction cancelled")
             });
-        } else if let Some(tokens) = tokens_before {
-            out.extend(compaction_lines(tokens));
+        } else if let Some((tokens, summary)) = compacted {
+            out.extend(compaction_lines(tokens, summary, self.expand_tools, cols));
         } else if let Some(e) = error {
             if manual {
                 self.compaction_error_shown = true;
