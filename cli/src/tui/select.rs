@@ -6,17 +6,13 @@
 //! Esc or Ctrl+C cancels. The state is a plain struct tests drive with keys and render on
 //! ratatui's `TestBackend`; [`select`] is the thin loop on the real terminal.
 
-use std::time::Duration;
-
 use anyhow::Result;
-use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::input::{LineInput, is_cancel, is_confirm, is_ctrl, move_in_list};
 use super::style;
-use super::terminal::{Screen, next_key};
+use super::terminal::Screen;
 
 /// One choice: what is shown, and a dimmed note after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,11 +257,7 @@ fn run(mut state: SelectState) -> Result<Option<(usize, bool)>> {
     loop {
         let (width, height) = screen.size()?;
         state.set_page((height as usize).saturating_sub(chrome));
-        let lines = state.lines(width as usize);
-        screen.terminal().draw(|frame: &mut Frame<'_>| {
-            frame.render_widget(Paragraph::new(lines), frame.area())
-        })?;
-        let Some(key) = next_key(Duration::from_millis(250))? else {
+        let Some(key) = screen.show(state.lines(width as usize))? else {
             continue;
         };
         match state.handle_key(&key) {

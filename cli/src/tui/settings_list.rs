@@ -7,17 +7,13 @@
 //! is a plain struct tests drive with keys; [`show_settings`] is the thin loop on the real
 //! terminal, which hands every change to its caller at once (pi applies each as it is made).
 
-use std::time::Duration;
-
 use anyhow::Result;
-use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::input::{is_cancel, is_confirm, move_in_list};
 use super::style;
-use super::terminal::{Screen, next_key};
+use super::terminal::Screen;
 
 /// One setting: what is shown, and the values Enter cycles through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,11 +217,7 @@ pub fn show_settings(
     loop {
         let (width, height) = screen.size()?;
         state.set_page((height as usize).saturating_sub(CHROME_ROWS));
-        let lines = state.lines(width as usize);
-        screen.terminal().draw(|frame: &mut Frame<'_>| {
-            frame.render_widget(Paragraph::new(lines), frame.area())
-        })?;
-        let Some(key) = next_key(Duration::from_millis(250))? else {
+        let Some(key) = screen.show(state.lines(width as usize))? else {
             continue;
         };
         let previous = state.items().get(state.cursor).map(|i| i.value.clone());

@@ -80,6 +80,17 @@ impl Screen {
         &mut self.terminal
     }
 
+    /// Draws `lines` as the whole view and waits up to 250 ms for a key: `None` when none
+    /// came (or the terminal was resized), time to draw again.
+    ///
+    /// Errors: drawing or reading the terminal failed.
+    pub fn show(&mut self, lines: Vec<ratatui::text::Line<'static>>) -> Result<Option<KeyEvent>> {
+        self.terminal.draw(|frame| {
+            frame.render_widget(ratatui::widgets::Paragraph::new(lines), frame.area())
+        })?;
+        next_key(Duration::from_millis(250))
+    }
+
     /// The terminal size as (columns, rows).
     ///
     /// Errors: the size cannot be read.
