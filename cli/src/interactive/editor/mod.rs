@@ -250,6 +250,10 @@ impl Shared {
         render::write(&out);
     }
 
+    /// Appends to `out` what draws the whole area again: the streaming line and the queued
+    /// messages, the status row, the editor's rows and the menu (only the status row between
+    /// reads, for a branch summary); nothing while an external editor or a suspend holds the
+    /// terminal.
     pub(crate) fn redraw_into(&mut self, out: &mut String) {
         if self.held.is_some() {
             return;
