@@ -842,13 +842,29 @@ impl App {
 }
 
 /// Runs a full-screen view off the async threads; a view that panics is an error like any
-/// other, and the interactive mode goes on.
+/// other, and the interactive mode goes on. SIGTERM or SIGHUP while it is open gives the
+/// terminal back and ends the wait with an error at once (the view's thread is left to end
+/// with the process), so the mode's own loop, which has seen the signal too, quits.
+///
+/// Errors: the view failed, or a signal asked pith to stop.
 pub(super) async fn view<T: Send + 'static>(
     show: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    tokio::task::spawn_blocking(show)
-        .await
-        .unwrap_or_else(|e| Err(anyhow::anyhow!("the view failed: {e}")))
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let shown = tokio::task::spawn_blocking(show);
+    tokio::select! {
+        shown = shown => shown.unwrap_or_else(|e| Err(anyhow::anyhow!("the view failed: {e}"))),
+        _ = term.recv() => {
+            crate::tui::terminal::restore();
+            Err(anyhow::anyhow!("pith was asked to stop"))
+        }
+        _ = hup.recv() => {
+            crate::tui::terminal::restore();
+            Err(anyhow::anyhow!("the terminal hung up"))
+        }
+    }
 }
 
 /// pi's `getPathCommandArgument`: the first word, or a `"…"`/`'…'` quoted path.

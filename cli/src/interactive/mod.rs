@@ -104,6 +104,9 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     // changes the terminal's settings between reads too. A guard, so a panic restores them.
     let saved = RestoreTerminal(rustix::termios::tcgetattr(std::io::stdin()).ok());
     let result = runtime.block_on(interactive(args, images));
+    // A full-screen view left behind by SIGTERM or SIGHUP still runs on a blocking thread,
+    // which dropping the runtime would wait for without end; the process ends it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     drop(saved);
     if let Ok((true, _)) = result {
         // Quitting during a read: the editor's terminal modes (bracketed paste, the kitty

@@ -36,7 +36,7 @@ pub fn require_tty() -> Result<()> {
 }
 
 /// Leaves raw mode and the alternate screen; safe to call when they were never entered.
-fn restore() {
+pub fn restore() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
         let _ = terminal::disable_raw_mode();
         let _ = execute!(
@@ -124,13 +124,51 @@ fn scopeguard_restore() -> impl Drop {
 /// Waits up to `timeout` for a key press. Releases and repeats from terminals that report
 /// them are dropped; a resize returns `Ok(None)` so the caller redraws.
 ///
-/// Errors: reading the terminal failed.
+/// Errors: reading the terminal failed, or it hung up.
 pub fn next_key(timeout: Duration) -> Result<Option<KeyEvent>> {
-    if !event::poll(timeout).context("cannot read the terminal")? {
+    if !poll_event(timeout)? {
         return Ok(None);
     }
     match event::read().context("cannot read the terminal")? {
         Event::Key(key) if key.kind == KeyEventKind::Press => Ok(Some(key)),
         _ => Ok(None),
     }
+}
+
+/// Waits up to `timeout` for an event, as crossterm's `event::poll` does, but fails when the
+/// terminal has hung up (its window closed, the ssh connection dropped) instead of entering
+/// crossterm, which then spins on a core forever: a hung-up terminal reads as end-of-file
+/// and polls as always ready, and crossterm 0.29 reads again until it would block. stdin is
+/// polled here first, and crossterm is only asked once input (or the timeout, for a pending
+/// resize) is there.
+///
+/// Errors: the terminal hung up, or reading it failed.
+pub fn poll_event(timeout: Duration) -> Result<bool> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let wait = |t: Duration| -> Result<()> {
+        let stdin = std::io::stdin();
+        let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+        let t = Timespec::try_from(t).unwrap_or(Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        });
+        match poll(&mut fds, Some(&t)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e).context("cannot read the terminal"),
+        }
+        if fds[0]
+            .revents()
+            .intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL)
+        {
+            bail!("the terminal hung up");
+        }
+        Ok(())
+    };
+    // Events crossterm has read but not yet handed out come first.
+    wait(Duration::ZERO)?;
+    if event::poll(Duration::ZERO).context("cannot read the terminal")? {
+        return Ok(true);
+    }
+    wait(timeout)?;
+    event::poll(Duration::ZERO).context("cannot read the terminal")
 }

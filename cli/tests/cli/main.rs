@@ -10,6 +10,7 @@ mod extension_trust;
 mod extensions;
 mod flags16;
 mod full_disk;
+mod hangup;
 mod hostile;
 mod interactive;
 mod interactive_commands;

@@ -253,7 +253,7 @@ impl Reader {
             s.redraw();
         }
         let (input, keep) = loop {
-            let event = match event::poll(TICK) {
+            let event = match crate::tui::terminal::poll_event(TICK) {
                 Ok(true) => match event::read() {
                     Ok(e) => e,
                     Err(e) => break (Input::Failed(e.to_string()), true),
@@ -264,7 +264,8 @@ impl Reader {
                     }
                     continue;
                 }
-                Err(e) => break (Input::Failed(e.to_string()), true),
+                // The terminal went away (or cannot be read): the session ends as on Ctrl+D.
+                Err(_) => break (Input::Eof, false),
             };
             let outcome = match event {
                 Event::Key(key) if key.kind != KeyEventKind::Release => {
