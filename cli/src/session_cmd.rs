@@ -155,6 +155,9 @@ pub fn run(cmd: SessionCommand) -> Result<()> {
             } else {
                 write_table(&mut stdout, &listing, all)?;
             }
+            // The process ends here: freeing every session's strings one by one was a tenth
+            // of an indexed listing of 10,000 sessions.
+            std::mem::forget(listing);
         }
         SessionCommand::Tree { file } => {
             let session = open(&file, &env)?;

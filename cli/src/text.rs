@@ -74,28 +74,31 @@ pub fn one_line(s: &str) -> String {
 /// `s` with control characters (terminal escapes, newlines) shown escaped, so text from a
 /// session file can never drive the terminal or break a table.
 pub fn printable(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// First non-blank line of `s`, made [`printable`], cut to `max` characters with an ellipsis.
 pub fn first_line(s: &str, max: usize) -> String {
-    let line = printable(
-        s.lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or(""),
-    );
-    let line = line.as_str();
+    let line = s
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    // Only the part that can be shown is escaped: a first message can be a whole file.
+    let line = printable(match line.char_indices().nth(max + 1) {
+        Some((end, _)) => &line[..end],
+        None => line,
+    });
     if line.chars().count() <= max {
-        line.to_owned()
+        line
     } else {
         let mut cut: String = line.chars().take(max.saturating_sub(1)).collect();
         cut.push('…');
@@ -158,6 +161,18 @@ mod tests {
         assert_eq!(truncate("日本語です", 5, "…"), "日本…");
         assert_eq!(truncate("日本語です", 5, ""), "日本");
         assert_eq!(one_line("a\nb\tc\u{7f} "), "a b c");
+    }
+
+    #[test]
+    fn first_lines_escape_controls_and_cut_at_max_characters() {
+        assert_eq!(first_line("\n  \n  hello  \nnext", 5), "hello");
+        assert_eq!(first_line("hello!", 5), "hell…");
+        assert_eq!(first_line("héllo", 5), "héllo");
+        // Escapes count as what is shown: `\u{1b}` is six characters.
+        assert_eq!(first_line("a\u{1b}", 7), "a\\u{1b}");
+        assert_eq!(first_line("a\u{1b}", 6), "a\\u{1…");
+        assert_eq!(first_line("a\u{1b}bcdefgh", 8), "a\\u{1b}…");
+        assert_eq!(printable("x\ty"), "x\\ty");
     }
 
     #[test]

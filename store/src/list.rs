@@ -403,23 +403,110 @@ pub fn list_all(sessions_root: &Path) -> Listing {
 /// `listAll()` reads them: newest file mtime first, equal ones by file name descending, so
 /// that sessions with equal `modified` keep that order (spec: lifecycle.md §4).
 pub fn all_session_files(sessions_root: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<(f64, PathBuf)> = session_dirs(sessions_root)
+    all_session_files_stamped(sessions_root)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// [`all_session_files`] with each file's [`Stamp`], read once for the order and the
+/// listing index alike.
+pub(crate) fn all_session_files_stamped(sessions_root: &Path) -> Vec<(PathBuf, Option<Stamp>)> {
+    let files: Vec<PathBuf> = session_dirs(sessions_root)
         .iter()
         .flat_map(|d| jsonl_files(d))
-        .map(|p| {
-            let mtime = fs::metadata(&p)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(f64::NEG_INFINITY, |d| d.as_secs_f64());
-            (mtime, p)
+        .collect();
+    let stamps = stamps(&files);
+    let mut files: Vec<(f64, PathBuf, Option<Stamp>)> = files
+        .into_iter()
+        .zip(stamps)
+        .map(|(p, stamp)| {
+            // pi compares the mtime in seconds as a float; a file that cannot be read sorts last.
+            let mtime = stamp.map_or(f64::NEG_INFINITY, |(_, ns)| {
+                let secs = u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX);
+                let nanos = u32::try_from(ns % 1_000_000_000).unwrap_or(0);
+                std::time::Duration::new(secs, nanos).as_secs_f64()
+            });
+            (mtime, p, stamp)
         })
         .collect();
-    files.sort_by(|(ma, a), (mb, b)| {
+    files.sort_by(|(ma, a, _), (mb, b, _)| {
         mb.total_cmp(ma)
             .then_with(|| b.file_name().cmp(&a.file_name()))
     });
-    files.into_iter().map(|(_, p)| p).collect()
+    files.into_iter().map(|(_, p, s)| (p, s)).collect()
+}
+
+/// (size in bytes, mtime in ns) of a file: what the listing index keys on besides the path.
+pub(crate) type Stamp = (u64, u128);
+
+/// The [`Stamp`] of a file; `None` when it cannot be read or its mtime is before 1970.
+pub(crate) fn stamp(path: &Path) -> Option<(u64, u128)> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    Some((meta.len(), mtime))
+}
+
+/// [`stamp`] of each of `files`, on two threads when there are many: a stat is a path
+/// lookup each, and 10,000 of them are most of an indexed listing.
+pub(crate) fn stamps(files: &[PathBuf]) -> Vec<Option<(u64, u128)>> {
+    const SPLIT_FROM: usize = 512;
+    if files.len() < SPLIT_FROM {
+        return stamps_in_dirs(files);
+    }
+    let (a, b) = files.split_at(files.len() / 2);
+    std::thread::scope(|scope| {
+        let second = scope.spawn(|| stamps_in_dirs(b));
+        let mut out = stamps_in_dirs(a);
+        // stat cannot panic; if the thread did, stamping again here is the fallback.
+        out.extend(second.join().unwrap_or_else(|_| stamps_in_dirs(b)));
+        out
+    })
+}
+
+/// [`stamp`] of each of `files`, each looked up by name in its folder, which stays open
+/// while the files that follow are in it too: a listing's files come folder by folder, and a
+/// whole-path lookup per file was the largest cost of an indexed listing. Equal to [`stamp`].
+fn stamps_in_dirs(files: &[PathBuf]) -> Vec<Option<(u64, u128)>> {
+    use rustix::fs::{AtFlags, Mode, OFlags, openat, statat};
+    let mut open: Option<(&Path, Option<std::os::fd::OwnedFd>)> = None;
+    files
+        .iter()
+        .map(|f| {
+            let (Some(dir), Some(name)) = (f.parent(), f.file_name()) else {
+                return stamp(f);
+            };
+            if open.as_ref().is_none_or(|(d, _)| *d != dir) {
+                let fd = openat(
+                    rustix::fs::CWD,
+                    dir,
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .ok();
+                open = Some((dir, fd));
+            }
+            let Some((_, Some(fd))) = &open else {
+                return stamp(f);
+            };
+            let st = statat(fd, name, AtFlags::empty()).ok()?;
+            if !rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() {
+                // std's metadata gives these too; keep one rule for what a stamp is.
+                return stamp(f);
+            }
+            let secs = u128::try_from(st.st_mtime).ok()?;
+            let nanos = u128::from(st.st_mtime_nsec);
+            Some((
+                u64::try_from(st.st_size).ok()?,
+                secs * 1_000_000_000 + nanos,
+            ))
+        })
+        .collect()
 }
 
 /// The `*.jsonl` files of every project directory under a sessions root, in no particular

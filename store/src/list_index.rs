@@ -7,11 +7,13 @@
 //! cannot be written is simply not kept.
 
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 
-use crate::list::{Listing, SessionInfo, Skipped, all_session_files, jsonl_files, read_all_with};
+use crate::list::{
+    Listing, SessionInfo, Skipped, Stamp, all_session_files_stamped, jsonl_files, read_all_with,
+    stamp, stamps,
+};
 
 /// File name of the listing index inside the folder's [`crate::dirs::index_dir`].
 pub const INDEX_FILE: &str = "list.bin";
@@ -90,39 +92,6 @@ impl CachedInfo {
     }
 }
 
-/// (size, mtime in ns) of a file, the index key besides its path.
-fn stamp(path: &Path) -> Option<(u64, u128)> {
-    let meta = std::fs::metadata(path).ok()?;
-    let mtime = meta
-        .modified()
-        .ok()?
-        .duration_since(UNIX_EPOCH)
-        .ok()?
-        .as_nanos();
-    Some((meta.len(), mtime))
-}
-
-/// [`stamp`] of each of `files`, on two threads when there are many: a stat is a path
-/// lookup each, and 10,000 of them are most of an indexed listing.
-fn stamps(files: &[PathBuf]) -> Vec<Option<(u64, u128)>> {
-    const SPLIT_FROM: usize = 512;
-    if files.len() < SPLIT_FROM {
-        return files.iter().map(|f| stamp(f)).collect();
-    }
-    let (a, b) = files.split_at(files.len() / 2);
-    std::thread::scope(|scope| {
-        let second = scope.spawn(|| b.iter().map(|f| stamp(f)).collect::<Vec<_>>());
-        let mut out: Vec<_> = a.iter().map(|f| stamp(f)).collect();
-        // stat cannot panic; if the thread did, stamping again here is the fallback.
-        out.extend(
-            second
-                .join()
-                .unwrap_or_else(|_| b.iter().map(|f| stamp(f)).collect()),
-        );
-        out
-    })
-}
-
 fn load(index: &Path) -> Vec<Cached> {
     let Ok(bytes) = std::fs::read(index) else {
         return Vec::new();
@@ -163,25 +132,36 @@ fn save(index: &Path, files: Vec<Cached>) {
 /// match are reused, the rest are read (in parallel, bounded) and the index is updated.
 /// The result equals the uncached listing except that `allMessagesText` is empty.
 fn list_files(
-    files: Vec<PathBuf>,
+    stamped: Vec<(PathBuf, Option<Stamp>)>,
     index: &Path,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Listing {
     let cached = load(index);
     let cached_count = cached.len();
-    let stamps = stamps(&files);
+    let (files, stamps): (Vec<PathBuf>, Vec<Option<Stamp>>) = stamped.into_iter().unzip();
     // Index hits are moved out of the loaded index, not copied: at 100,000 sessions two
     // copies of every first message were most of the memory.
     let mut fresh: Vec<Option<Cached>> = {
-        let mut by_path: std::collections::HashMap<String, Cached> =
-            cached.into_iter().map(|c| (c.path.clone(), c)).collect();
-        files
+        let by_path: std::collections::HashMap<&str, usize> = cached
             .iter()
+            .enumerate()
+            .map(|(i, c)| (c.path.as_str(), i))
+            .collect();
+        let mut taken: Vec<Option<Cached>> = Vec::with_capacity(cached.len());
+        let found: Vec<Option<usize>> = files
+            .iter()
+            .map(|file| by_path.get(file.to_string_lossy().as_ref()).copied())
+            .collect();
+        drop(by_path);
+        taken.extend(cached.into_iter().map(Some));
+        found
+            .into_iter()
             .zip(&stamps)
-            .map(|(file, stamp)| {
+            .map(|(i, stamp)| {
                 let (size, mtime_ns) = (*stamp)?;
-                by_path
-                    .remove(file.to_string_lossy().as_ref())
+                taken
+                    .get_mut(i?)?
+                    .take()
                     .filter(|c| c.size == size && c.mtime_ns == mtime_ns)
             })
             .collect()
@@ -246,7 +226,13 @@ pub fn list_indexed_with_progress(
     dir: &Path,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Listing {
-    let mut listing = list_files(jsonl_files(dir), &index_path(agent_dir, dir), progress);
+    let files = jsonl_files(dir);
+    let stamps = stamps(&files);
+    let mut listing = list_files(
+        files.into_iter().zip(stamps).collect(),
+        &index_path(agent_dir, dir),
+        progress,
+    );
     listing
         .unreadable_folders
         .extend(crate::list::folder_problem(dir));
@@ -266,7 +252,7 @@ pub fn list_all_indexed_with_progress(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Listing {
     let mut listing = list_files(
-        all_session_files(sessions_root),
+        all_session_files_stamped(sessions_root),
         &index_path(agent_dir, sessions_root),
         progress,
     );
