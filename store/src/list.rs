@@ -441,7 +441,7 @@ pub(crate) fn all_session_files_stamped(sessions_root: &Path) -> Vec<(PathBuf, O
 pub(crate) type Stamp = (u64, u128);
 
 /// The [`Stamp`] of a file; `None` when it cannot be read or its mtime is before 1970.
-pub(crate) fn stamp(path: &Path) -> Option<(u64, u128)> {
+pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
     let mtime = meta
         .modified()
@@ -452,59 +452,60 @@ pub(crate) fn stamp(path: &Path) -> Option<(u64, u128)> {
     Some((meta.len(), mtime))
 }
 
-/// [`stamp`] of each of `files`, on two threads when there are many: a stat is a path
-/// lookup each, and 10,000 of them are most of an indexed listing.
-pub(crate) fn stamps(files: &[PathBuf]) -> Vec<Option<(u64, u128)>> {
-    const SPLIT_FROM: usize = 512;
-    if files.len() < SPLIT_FROM {
-        return stamps_in_dirs(files);
-    }
-    let (a, b) = files.split_at(files.len() / 2);
-    std::thread::scope(|scope| {
-        let second = scope.spawn(|| stamps_in_dirs(b));
-        let mut out = stamps_in_dirs(a);
-        // stat cannot panic; if the thread did, stamping again here is the fallback.
-        out.extend(second.join().unwrap_or_else(|_| stamps_in_dirs(b)));
-        out
-    })
-}
-
-/// [`stamp`] of each of `files`, each looked up by name in its folder, which stays open
-/// while the files that follow are in it too: a listing's files come folder by folder, and a
-/// whole-path lookup per file was the largest cost of an indexed listing. Equal to [`stamp`].
-fn stamps_in_dirs(files: &[PathBuf]) -> Vec<Option<(u64, u128)>> {
-    use rustix::fs::{AtFlags, Mode, OFlags, openat, statat};
-    let mut open: Option<(&Path, Option<std::os::fd::OwnedFd>)> = None;
-    files
-        .iter()
-        .map(|f| {
-            let (Some(dir), Some(name)) = (f.parent(), f.file_name()) else {
-                return stamp(f);
-            };
-            if open.as_ref().is_none_or(|(d, _)| *d != dir) {
-                let fd = openat(
-                    rustix::fs::CWD,
-                    dir,
-                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .ok();
-                open = Some((dir, fd));
-            }
-            let Some((_, Some(fd))) = &open else {
-                return stamp(f);
-            };
-            let st = statat(fd, name, AtFlags::empty()).ok()?;
-            if !rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() {
-                // std's metadata gives these too; keep one rule for what a stamp is.
-                return stamp(f);
-            }
+/// [`stamp`] of each of `files` (from [`stats_in_dirs`]).
+pub(crate) fn stamps(files: &[PathBuf]) -> Vec<Option<Stamp>> {
+    stats_in_dirs(files)
+        .into_iter()
+        .map(|st| {
+            let st = st?;
             let secs = u128::try_from(st.st_mtime).ok()?;
             let nanos = u128::from(st.st_mtime_nsec);
             Some((
                 u64::try_from(st.st_size).ok()?,
                 secs * 1_000_000_000 + nanos,
             ))
+        })
+        .collect()
+}
+
+/// [`stats_of`] of `files`, on two threads when there are many: 10,000 stats are most of an
+/// indexed listing and of a search's freshness check.
+pub(crate) fn stats_in_dirs(files: &[PathBuf]) -> Vec<Option<rustix::fs::Stat>> {
+    const SPLIT_FROM: usize = 512;
+    if files.len() < SPLIT_FROM {
+        return stats_of(files);
+    }
+    let (a, b) = files.split_at(files.len() / 2);
+    std::thread::scope(|scope| {
+        let second = scope.spawn(|| stats_of(b));
+        let mut out = stats_of(a);
+        // stat cannot panic; if the thread did, asking again here is the fallback.
+        out.extend(second.join().unwrap_or_else(|_| stats_of(b)));
+        out
+    })
+}
+
+/// `stat` of each of `files` (symbolic links followed, as `std::fs::metadata` does), each
+/// looked up by name in its folder, which stays open while the files that follow are in it
+/// too: session files come folder by folder, and a whole-path lookup per file cost more than
+/// the stat. `None`: cannot be read.
+fn stats_of(files: &[PathBuf]) -> Vec<Option<rustix::fs::Stat>> {
+    use rustix::fs::{AtFlags, CWD, Mode, OFlags, openat, stat, statat};
+    let mut open: Option<(&Path, Option<std::os::fd::OwnedFd>)> = None;
+    files
+        .iter()
+        .map(|f| {
+            let (Some(dir), Some(name)) = (f.parent(), f.file_name()) else {
+                return stat(f).ok();
+            };
+            if open.as_ref().is_none_or(|(d, _)| *d != dir) {
+                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                open = Some((dir, openat(CWD, dir, flags, Mode::empty()).ok()));
+            }
+            match &open {
+                Some((_, Some(fd))) => statat(fd, name, AtFlags::empty()).ok(),
+                _ => stat(f).ok(),
+            }
         })
         .collect()
 }

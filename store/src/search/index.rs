@@ -89,6 +89,21 @@ pub(crate) struct Stamp {
 }
 
 impl Stamp {
+    /// The stamp of a regular file, from its `stat`.
+    fn of_stat(st: &rustix::fs::Stat) -> Option<Stamp> {
+        if !rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() {
+            return None;
+        }
+        Some(Stamp {
+            size: u64::try_from(st.st_size).ok()?,
+            mtime_ns: st
+                .st_mtime
+                .saturating_mul(1_000_000_000)
+                .saturating_add(i64::try_from(st.st_mtime_nsec).ok()?),
+            ino: st.st_ino,
+        })
+    }
+
     pub(crate) fn of(path: &Path) -> Option<Stamp> {
         let m = std::fs::metadata(path).ok()?;
         if !m.is_file() {
@@ -498,13 +513,14 @@ fn plan_against(files: &[PathBuf], known: Vec<(String, Known)>, drop_unseen: boo
         total: files.len(),
         ..Plan::default()
     };
-    for path in files {
+    let stats = crate::list::stats_in_dirs(files);
+    for (path, stat) in files.iter().zip(stats) {
         let key = path.to_string_lossy();
         let hit = by_path.get(key.as_ref()).copied();
         if let Some(i) = hit {
             seen[i] = true;
         }
-        let Some(stamp) = Stamp::of(path) else {
+        let Some(stamp) = stat.as_ref().and_then(Stamp::of_stat) else {
             // Vanished or not a regular file: drop what the index had.
             if let Some(i) = hit {
                 plan.gone.push(known[i].1.id);
