@@ -128,8 +128,9 @@ fn save(index: &Path, files: Vec<Cached>) {
     }
 }
 
-/// Lists `files` through the index at `index`: cached entries whose size and mtime still
-/// match are reused, the rest are read (in parallel, bounded) and the index is updated.
+/// Lists `stamped` (files with their [`Stamp`]) through the index at `index`: cached entries
+/// whose size and mtime still match are reused, the rest are read (in parallel, bounded) and
+/// the index is updated.
 /// The result equals the uncached listing except that `allMessagesText` is empty.
 fn list_files(
     stamped: Vec<(PathBuf, Option<Stamp>)>,
