@@ -440,32 +440,28 @@ pub(crate) fn all_session_files_stamped(sessions_root: &Path) -> Vec<(PathBuf, O
 /// (size in bytes, mtime in ns) of a file: what the listing index keys on besides the path.
 pub(crate) type Stamp = (u64, u128);
 
-/// The [`Stamp`] of a file; `None` when it cannot be read or its mtime is before 1970.
+/// The [`Stamp`] of a file (symbolic links followed); `None` when it cannot be read or its
+/// mtime is before 1970.
 pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
-    let meta = std::fs::metadata(path).ok()?;
-    let mtime = meta
-        .modified()
-        .ok()?
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_nanos();
-    Some((meta.len(), mtime))
+    stamp_of(&rustix::fs::stat(path).ok()?)
 }
 
 /// [`stamp`] of each of `files` (from [`stats_in_dirs`]).
 pub(crate) fn stamps(files: &[PathBuf]) -> Vec<Option<Stamp>> {
     stats_in_dirs(files)
         .into_iter()
-        .map(|st| {
-            let st = st?;
-            let secs = u128::try_from(st.st_mtime).ok()?;
-            let nanos = u128::from(st.st_mtime_nsec);
-            Some((
-                u64::try_from(st.st_size).ok()?,
-                secs * 1_000_000_000 + nanos,
-            ))
-        })
+        .map(|st| stamp_of(&st?))
         .collect()
+}
+
+/// The [`Stamp`] in a `stat`; `None` for an mtime before 1970.
+fn stamp_of(st: &rustix::fs::Stat) -> Option<Stamp> {
+    let secs = u128::try_from(st.st_mtime).ok()?;
+    let nanos = u128::from(st.st_mtime_nsec);
+    Some((
+        u64::try_from(st.st_size).ok()?,
+        secs * 1_000_000_000 + nanos,
+    ))
 }
 
 /// [`stats_of`] of `files`, on two threads when there are many: 10,000 stats are most of an

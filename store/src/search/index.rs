@@ -13,7 +13,6 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -104,16 +103,10 @@ impl Stamp {
         })
     }
 
+    /// The stamp of the regular file at `path` (symbolic links followed); `None` when it
+    /// cannot be read or is not a regular file.
     pub(crate) fn of(path: &Path) -> Option<Stamp> {
-        let m = std::fs::metadata(path).ok()?;
-        if !m.is_file() {
-            return None;
-        }
-        Some(Stamp {
-            size: m.len(),
-            mtime_ns: m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
-            ino: m.ino(),
-        })
+        Stamp::of_stat(&rustix::fs::stat(path).ok()?)
     }
 }
 
