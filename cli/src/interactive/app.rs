@@ -20,13 +20,14 @@ use tokio::task::JoinHandle;
 use pith_actors::event::ExtensionNotice;
 use pith_actors::extension::SlashCommand;
 use pith_actors::runtime::{RuntimeError, RuntimeEvent, RuntimeHandle};
-use pith_events::{AgentEvent, BashExecutionMessage};
+use pith_events::{AgentEvent, AgentMessage, BashExecutionMessage};
 use pith_store::{Session, SessionEnv};
 
 use super::editor::{Editor, Input, ReadRequest, Status};
-use super::footer::{Footer, context_tokens, session_stats};
-use super::messages::{message_lines, user_command_lines};
+use super::footer::{Footer, context_tokens, git_branch, session_stats};
+use super::messages::user_command_lines;
 use super::screen::{Screen, columns};
+use super::scrollback::{self, Mark};
 use super::style;
 use super::transcript::Transcript;
 use crate::model_choice::Choice;
@@ -110,6 +111,9 @@ pub struct App {
     /// for it, as pi's compaction queue makes them.
     compacting: bool,
     last_interrupt: Option<Instant>,
+    /// Where the reply streaming now starts in the scrollback (its rows give way to the
+    /// whole message when it ends).
+    reply_mark: Option<Mark>,
     /// When the current run's prompt was sent: the working indicator counts from it.
     run_started: Option<Instant>,
     /// Set on the way out: the command that resumes the session (pi's `formatResumeCommand`).
@@ -194,6 +198,7 @@ impl App {
             skill_commands: parts.skill_commands,
             compacting: false,
             last_interrupt: None,
+            reply_mark: None,
             run_started: None,
             resume_command: None,
             mcp: parts.mcp,
@@ -456,10 +461,22 @@ impl App {
                 {
                     self.editor.set_queued(steering, follow_up);
                 }
+                if let AgentEvent::MessageStart {
+                    message: AgentMessage::Assistant(_),
+                } = &*event
+                {
+                    self.reply_mark = Some(self.screen.mark());
+                }
+                let repeated = match &*event {
+                    AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
+                        self.transcript.repeated_call(tool_call_id)
+                    }
+                    _ => None,
+                };
                 let lines = self.transcript.event(&event, columns());
                 // The unfinished line is shown live; finished lines go to the transcript.
                 self.editor.set_live(self.transcript.live());
-                self.screen.print_lines(&lines);
+                self.show_event(*event, &lines, repeated);
             }
             RuntimeEvent::Notice(n) => self
                 .screen
@@ -485,6 +502,43 @@ impl App {
                 for_terminal(&crate::text::extension_notice(&notice))
             ))),
             RuntimeEvent::SessionStarted { .. } => {}
+        }
+    }
+
+    /// Prints an event's `lines` and keeps what lays them out again: a whole message once it
+    /// has ended (its streamed rows give way to it), a tool's result (`repeated`: the call
+    /// named again above it).
+    fn show_event(
+        &mut self,
+        event: AgentEvent,
+        lines: &[String],
+        repeated: Option<(String, serde_json::Value)>,
+    ) {
+        match event {
+            AgentEvent::MessageEnd {
+                message: message @ AgentMessage::Assistant(_),
+            } => {
+                self.screen.print_streamed(lines);
+                if let Some(mark) = self.reply_mark.take() {
+                    self.screen.settle(mark, scrollback::message(message));
+                }
+            }
+            AgentEvent::ToolExecutionEnd {
+                tool_name,
+                result,
+                is_error,
+                ..
+            } => self.screen.print_layout(
+                lines,
+                scrollback::tool_result(repeated, tool_name, result, is_error),
+            ),
+            AgentEvent::MessageStart {
+                message: message @ (AgentMessage::User(_) | AgentMessage::Custom(_)),
+            } if !lines.is_empty() => self
+                .screen
+                .print_layout(lines, scrollback::message(message)),
+            _ if self.reply_mark.is_some() => self.screen.print_streamed(lines),
+            _ => self.screen.print_lines(lines),
         }
     }
 
@@ -619,21 +673,24 @@ impl App {
             std::path::Path::new(session.cwd()),
         );
         let footer = Footer {
-            cwd: session.cwd(),
+            cwd: session.cwd().to_owned(),
+            branch: git_branch(std::path::Path::new(session.cwd())),
             name: session.session_name(),
             totals,
             context_tokens: tokens,
             context_window: model.context_window,
             auto_compact: settings.compaction().enabled,
-            model: (&model.provider, &model.id),
+            model: (model.provider.clone(), model.id.clone()),
             thinking: model
                 .reasoning
-                .then_some(self.choice.thinking_level.as_str()),
+                .then(|| self.choice.thinking_level.as_str().to_owned()),
             show_provider: self.show_provider,
         };
-        let mut lines = vec![String::new()];
-        lines.extend(footer.lines(columns()));
-        self.screen.print_lines(&lines);
+        self.screen.show(Box::new(move |v| {
+            let mut lines = vec![String::new()];
+            lines.extend(footer.lines(v.cols));
+            lines
+        }));
         Ok(())
     }
 
@@ -654,12 +711,9 @@ impl App {
     /// Prints the current session's conversation (pi's `renderInitialMessages`).
     pub(super) async fn show_history(&mut self) -> Result<()> {
         let context = self.rt.context().await?;
-        let cols = columns();
-        let mut lines = vec![String::new(), style::dim(&"─".repeat(cols.min(80)))];
-        for m in &context.messages {
-            lines.extend(message_lines(m, cols, self.transcript.expand_tools));
-        }
-        self.screen.print_lines(&lines);
+        let rule = scrollback::rule();
+        self.screen.show(rule);
+        self.screen.show(scrollback::messages(context.messages));
         Ok(())
     }
 

@@ -147,9 +147,11 @@ pub fn context_tokens(session: &Session, context: &[AgentMessage]) -> Option<u64
 }
 
 /// What the footer shows.
-pub struct Footer<'a> {
+pub struct Footer {
     /// The session's directory.
-    pub cwd: &'a str,
+    pub cwd: String,
+    /// The git branch checked out there ([`git_branch`]), read when the footer is made.
+    pub branch: Option<String>,
     /// The session's name.
     pub name: Option<String>,
     /// Usage of the whole file.
@@ -161,18 +163,18 @@ pub struct Footer<'a> {
     /// Automatic compaction is on (`(auto)`).
     pub auto_compact: bool,
     /// `(provider, id)`.
-    pub model: (&'a str, &'a str),
+    pub model: (String, String),
     /// `Some(level)` when the model reasons.
-    pub thinking: Option<&'a str>,
+    pub thinking: Option<String>,
     /// Show the provider before the model (more than one provider has a key).
     pub show_provider: bool,
 }
 
-impl Footer<'_> {
+impl Footer {
     /// pi's two footer lines, `cols` wide, dimmed.
     pub fn lines(&self, cols: usize) -> Vec<String> {
-        let mut pwd = super::tools::shorten_path(self.cwd);
-        if let Some(branch) = git_branch(Path::new(self.cwd)) {
+        let mut pwd = super::tools::shorten_path(&self.cwd);
+        if let Some(branch) = &self.branch {
             pwd = format!("{pwd} ({branch})");
         }
         if let Some(name) = &self.name {
@@ -216,7 +218,7 @@ impl Footer<'_> {
         };
         let left_width =
             width(&left_plain) + usize::from(!left_plain.is_empty()) + width(&strip(&context));
-        let mut right = match self.thinking {
+        let mut right = match self.thinking.as_deref() {
             Some("off") => format!("{} • thinking off", self.model.1),
             Some(level) => format!("{} • {level}", self.model.1),
             None => self.model.1.to_owned(),
@@ -253,7 +255,7 @@ fn strip(styled: &str) -> String {
 }
 
 /// The branch checked out in the repository holding `dir` (`detached` without one).
-fn git_branch(dir: &Path) -> Option<String> {
+pub fn git_branch(dir: &Path) -> Option<String> {
     let head = dir
         .ancestors()
         .map(|d| d.join(".git").join("HEAD"))

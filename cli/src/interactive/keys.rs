@@ -5,7 +5,6 @@ use anyhow::Result;
 
 use super::app::{App, Flow};
 use super::editor::KeyAction;
-use super::screen::columns;
 
 impl App {
     /// pi's app keys.
@@ -34,6 +33,7 @@ impl App {
             KeyAction::Resume => return Ok(self.command("/resume").await?.unwrap_or(Flow::Go)),
             KeyAction::CycleModel => self.cycle_model().await?,
             KeyAction::CycleThinking => self.cycle_thinking().await?,
+            // pi's toggles change every message shown: the transcript is printed again.
             KeyAction::ToggleThinking => {
                 self.transcript.hide_thinking = !self.transcript.hide_thinking;
                 // Saved as pi's `setHideThinkingBlock` saves it.
@@ -41,30 +41,23 @@ impl App {
                 if let Err(e) = self.rt.set_setting("hideThinkingBlock", hidden).await {
                     self.warn(&e.to_string());
                 }
+                self.screen
+                    .toggle(self.transcript.hide_thinking, self.transcript.expand_tools);
                 self.status(if self.transcript.hide_thinking {
                     "Thinking blocks: hidden"
                 } else {
                     "Thinking blocks: visible"
                 });
             }
-            // pi's toggle of every tool output: the scrollback cannot be redrawn, so turning
-            // it on shows the last output in full and the next ones in full as they come;
-            // turning it off shows the next ones collapsed again.
             KeyAction::ExpandOutput => {
                 self.transcript.expand_tools = !self.transcript.expand_tools;
-                if !self.transcript.expand_tools {
-                    self.status("Tool output: collapsed");
+                self.screen
+                    .toggle(self.transcript.hide_thinking, self.transcript.expand_tools);
+                self.status(if self.transcript.expand_tools {
+                    "Tool output: expanded (ctrl+o to collapse)"
                 } else {
-                    match self.transcript.last_result_in_full(columns()) {
-                        Some(lines) => {
-                            let mut out = vec![String::new()];
-                            out.extend(lines);
-                            self.screen.print_lines(&out);
-                            self.status("Tool output: expanded (ctrl+o to collapse)");
-                        }
-                        None => self.status("Tool output: expanded"),
-                    }
-                }
+                    "Tool output: collapsed"
+                });
             }
         }
         Ok(Flow::Go)

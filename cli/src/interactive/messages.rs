@@ -10,13 +10,22 @@ use pith_tools::sanitize::for_terminal;
 use super::screen::{split_row, thousands, truncate};
 use super::{style, tools};
 
+/// What a hidden thinking block shows (pi's `hiddenThinkingLabel`).
+pub const HIDDEN_THINKING: &str = "Thinking...";
+
 /// pi's `PREVIEW_LINES` of a user command's output.
 const COMMAND_PREVIEW: usize = 20;
 
 /// The lines of `message`, starting with a blank line (pi's `Spacer(1)`); empty for messages
 /// pi does not show (hidden custom messages, system messages, unknown roles). `expanded`
-/// (Ctrl+O) shows compaction and branch summaries whole.
-pub fn message_lines(message: &AgentMessage, cols: usize, expanded: bool) -> Vec<String> {
+/// (Ctrl+O) shows tool output, compaction and branch summaries whole; `hide_thinking`
+/// (Ctrl+T) shows thinking blocks as [`HIDDEN_THINKING`].
+pub fn message_lines(
+    message: &AgentMessage,
+    cols: usize,
+    expanded: bool,
+    hide_thinking: bool,
+) -> Vec<String> {
     let mut out = vec![String::new()];
     match message {
         AgentMessage::User(u) => out.extend(user_lines(&u.content.joined_text(""), cols)),
@@ -30,6 +39,9 @@ pub fn message_lines(message: &AgentMessage, cols: usize, expanded: bool) -> Vec
                 match block {
                     ContentBlock::Text(t) => {
                         out.extend(super::markdown::render(&for_terminal(t.text.trim()), cols))
+                    }
+                    ContentBlock::Thinking(_) if hide_thinking => {
+                        out.push(style::thinking(HIDDEN_THINKING))
                     }
                     ContentBlock::Thinking(t) => {
                         out.extend(wrap(t.thinking.trim(), cols, &style::thinking))
@@ -45,7 +57,7 @@ pub fn message_lines(message: &AgentMessage, cols: usize, expanded: bool) -> Vec
         }
         AgentMessage::ToolResult(r) => {
             let result = json!({"content": r.content, "details": r.details});
-            let lines = tools::result_lines(&r.tool_name, &result, r.is_error, cols);
+            let lines = tools::result_view(&r.tool_name, &result, r.is_error, expanded, cols);
             if lines.is_empty() {
                 return Vec::new();
             }

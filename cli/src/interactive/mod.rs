@@ -11,7 +11,8 @@
 //!   [`settings_command`]: `/settings`; [`changelog`]: `/changelog` and the startup notes;
 //!   [`trust_command`]: `/trust`; [`share`]: `/share`;
 //! - [`transcript`], [`messages`], [`tools`]: what events and messages look like;
-//!   [`footer`]: the status after each run and `/session`; [`screen`], [`style`]: output.
+//!   [`footer`]: the status after each run and `/session`; [`screen`], [`style`]: output;
+//!   [`scrollback`]: what was printed, laid out again on a resize, Ctrl+T and Ctrl+O.
 //!
 //! Keys (pi's defaults, each remappable by its pi action id, see [`editor::keys`]): Enter
 //! sends (steers while a reply streams), Alt+Enter queues a follow-up, Shift+Enter and
@@ -36,6 +37,7 @@ mod messages;
 mod quiet_wait;
 mod resources_view;
 mod screen;
+mod scrollback;
 mod settings_command;
 mod share;
 mod style;
@@ -169,18 +171,20 @@ async fn interactive(
     let (editor, inputs, printer) =
         editor::Editor::start(env.agent_dir.join("history"), names, keys)?;
     let mut screen = screen::Screen::new(Some(printer));
-    let header = [
-        format!(
-            "{}{}",
-            style::bold(&style::accent("pith")),
-            style::dim(&format!(" v{}", env!("CARGO_PKG_VERSION")))
-        ),
-        style::dim(
-            "esc interrupt · ctrl+c twice/ctrl+d exit · / commands · ! bash · alt+enter follow-up · /help more",
-        ),
-    ];
     if show_header {
-        screen.print_lines(&header);
+        screen.show(Box::new(|v| {
+            let mut lines = vec![format!(
+                "{}{}",
+                style::bold(&style::accent("pith")),
+                style::dim(&format!(" v{}", env!("CARGO_PKG_VERSION")))
+            )];
+            lines.extend(messages::wrap(
+                "esc interrupt · ctrl+c twice/ctrl+d exit · / commands · ! bash · alt+enter follow-up · /help more",
+                v.cols,
+                &style::dim,
+            ));
+            lines
+        }));
     }
     for warning in key_warnings {
         screen.print(&style::warning(&format!("Warning: {warning}")));
@@ -248,6 +252,8 @@ async fn interactive(
     .await?;
     // pi's `hideThinkingBlock`, which Ctrl-T and /settings change.
     app.transcript.hide_thinking = flag("hideThinkingBlock").unwrap_or(false);
+    app.screen
+        .set_toggles(app.transcript.hide_thinking, app.transcript.expand_tools);
     app.changelog_at_startup().await?;
     if !app.rt.context().await?.messages.is_empty() {
         app.show_history().await?;

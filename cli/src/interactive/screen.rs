@@ -6,6 +6,8 @@ use std::io::Write;
 
 use unicode_width::UnicodeWidthChar;
 
+use super::scrollback::{Layout, Mark, Origin, Scrollback};
+
 /// The printer the editor hands over.
 pub type Printer = super::editor::Printer;
 
@@ -28,7 +30,8 @@ impl Screen {
     /// Prints `text` (one or more lines, the last one not blank).
     pub fn print(&mut self, text: &str) {
         self.last_blank = false;
-        self.write(text);
+        let rows = text.lines().map(str::to_owned).collect();
+        self.write(text, |s| s.rows(rows, Origin::Other));
     }
 
     /// Writes `sequence` to the terminal as it is: only for pith's own control sequences
@@ -45,13 +48,13 @@ impl Screen {
         self.last_blank = false;
     }
 
-    fn write(&mut self, text: &str) {
+    fn write(&mut self, text: &str, keep: impl FnOnce(&mut Scrollback)) {
         let mut text = only_styles(text);
         if !text.ends_with('\n') {
             text.push('\n');
         }
         if let Some(p) = &self.printer {
-            p.print(&text);
+            p.print(&text, keep);
             return;
         }
         let mut out = std::io::stdout().lock();
@@ -60,8 +63,40 @@ impl Screen {
     }
 
     /// Prints every line of `lines` at once (one redraw of the prompt); an empty string is a
-    /// blank line, dropped when the line before is blank too.
+    /// blank line, dropped when the line before is blank too. Kept in the scrollback as
+    /// printed, for lines of no message ([`Screen::print_streamed`] for a streaming one).
     pub fn print_lines(&mut self, lines: &[String]) {
+        self.print_kept(lines, Origin::Other, None);
+    }
+
+    /// [`Screen::print_lines`] for the lines of the message streaming now, which
+    /// [`Screen::settle`] replaces once it ends.
+    pub fn print_streamed(&mut self, lines: &[String]) {
+        self.print_kept(lines, Origin::Streamed, None);
+    }
+
+    /// Prints `lines` and keeps `layout`, which renders them again for another view (a
+    /// resize, Ctrl+T, Ctrl+O).
+    pub fn print_layout(&mut self, lines: &[String], layout: Layout) {
+        self.print_kept(lines, Origin::Other, Some(layout));
+    }
+
+    /// Prints what `layout` renders for the terminal as it is now, and keeps it.
+    pub fn show(&mut self, layout: Layout) {
+        let view = self
+            .printer
+            .as_ref()
+            .and_then(|p| p.scrollback(|s| s.view(columns())))
+            .unwrap_or(super::scrollback::View {
+                cols: columns(),
+                hide_thinking: false,
+                expanded: false,
+            });
+        let lines = layout(&view);
+        self.print_layout(&lines, layout);
+    }
+
+    fn print_kept(&mut self, lines: &[String], origin: Origin, layout: Option<Layout>) {
         let mut kept = Vec::with_capacity(lines.len());
         for line in lines {
             let blank = line.is_empty();
@@ -71,14 +106,55 @@ impl Screen {
             self.last_blank = blank;
             kept.push(line.as_str());
         }
-        if !kept.is_empty() {
-            let mut text = kept.join("\n");
-            if kept.last() == Some(&"") {
-                // `write` ends the text with a newline only when it has none: a blank last
-                // line needs its own (it was the paragraph break lost while a reply streamed).
-                text.push('\n');
+        let keep = |s: &mut Scrollback| match layout {
+            Some(layout) => s.layout(layout),
+            None => s.rows(lines.to_vec(), origin),
+        };
+        if kept.is_empty() {
+            if let Some(p) = &self.printer {
+                p.scrollback(keep);
             }
-            self.write(&text);
+            return;
+        }
+        let mut text = kept.join("\n");
+        if kept.last() == Some(&"") {
+            // `write` ends the text with a newline only when it has none: a blank last
+            // line needs its own (it was the paragraph break lost while a reply streamed).
+            text.push('\n');
+        }
+        self.write(&text, keep);
+    }
+
+    /// Where the lines of a message that starts streaming now begin.
+    pub fn mark(&self) -> Mark {
+        self.printer
+            .as_ref()
+            .and_then(|p| p.scrollback(|s| s.mark()))
+            .unwrap_or(Mark::START)
+    }
+
+    /// The message streamed since `mark` ended: `layout` renders it whole from now on.
+    pub fn settle(&mut self, mark: Mark, layout: Layout) {
+        if let Some(p) = &self.printer {
+            p.scrollback(|s| s.settle(mark, layout));
+        }
+    }
+
+    /// Sets pi's display toggles (Ctrl+T, Ctrl+O) for what is laid out from now on.
+    pub fn set_toggles(&mut self, hide_thinking: bool, expanded: bool) {
+        if let Some(p) = &self.printer {
+            p.scrollback(|s| {
+                s.hide_thinking = hide_thinking;
+                s.expanded = expanded;
+            });
+        }
+    }
+
+    /// Sets pi's display toggles and prints the whole transcript again with them.
+    pub fn toggle(&mut self, hide_thinking: bool, expanded: bool) {
+        self.set_toggles(hide_thinking, expanded);
+        if let Some(p) = &self.printer {
+            p.relayout();
         }
     }
 }

@@ -307,7 +307,11 @@ impl App {
             .collect();
         for item in &changed {
             match item.id {
-                "hide-thinking" => self.transcript.hide_thinking = item.value == "true",
+                "hide-thinking" => {
+                    self.transcript.hide_thinking = item.value == "true";
+                    self.screen
+                        .toggle(self.transcript.hide_thinking, self.transcript.expand_tools);
+                }
                 "skill-commands" => {
                     self.skill_commands = item.value == "true";
                     self.editor.set_commands(completions(

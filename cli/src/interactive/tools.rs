@@ -128,6 +128,29 @@ pub fn call_lines(name: &str, args: &Value, cols: usize) -> Vec<String> {
     }
 }
 
+/// A tool's result as the transcript shows it: [`result_lines`]' preview, or with `expanded`
+/// (Ctrl+O) the whole text under a `name (full output)` title.
+pub fn result_view(
+    name: &str,
+    result: &Value,
+    is_error: bool,
+    expanded: bool,
+    cols: usize,
+) -> Vec<String> {
+    if !expanded {
+        return result_lines(name, result, is_error, cols);
+    }
+    let text = text_output(result);
+    let styled: &dyn Fn(&str) -> String = if is_error {
+        &style::error
+    } else {
+        &style::muted
+    };
+    let mut out = vec![style::bold(&format!("{name} (full output)"))];
+    out.extend(super::messages::wrap(text.trim_end(), cols, styled));
+    out
+}
+
 /// The lines showing the result of a call (pi's `renderResult`, collapsed). `result` is the
 /// `{content, details}` of `tool_execution_end`.
 pub fn result_lines(name: &str, result: &Value, is_error: bool, cols: usize) -> Vec<String> {

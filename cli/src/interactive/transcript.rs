@@ -11,7 +11,9 @@ use pith_events::{
     AgentEvent, AgentMessage, AssistantMessage, ContentBlock, StreamKind, StreamUpdate,
 };
 
-use super::messages::{compaction_lines, message_lines, stop_lines, user_lines, user_text, wrap};
+use super::messages::{
+    HIDDEN_THINKING, compaction_lines, message_lines, stop_lines, user_lines, user_text, wrap,
+};
 use pith_tools::sanitize::{for_terminal, split_incomplete_ansi_suffix};
 
 use super::markdown::{self, Markdown};
@@ -53,30 +55,20 @@ pub struct Transcript {
     markdown: Markdown,
     /// Ctrl-T: thinking blocks are shown as pi's `Thinking...` label only.
     pub hide_thinking: bool,
-    /// The last tool result (name, result, is_error), for Ctrl-O.
-    last_result: Option<(String, serde_json::Value, bool)>,
-    /// Ctrl-O turned expansion on: tool results are shown in full from now on (pi's
-    /// `toolOutputExpanded`; output already in the scrollback stays as it was printed).
+    /// Ctrl-O turned expansion on: tool results are shown in full (pi's
+    /// `toolOutputExpanded`; what is printed already is laid out again, see
+    /// [`super::scrollback`]).
     pub expand_tools: bool,
 }
 
-/// pi's `hiddenThinkingLabel`.
-const HIDDEN_THINKING: &str = "Thinking...";
-
 impl Transcript {
-    /// Ctrl-O: the last tool result's whole text (the transcript shows a preview), or `None`
-    /// when no tool has run.
-    pub fn last_result_in_full(&self, cols: usize) -> Option<Vec<String>> {
-        let (name, result, is_error) = self.last_result.as_ref()?;
-        let text = tools::text_output(result);
-        let styled: &dyn Fn(&str) -> String = if *is_error {
-            &style::error
-        } else {
-            &style::muted
-        };
-        let mut out = vec![style::bold(&format!("{name} (full output)"))];
-        out.extend(wrap(text.trim_end(), cols, styled));
-        Some(out)
+    /// The call (name and arguments) to repeat above the result of call `id`: a result that
+    /// does not follow its own call (parallel calls) names it again; `None` when it follows.
+    pub fn repeated_call(&self, id: &str) -> Option<(String, serde_json::Value)> {
+        if self.last_call.as_deref() == Some(id) {
+            return None;
+        }
+        self.calls.get(id).cloned()
     }
 
     /// A prompt typed at the editor is about to be sent.
@@ -117,18 +109,13 @@ impl Transcript {
                 is_error,
                 ..
             } => {
-                self.last_result = Some((tool_name.clone(), result.clone(), *is_error));
-                let lines = if self.expand_tools {
-                    self.last_result_in_full(cols).unwrap_or_default()
-                } else {
-                    tools::result_lines(tool_name, result, *is_error, cols)
-                };
-                if let Some((name, args)) = self.calls.get(tool_call_id)
-                    && self.last_call.as_deref() != Some(tool_call_id.as_str())
+                let lines =
+                    tools::result_view(tool_name, result, *is_error, self.expand_tools, cols);
+                if let Some((name, args)) = self.repeated_call(tool_call_id)
                     && !lines.is_empty()
                 {
                     out.push(String::new());
-                    out.extend(tools::call_lines(name, args, cols).into_iter().take(1));
+                    out.extend(tools::call_lines(&name, &args, cols).into_iter().take(1));
                 }
                 out.extend(lines);
                 self.last_call = Some(tool_call_id.clone());
@@ -208,7 +195,12 @@ impl Transcript {
                 }
             }
             AgentMessage::Custom(_) => {
-                out.extend(message_lines(message, cols, self.expand_tools));
+                out.extend(message_lines(
+                    message,
+                    cols,
+                    self.expand_tools,
+                    self.hide_thinking,
+                ));
                 self.last_call = None;
             }
             AgentMessage::Assistant(_) => {

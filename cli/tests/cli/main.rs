@@ -15,6 +15,7 @@ mod hostile;
 mod interactive;
 mod interactive_commands;
 mod interactive_editor;
+mod interactive_relayout;
 mod kill;
 mod kill_attached;
 mod local_model;

@@ -33,6 +33,7 @@ use tokio::sync::mpsc as tokio_mpsc;
 
 use self::keys::Keybindings;
 use self::render::Surface;
+use super::scrollback::Scrollback;
 
 /// What the user did at the editor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,6 +219,10 @@ pub(crate) struct Shared {
     /// The queued steering and follow-up messages, by kind, shown below the live line
     /// (pi's pending messages) until they are sent or taken back.
     pub(crate) pending: Vec<(QueueKind, String)>,
+    /// What was printed above the area, to lay it out again.
+    pub(crate) scrollback: Scrollback,
+    /// The width the transcript on screen was laid out for, in columns.
+    pub(crate) laid_out: usize,
 }
 
 /// Which queue a pending message waits in.
@@ -355,6 +360,27 @@ impl Shared {
         }
         render::write(&out);
     }
+
+    /// Clears the screen and the scrollback and prints the whole transcript again for the
+    /// terminal's width and the display toggles, then the area (pi's `fullRender(true)`).
+    /// Nothing happens while an external editor or a suspend has the terminal.
+    pub(crate) fn relayout(&mut self) {
+        if self.held.is_some() {
+            return;
+        }
+        let cols = super::screen::columns();
+        let view = self.scrollback.view(cols);
+        // Home, erase the screen, then the scrollback (xterm's `ED 3`), as pi-tui does.
+        let mut out = String::from("\x1b[H\x1b[2J\x1b[3J");
+        for line in self.scrollback.render(&view) {
+            out.push_str(&super::screen::only_styles(&line));
+            out.push_str("\r\n");
+        }
+        self.laid_out = cols;
+        self.surface.leave();
+        self.redraw_into(&mut out);
+        render::write(&out);
+    }
 }
 
 /// The terminal's height in rows (24 when unknown).
@@ -372,10 +398,24 @@ pub struct Printer {
 }
 
 impl Printer {
-    /// Prints `text` (ending in a line break) above the editor's area.
-    pub fn print(&self, text: &str) {
+    /// Prints `text` (ending in a line break) above the editor's area, and keeps what
+    /// `keep` adds to the scrollback for a later [`Printer::relayout`].
+    pub fn print(&self, text: &str, keep: impl FnOnce(&mut Scrollback)) {
         if let Ok(mut s) = self.shared.lock() {
             s.print(text);
+            keep(&mut s.scrollback);
+        }
+    }
+
+    /// Works on the scrollback without printing.
+    pub fn scrollback<T>(&self, f: impl FnOnce(&mut Scrollback) -> T) -> Option<T> {
+        self.shared.lock().ok().map(|mut s| f(&mut s.scrollback))
+    }
+
+    /// Prints the whole transcript again (after a display toggle changed it).
+    pub fn relayout(&self) {
+        if let Ok(mut s) = self.shared.lock() {
+            s.relayout();
         }
     }
 }
@@ -416,6 +456,8 @@ impl Editor {
             live: String::new(),
             pending: Vec::new(),
             arguments: Vec::new(),
+            scrollback: Scrollback::default(),
+            laid_out: super::screen::columns(),
         }));
         let thread_shared = shared.clone();
         std::thread::Builder::new()

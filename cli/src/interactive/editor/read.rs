@@ -250,6 +250,11 @@ impl Reader {
             s.surface.erase(&mut out);
             write(&out);
             s.view = Some(View::new(req.prompt.clone(), &req.initial, req.history));
+            // A resize seen by a full-screen view (`/tree`) or while no read was in progress
+            // has not laid the transcript out yet.
+            if crate::interactive::screen::columns() != s.laid_out {
+                s.relayout();
+            }
             s.redraw();
         }
         let (input, keep) = loop {
@@ -276,11 +281,17 @@ impl Reader {
                     self.edit(shared, |b| b.insert(&text));
                     Outcome::Go
                 }
-                // Resize: the terminal reflowed what was drawn; it is erased from where
-                // it now starts and drawn again for the new width (below).
+                // A new width: the whole transcript is laid out again for it (pi's full
+                // render), the area drawn afresh below it. Same width (a taller or shorter
+                // terminal): the terminal reflowed what was drawn; the area is erased from
+                // where it now starts and drawn again (below).
                 Event::Resize(columns, _) => {
                     if let Some(mut s) = lock(shared) {
-                        s.surface.reflowed(usize::from(columns));
+                        if crate::interactive::screen::columns() != s.laid_out {
+                            s.relayout();
+                        } else {
+                            s.surface.reflowed(usize::from(columns));
+                        }
                     }
                     Outcome::Go
                 }
@@ -318,6 +329,11 @@ impl Reader {
                     s.surface.draw(&frame, None, &mut out);
                     out.push_str("\r\n");
                     s.surface.leave();
+                    let (prompt, text) = (view.prompt.clone(), text.to_owned());
+                    s.scrollback.layout(Box::new(move |v| {
+                        let width = v.cols.saturating_sub(1).max(10);
+                        layout(None, &prompt, &text, text.len(), &[], width).rows
+                    }));
                 } else {
                     s.surface.erase(&mut out);
                 }

@@ -46,6 +46,8 @@ fn harness(initial: &str) -> Harness {
         live: String::new(),
         pending: Vec::new(),
         arguments: vec![("thinking".into(), vec!["off".into(), "high".into()])],
+        scrollback: Default::default(),
+        laid_out: 80,
     }));
     let (tx, rx) = tokio_mpsc::unbounded_channel();
     Harness {

@@ -1,0 +1,211 @@
+//! What the transcript printed above the editor, kept so that it can be laid out again: for
+//! a new terminal width after a resize, and with thinking hidden (Ctrl+T) or tool output
+//! expanded (Ctrl+O). pi's regular mode does the same: when the width changes (or a toggle
+//! changes lines already scrolled off) it clears the screen and the scrollback and renders
+//! every component again (pi-tui's `TuiMainScreen`, `fullRender(true)`).
+//!
+//! A piece is either rows printed as they were (a header, a command's output, the lines of a
+//! reply still streaming), which the terminal wraps when they no longer fit, or a layout: a
+//! function of the [`View`] that renders a whole message, tool result or history again.
+
+use pith_events::AgentMessage;
+
+use super::messages::message_lines;
+use super::{style, tools};
+
+/// How the transcript is shown: the width and pi's two display toggles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    /// The terminal's width, in columns.
+    pub cols: usize,
+    /// Ctrl+T: thinking blocks as pi's `Thinking...` label only.
+    pub hide_thinking: bool,
+    /// Ctrl+O: tool output, compaction and branch summaries in full.
+    pub expanded: bool,
+}
+
+/// Renders a piece for a view: whole lines, `""` a blank one.
+pub type Layout = Box<dyn Fn(&View) -> Vec<String> + Send>;
+
+/// Where a piece came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Lines of the agent's events for the message streaming now: replaced by the message
+    /// once it ends ([`Scrollback::settle`]).
+    Streamed,
+    /// Anything else (commands, statuses, whole messages).
+    Other,
+}
+
+enum Piece {
+    Rows(Vec<String>),
+    Layout(Layout),
+}
+
+/// The transcript's pieces, oldest first, and how they are shown.
+#[derive(Default)]
+pub struct Scrollback {
+    pieces: Vec<(Piece, Origin)>,
+    /// Ctrl+T's state (see [`View::hide_thinking`]).
+    pub hide_thinking: bool,
+    /// Ctrl+O's state (see [`View::expanded`]).
+    pub expanded: bool,
+}
+
+/// A position in the scrollback, where a streaming message's lines start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark(usize);
+
+impl Mark {
+    /// The start of the scrollback.
+    pub const START: Mark = Mark(0);
+}
+
+impl Scrollback {
+    /// The view for a terminal `cols` wide.
+    pub fn view(&self, cols: usize) -> View {
+        View {
+            cols,
+            hide_thinking: self.hide_thinking,
+            expanded: self.expanded,
+        }
+    }
+
+    /// Keeps rows printed as they are.
+    pub fn rows(&mut self, rows: Vec<String>, origin: Origin) {
+        if !rows.is_empty() {
+            self.pieces.push((Piece::Rows(rows), origin));
+        }
+    }
+
+    /// Keeps a piece that is rendered again by `layout`.
+    pub fn layout(&mut self, layout: Layout) {
+        self.pieces.push((Piece::Layout(layout), Origin::Other));
+    }
+
+    /// Where the next piece goes.
+    pub fn mark(&self) -> Mark {
+        Mark(self.pieces.len())
+    }
+
+    /// The message streamed since `mark` has ended: its streamed rows give way to `layout`
+    /// (pieces of other origin printed meanwhile stay, after it).
+    pub fn settle(&mut self, mark: Mark, layout: Layout) {
+        let at = mark.0.min(self.pieces.len());
+        let tail = self.pieces.split_off(at);
+        self.pieces.push((Piece::Layout(layout), Origin::Other));
+        self.pieces
+            .extend(tail.into_iter().filter(|(_, o)| *o != Origin::Streamed));
+    }
+
+    /// Every line for `view`, blank lines never in pairs (pi's spacers), as the transcript
+    /// printed them.
+    pub fn render(&self, view: &View) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut last_blank = true;
+        for (piece, _) in &self.pieces {
+            let lines = match piece {
+                Piece::Rows(rows) => rows.clone(),
+                Piece::Layout(layout) => layout(view),
+            };
+            for line in lines {
+                let blank = line.is_empty();
+                if blank && last_blank {
+                    continue;
+                }
+                last_blank = blank;
+                out.push(line);
+            }
+        }
+        out
+    }
+}
+
+/// The layout of a whole message (pi's message components).
+pub fn message(message: AgentMessage) -> Layout {
+    Box::new(move |v: &View| message_lines(&message, v.cols, v.expanded, v.hide_thinking))
+}
+
+/// The layout of several messages (a session's history).
+pub fn messages(messages: Vec<AgentMessage>) -> Layout {
+    Box::new(move |v: &View| {
+        messages
+            .iter()
+            .flat_map(|m| message_lines(m, v.cols, v.expanded, v.hide_thinking))
+            .collect()
+    })
+}
+
+/// The dim rule above a session's history (pi's `DynamicBorder` there): at most 80 columns.
+pub fn rule() -> Layout {
+    Box::new(|v: &View| vec![String::new(), style::dim(&"─".repeat(v.cols.min(80)))])
+}
+
+/// The layout of a tool's result as the transcript shows it when the tool ends: `call`
+/// (name and arguments) is repeated first when the result does not follow its own call.
+pub fn tool_result(
+    call: Option<(String, serde_json::Value)>,
+    name: String,
+    result: serde_json::Value,
+    is_error: bool,
+) -> Layout {
+    Box::new(move |v: &View| {
+        let lines = tools::result_view(&name, &result, is_error, v.expanded, v.cols);
+        let mut out = Vec::new();
+        if let Some((call_name, args)) = &call
+            && !lines.is_empty()
+        {
+            out.push(String::new());
+            out.extend(
+                tools::call_lines(call_name, args, v.cols)
+                    .into_iter()
+                    .take(1),
+            );
+        }
+        out.extend(lines);
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(cols: usize) -> View {
+        View {
+            cols,
+            hide_thinking: false,
+            expanded: false,
+        }
+    }
+
+    #[test]
+    fn a_settled_message_replaces_its_streamed_rows_and_keeps_other_output() {
+        let mut s = Scrollback::default();
+        s.rows(vec!["header".into()], Origin::Other);
+        let mark = s.mark();
+        s.rows(vec![String::new(), "streamed row".into()], Origin::Streamed);
+        s.rows(vec![String::new(), "a notice".into()], Origin::Other);
+        s.rows(vec!["more streamed".into()], Origin::Streamed);
+        s.settle(
+            mark,
+            Box::new(|v: &View| vec![String::new(), format!("reply at {}", v.cols)]),
+        );
+        assert_eq!(
+            s.render(&view(50)),
+            ["header", "", "reply at 50", "", "a notice"]
+        );
+        assert_eq!(s.render(&view(90))[2], "reply at 90");
+    }
+
+    #[test]
+    fn a_message_is_laid_out_for_the_width_it_is_rendered_at() {
+        let mut s = Scrollback::default();
+        let words = "word ".repeat(30);
+        s.layout(message(AgentMessage::user_text(words.trim(), 0)));
+        let narrow = s.render(&view(40));
+        let wide = s.render(&view(200));
+        assert!(narrow.len() > 3, "{narrow:?}");
+        assert_eq!(wide.len(), 1, "{wide:?}");
+    }
+}
