@@ -112,38 +112,29 @@ pub fn search(
     if let pith_store::search::Query::Invalid(why) = &parsed {
         anyhow::bail!("invalid regex: {why}");
     }
-    let files = scope.files();
     let dirs = scope.dirs(&env.agent_dir);
-    let mut index = SearchIndex::open(&env.agent_dir, &scope.folder)?;
-    let mut coverage = None;
+    let index = SearchIndex::open(&env.agent_dir, &scope.folder)?;
     if wait {
         build_index(env, scope)?;
-    } else if let Some(lock) = index.try_lock() {
-        let plan = index.plan(&files, dirs.as_deref())?;
-        if plan.is_current() {
-            coverage = Some(Coverage {
-                indexed: files.len(),
-                total: files.len(),
-            });
-        } else if plan.stale() <= INLINE_SYNC_FILES {
-            if index.apply(plan, &|_, _| {}).is_err() {
-                // A damaged index: sync rebuilds it.
-                index = index.sync(&files, dirs.as_deref(), &|_, _| {})?;
-            }
-            coverage = Some(Coverage {
-                indexed: files.len(),
-                total: files.len(),
-            });
-        } else {
-            drop(lock);
-            start_background_build(scope)?;
-        }
+        let hits = index.search(&parsed, dirs.as_deref(), limit)?;
+        return write_answer(out, &hits, json);
     }
-    let coverage = match coverage {
-        Some(c) => c,
-        None => index.coverage(&files, dirs.as_deref())?,
+    // The freshness check (a readdir and a stat of every session file) and the search run
+    // side by side: most of the time nothing changed and the search's answer stands; when
+    // the check brought files up to date, the search runs again.
+    let db = index.path().to_owned();
+    let (fresh, early) = std::thread::scope(|threads| {
+        let fresh = threads.spawn(|| freshen(index, scope, dirs.as_deref()));
+        let early = SearchIndex::open_at(&db)
+            .and_then(|early| early.search(&parsed, dirs.as_deref(), limit));
+        (fresh.join(), early)
+    });
+    let fresh = fresh.map_err(|_| anyhow::anyhow!("the search index check failed"))?;
+    let (index, coverage, changed) = fresh?;
+    let hits = match early {
+        Ok(hits) if !changed => hits,
+        _ => index.search(&parsed, dirs.as_deref(), limit)?,
     };
-    let hits = index.search(&parsed, dirs.as_deref(), limit)?;
     if !coverage.complete() {
         eprintln!(
             "pith: the search index holds {} of {} sessions so far ({}%); results are partial. \
@@ -153,12 +144,54 @@ pub fn search(
             coverage.indexed * 100 / coverage.total.max(1)
         );
     }
+    write_answer(out, &hits, json)
+}
+
+fn write_answer(out: &mut impl Write, hits: &[Hit], json: bool) -> Result<()> {
     if json {
-        write_json(out, &hits)?;
+        write_json(out, hits)
     } else {
-        write_hits(out, &hits)?;
+        write_hits(out, hits)
     }
-    Ok(())
+}
+
+/// Brings the index up to date when few files changed, else starts a background build;
+/// returns the index, how much of the scope it covers, and whether it changed.
+///
+/// Errors: the index cannot be read or written.
+fn freshen(
+    mut index: SearchIndex,
+    scope: &Scope,
+    dirs: Option<&[PathBuf]>,
+) -> Result<(SearchIndex, Coverage, bool)> {
+    let files = scope.files();
+    let Some(lock) = index.try_lock() else {
+        // Another process builds it: answer from what it has so far.
+        let coverage = index.coverage(&files, dirs)?;
+        return Ok((index, coverage, false));
+    };
+    let plan = index.plan(&files, dirs)?;
+    let full = Coverage {
+        indexed: files.len(),
+        total: files.len(),
+    };
+    if plan.is_current() {
+        return Ok((index, full, false));
+    }
+    if plan.stale() <= INLINE_SYNC_FILES {
+        if index.apply(plan, &|_, _| {}).is_err() {
+            // A damaged index: sync rebuilds it.
+            index = index.sync(&files, dirs, &|_, _| {})?;
+        }
+        return Ok((index, full, true));
+    }
+    let coverage = Coverage {
+        indexed: plan.total - plan.stale(),
+        total: plan.total,
+    };
+    drop(lock);
+    start_background_build(scope)?;
+    Ok((index, coverage, false))
 }
 
 /// Starts `pith session index` for the scope as a detached process: the search returns at

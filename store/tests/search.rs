@@ -282,6 +282,49 @@ fn hits_name_the_entry_and_carry_a_snippet() {
 }
 
 #[test]
+fn sessions_where_the_words_occur_most_come_first_and_a_limit_keeps_the_best() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    // Session n mentions the lock in n entries (the last of them the newest).
+    let mut paths = Vec::new();
+    for n in 1..=5 {
+        let mut texts: Vec<(&str, String)> = vec![("user", "something else".into())];
+        for k in 0..n {
+            texts.push(("assistant", format!("we fixed the session lock, step {k}")));
+        }
+        texts.push(("user", "thanks".into()));
+        paths.push(write_session(root.path(), "--p--", n, &texts));
+    }
+    let index = synced(agent.path(), root.path());
+    let order = |query: &str, limit: Option<usize>| -> Vec<(PathBuf, Option<String>)> {
+        let q = pith_store::search::parse_query(query);
+        index
+            .search(&q, None, limit)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .map(|h| (h.path, h.entry_id))
+            .collect()
+    };
+    // Most matching entries first; each hit names the last entry that matches.
+    let expected: Vec<(PathBuf, Option<String>)> = (1..=5)
+        .rev()
+        .map(|n| (paths[n - 1].clone(), Some(format!("e{n}-{n}"))))
+        .collect();
+    for query in ["lock", "\"session lock\"", "re:fixed the \\w+ lock"] {
+        assert_eq!(order(query, None), expected, "{query}");
+        // A limit checks rows best first and stops: the same best two.
+        assert_eq!(order(query, Some(2)), expected[..2], "{query}");
+    }
+    let hits = index
+        .search(&pith_store::search::parse_query("lock"), None, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        hits.iter().map(|h| h.score).collect::<Vec<_>>(),
+        [-5.0, -4.0, -3.0, -2.0, -1.0]
+    );
+}
+
+#[test]
 fn appends_deletions_and_the_writer_hook_keep_it_current() {
     let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

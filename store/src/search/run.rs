@@ -38,21 +38,28 @@ pub struct Hit {
     pub entry_id: Option<String>,
     /// A short, single-line excerpt around the match.
     pub snippet: String,
-    /// Relevance: FTS5's bm25 summed over the tokens; lower is better.
+    /// Relevance: minus the number of the session's entries that match, summed over the
+    /// query's words (for a phrase or a regex: the entries holding its words); lower is
+    /// better, as with FTS5's bm25.
     pub score: f64,
     /// The file's mtime in ns (ties: newest first).
     pub mtime_ns: i64,
 }
 
-/// The sessions that matched one token: file id → (best score, that row's id).
+/// The sessions that matched one token: file id → (score, the row shown).
 type Rows = HashMap<i64, (f64, i64)>;
 
-/// Keeps `(score, rowid)` for `file` when it beats what `rows` has.
-fn keep_best(rows: &mut Rows, rowid: i64, score: f64) {
-    let e = rows.entry(rowid >> SEQ_BITS).or_insert((score, rowid));
-    if score < e.0 || (score == e.0 && rowid < e.1) {
-        *e = (score, rowid);
-    }
+/// Matching rows per session file: file id → how many.
+type Counts = HashMap<i64, u32>;
+
+/// Counts `rowid` for its file.
+fn count(counts: &mut Counts, rowid: i64) {
+    *counts.entry(rowid >> SEQ_BITS).or_insert(0) += 1;
+}
+
+/// A session's score from its count of matching rows (see [`Hit::score`]).
+fn score(counts: &Counts, file: i64) -> f64 {
+    -f64::from(counts.get(&file).copied().unwrap_or(0))
 }
 
 enum Plan {
@@ -164,11 +171,12 @@ impl SearchIndex {
             Query::Regex(re) => (vec![self.plan_regex(re)?], vec![Some(re.clone())]),
         };
         let scope = self.scope(dirs)?;
+        let mtimes = self.mtimes()?;
         let mut acc: Option<HashMap<i64, (f64, i64)>> = None;
         // One token and a limit: rows are checked best first until `limit` sessions pass.
         let lazy = if plans.len() == 1 { limit } else { None };
         for plan in &plans {
-            let by_file = self.rows_for(plan, scope.as_ref(), lazy)?;
+            let by_file = self.rows_for(plan, scope.as_ref(), &mtimes, lazy)?;
             acc = Some(match acc {
                 None => by_file,
                 Some(prev) => prev
@@ -182,16 +190,6 @@ impl SearchIndex {
         }
         let acc = acc.unwrap_or_default();
         // Rank on (score, mtime, file id) first; paths and snippets only for what is kept.
-        let mut mtimes: HashMap<i64, i64> = HashMap::with_capacity(acc.len());
-        {
-            let mut stmt = self.conn.prepare_cached("SELECT id, mtime_ns FROM files")?;
-            for r in stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
-                let (id, m) = r?;
-                if acc.contains_key(&id) {
-                    mtimes.insert(id, m);
-                }
-            }
-        }
         let mut ranked: Vec<(i64, f64, i64, i64)> = acc
             .iter()
             .map(|(&f, &(score, rowid))| (f, score, mtimes.get(&f).copied().unwrap_or(0), rowid))
@@ -227,6 +225,13 @@ impl SearchIndex {
             out.push(hit);
         }
         Ok(out)
+    }
+
+    /// Every indexed file's mtime in ns, by file id (ties of relevance: newest first).
+    fn mtimes(&self) -> rusqlite::Result<HashMap<i64, i64>> {
+        let mut stmt = self.conn.prepare_cached("SELECT id, mtime_ns FROM files")?;
+        stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?
+            .collect()
     }
 
     /// File ids in scope (`None`: all).
@@ -361,10 +366,19 @@ impl SearchIndex {
         Ok(Plan::Check(cand, Check::Regex(re.clone())))
     }
 
+    /// The sessions with rows matching `plan`, each with its score and the row shown: the
+    /// last row that matches (for a check, the last that passes). With `limit`, a check
+    /// stops once the best `limit` sessions (by score, then `mtimes`, newest first) have a
+    /// row that passes: the same sessions a full check ranks first, at a fraction of the
+    /// reads.
+    ///
+    /// Relevance is counted, not FTS5's bm25: bm25 looks up every matching row's size in
+    /// the index, most of the time of a search for a common word, with no top-k pruning.
     fn rows_for(
         &self,
         plan: &Plan,
         scope: Option<&HashSet<i64>>,
+        mtimes: &HashMap<i64, i64>,
         limit: Option<usize>,
     ) -> rusqlite::Result<Rows> {
         let in_scope = |rowid: i64| scope.is_none_or(|s| s.contains(&(rowid >> SEQ_BITS)));
@@ -374,129 +388,88 @@ impl SearchIndex {
             Plan::Check(Cand::Expr(e), c) => (Some(e.as_str()), Some(c)),
             Plan::Check(Cand::All, c) => (None, Some(c)),
         };
-        if check.is_none()
-            && let Some(expr) = expr
+        let mut candidates: Vec<i64> = Vec::new();
         {
-            let mut out = Rows::new();
-            let mut stmt = self
-                .conn
-                .prepare_cached("SELECT rowid, bm25(texts) FROM texts WHERE texts MATCH ?1")?;
-            let mut rows = stmt.query([expr])?;
+            let mut stmt = match expr {
+                Some(_) => self
+                    .conn
+                    .prepare_cached("SELECT rowid FROM texts WHERE texts MATCH ?1")?,
+                None => self.conn.prepare_cached("SELECT rowid FROM entries")?,
+            };
+            let mut rows = match expr {
+                Some(expr) => stmt.query([expr])?,
+                None => stmt.query([])?,
+            };
             while let Some(r) = rows.next()? {
                 let rowid: i64 = r.get(0)?;
                 if in_scope(rowid) {
-                    keep_best(&mut out, rowid, r.get(1)?);
+                    candidates.push(rowid);
                 }
             }
-            return Ok(out);
         }
-        let mut candidates: Vec<(i64, f64)> = Vec::new();
-        match expr {
-            Some(expr) => {
-                let mut stmt = self
-                    .conn
-                    .prepare_cached("SELECT rowid, bm25(texts) FROM texts WHERE texts MATCH ?1")?;
-                for r in stmt.query_map([expr], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?)))? {
-                    let (rowid, score) = r?;
-                    if in_scope(rowid) {
-                        candidates.push((rowid, score));
-                    }
-                }
-            }
-            None => {
-                let mut stmt = self.conn.prepare_cached("SELECT rowid FROM entries")?;
-                for r in stmt.query_map([], |r| r.get::<_, i64>(0))? {
-                    let rowid = r?;
-                    if in_scope(rowid) {
-                        candidates.push((rowid, 0.0));
-                    }
-                }
-            }
+        let mut counts = Counts::new();
+        for &rowid in &candidates {
+            count(&mut counts, rowid);
         }
         let Some(check) = check else {
             let mut out = Rows::new();
-            for (rowid, score) in candidates {
-                keep_best(&mut out, rowid, score);
+            for rowid in candidates {
+                let e = out
+                    .entry(rowid >> SEQ_BITS)
+                    .or_insert((score(&counts, rowid >> SEQ_BITS), rowid));
+                e.1 = e.1.max(rowid);
             }
             return Ok(out);
         };
+        let file = |rowid: i64| rowid >> SEQ_BITS;
         if let Some(limit) = limit {
-            return self.check_best_first(candidates, check, limit);
+            // Best sessions first (as the final ranking orders them), each one's rows from
+            // its last.
+            candidates.sort_by(|&a, &b| {
+                let (fa, fb) = (file(a), file(b));
+                score(&counts, fa)
+                    .total_cmp(&score(&counts, fb))
+                    .then_with(|| mtimes.get(&fb).cmp(&mtimes.get(&fa)))
+                    .then(fa.cmp(&fb))
+                    .then(b.cmp(&a))
+            });
+            return self.check_in_order(&candidates, check, &counts, Some(limit));
         }
-        // Best first within each file; the first row that passes is the file's best.
-        candidates.sort_by(|a, b| {
-            (a.0 >> SEQ_BITS)
-                .cmp(&(b.0 >> SEQ_BITS))
-                .then(a.1.total_cmp(&b.1))
-                .then(a.0.cmp(&b.0))
-        });
-        let mut out = Rows::new();
-        let mut file_stmt = self
-            .conn
-            .prepare_cached("SELECT path FROM files WHERE id = ?1")?;
-        let mut row_stmt = self
-            .conn
-            .prepare_cached("SELECT offset, len FROM entries WHERE rowid = ?1")?;
-        let mut i = 0;
-        while i < candidates.len() {
-            let file_id = candidates[i].0 >> SEQ_BITS;
-            let end = candidates[i..]
-                .iter()
-                .position(|c| c.0 >> SEQ_BITS != file_id)
-                .map_or(candidates.len(), |n| i + n);
-            let path: String = file_stmt.query_row(params![file_id], |r| r.get(0))?;
-            if let Ok(file) = File::open(&path) {
-                for &(rowid, score) in &candidates[i..end] {
-                    let (offset, len): (i64, i64) =
-                        row_stmt.query_row(params![rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                    let Some((_, text)) = row_at(&file, offset as u64, len as u32) else {
-                        continue;
-                    };
-                    if check.matches(&text) {
-                        out.insert(file_id, (score, rowid));
-                        break;
-                    }
-                }
-            }
-            i = end;
-        }
-        Ok(out)
+        candidates.sort_by(|&a, &b| file(a).cmp(&file(b)).then(b.cmp(&a)));
+        self.check_in_order(&candidates, check, &counts, None)
     }
 
-    /// Checks candidates in score order (best first) until `limit` sessions have a row that
-    /// passes: the best `limit` sessions of a full check, at a fraction of the reads.
-    fn check_best_first(
+    /// Checks `candidates` (each file's rows next to each other) against their lines, in
+    /// their order, and keeps each file's first row that passes, until `limit` files have
+    /// one. One file is open at a time.
+    fn check_in_order(
         &self,
-        mut candidates: Vec<(i64, f64)>,
+        candidates: &[i64],
         check: &Check,
-        limit: usize,
+        counts: &Counts,
+        limit: Option<usize>,
     ) -> rusqlite::Result<Rows> {
-        candidates.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         let mut out = Rows::new();
-        let mut done: HashSet<i64> = HashSet::new();
-        let mut files: HashMap<i64, Option<File>> = HashMap::new();
+        let mut open: Option<(i64, Option<File>)> = None;
         let mut file_stmt = self
             .conn
             .prepare_cached("SELECT path FROM files WHERE id = ?1")?;
         let mut row_stmt = self
             .conn
             .prepare_cached("SELECT offset, len FROM entries WHERE rowid = ?1")?;
-        for (rowid, score) in candidates {
-            if done.len() >= limit {
+        for &rowid in candidates {
+            if limit.is_some_and(|n| out.len() >= n) {
                 break;
             }
             let file_id = rowid >> SEQ_BITS;
-            if done.contains(&file_id) {
+            if out.contains_key(&file_id) {
                 continue;
             }
-            let file = match files.entry(file_id) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    let path: String = file_stmt.query_row(params![file_id], |r| r.get(0))?;
-                    e.insert(File::open(path).ok())
-                }
-            };
-            let Some(file) = file.as_ref() else {
+            if open.as_ref().is_none_or(|(id, _)| *id != file_id) {
+                let path: String = file_stmt.query_row(params![file_id], |r| r.get(0))?;
+                open = Some((file_id, File::open(path).ok()));
+            }
+            let Some((_, Some(file))) = open.as_ref() else {
                 continue;
             };
             let (offset, len): (i64, i64) =
@@ -504,8 +477,7 @@ impl SearchIndex {
             if let Some((_, text)) = row_at(file, offset as u64, len as u32)
                 && check.matches(&text)
             {
-                out.insert(file_id, (score, rowid));
-                done.insert(file_id);
+                out.insert(file_id, (score(counts, file_id), rowid));
             }
         }
         Ok(out)
