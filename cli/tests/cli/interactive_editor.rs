@@ -432,7 +432,7 @@ fn ctrl_s_in_the_model_selector_saves_the_default_model() {
 }
 
 /// Registers `server` as the model `local/small` in the setup's agent folder.
-fn local_model(s: &super::interactive::Setup, server: &pith_tests::pi_oracle::MockLlm) {
+pub(crate) fn local_model(s: &super::interactive::Setup, server: &pith_tests::pi_oracle::MockLlm) {
     fs::create_dir_all(&s.agent).unwrap();
     fs::write(
         s.agent.join("models.json"),
