@@ -28,6 +28,16 @@ pub enum Mode {
     Rpc,
 }
 
+/// `--tui-mode` (pi's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TuiMode {
+    /// The transcript goes into the terminal's scrollback, the editor below it.
+    Regular,
+    /// The alternate screen: the transcript above, the editor at the bottom, PageUp and
+    /// PageDown scroll; the transcript is printed on the normal screen on the way out.
+    Fullscreen,
+}
+
 /// Flags of a run (pi's names).
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -42,6 +52,10 @@ pub struct RunArgs {
     /// Pick a session to resume (interactive).
     #[arg(short = 'r', long = "resume")]
     pub resume: bool,
+    /// Interactive layout: `regular` (the default) or `fullscreen`; the `tuiMode` setting
+    /// when not given (pi's flag and setting; pi 1.6.0 defaults to fullscreen).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub tui_mode: Option<TuiMode>,
     /// Export a session file to HTML (OUT defaults to pi's name) and exit.
     #[arg(long, num_args = 1..=2, value_names = ["FILE", "OUT"])]
     pub export: Option<Vec<PathBuf>>,

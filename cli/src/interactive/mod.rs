@@ -1,5 +1,7 @@
 //! Interactive mode: `pith` with no `-p` (pi's `InteractiveMode`): the transcript is printed
-//! into the terminal's scrollback and pith's own editor keeps a bottom area below it.
+//! into the terminal's scrollback and pith's own editor keeps a bottom area below it; with
+//! `--tui-mode fullscreen` (pi's `tuiMode`) both are drawn in the alternate screen, the area
+//! pinned to the bottom and the transcript scrolled with PageUp/PageDown.
 //!
 //! - [`editor`]: the editor on its own thread (a multi-line buffer, history in
 //!   `<agent dir>/history`, the `/command` menu and Tab completion, large pastes as
@@ -170,6 +172,11 @@ async fn interactive(
     let (keys, key_warnings) = editor::keys::Keybindings::load(&keybindings_file);
     let (editor, inputs, printer) =
         editor::Editor::start(env.agent_dir.join("history"), names, keys)?;
+    let fullscreen = match args.tui_mode {
+        Some(mode) => mode == crate::startup::TuiMode::Fullscreen,
+        None => settings.get("tuiMode").and_then(serde_json::Value::as_str) == Some("fullscreen"),
+    };
+    editor.set_fullscreen(fullscreen);
     let mut screen = screen::Screen::new(Some(printer));
     if show_header {
         screen.show(Box::new(|v| {
@@ -261,6 +268,7 @@ async fn interactive(
     app.untrusted_project_warning().await?;
     app.footer().await?;
     let ended = app.run().await;
+    app.editor.leave_fullscreen();
     crate::mcp_cmd::stop(mcp).await;
     Ok((ended?, app.resume_command.take()))
 }

@@ -42,10 +42,37 @@ enum Piece {
     Layout(Layout),
 }
 
+impl Piece {
+    fn render(&self, view: &View) -> Vec<String> {
+        match self {
+            Piece::Rows(rows) => rows.clone(),
+            Piece::Layout(layout) => layout(view),
+        }
+    }
+}
+
+/// The pieces' lines in order, a blank line dropped after a blank one.
+fn join(pieces: impl Iterator<Item = Vec<String>>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut last_blank = true;
+    for line in pieces.flatten() {
+        let blank = line.is_empty();
+        if blank && last_blank {
+            continue;
+        }
+        last_blank = blank;
+        out.push(line);
+    }
+    out
+}
+
 /// The transcript's pieces, oldest first, and how they are shown.
 #[derive(Default)]
 pub struct Scrollback {
     pieces: Vec<(Piece, Origin)>,
+    /// Full-screen mode's rendering of the first pieces for one view: what a redraw does
+    /// not render again.
+    cache: Option<(View, Vec<Vec<String>>)>,
     /// Ctrl+T's state (see [`View::hide_thinking`]).
     pub hide_thinking: bool,
     /// Ctrl+O's state (see [`View::expanded`]).
@@ -92,6 +119,7 @@ impl Scrollback {
     /// (pieces of other origin printed meanwhile stay, after it).
     pub fn settle(&mut self, mark: Mark, layout: Layout) {
         let at = mark.0.min(self.pieces.len());
+        self.changed_from(at);
         let tail = self.pieces.split_off(at);
         self.pieces.push((Piece::Layout(layout), Origin::Other));
         self.pieces
@@ -101,24 +129,62 @@ impl Scrollback {
     /// Every line for `view`, blank lines never in pairs (pi's spacers), as the transcript
     /// printed them.
     pub fn render(&self, view: &View) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        let mut last_blank = true;
-        for (piece, _) in &self.pieces {
-            let lines = match piece {
-                Piece::Rows(rows) => rows.clone(),
-                Piece::Layout(layout) => layout(view),
-            };
-            for line in lines {
-                let blank = line.is_empty();
-                if blank && last_blank {
-                    continue;
-                }
-                last_blank = blank;
-                out.push(line);
-            }
+        join(self.pieces.iter().map(|(piece, _)| piece.render(view)))
+    }
+
+    /// [`Scrollback::render`] for full-screen mode, where every redraw needs the lines:
+    /// pieces already rendered for `view` are not rendered again.
+    pub fn render_cached(&mut self, view: &View) -> Vec<String> {
+        let mut cached = match self.cache.take() {
+            Some((v, cached)) if v == *view => cached,
+            _ => Vec::new(),
+        };
+        cached.truncate(self.pieces.len());
+        for (piece, _) in &self.pieces[cached.len()..] {
+            cached.push(piece.render(view));
         }
+        let out = join(cached.iter().cloned());
+        self.cache = Some((*view, cached));
         out
     }
+
+    /// Forgets the cached rendering from piece `at` on (it changed).
+    fn changed_from(&mut self, at: usize) {
+        if let Some((_, cached)) = &mut self.cache {
+            cached.truncate(at);
+        }
+    }
+}
+
+/// `line` (SGR styles only) cut into rows of at most `cols` columns, for full-screen mode,
+/// which must know where each row lands. Styles stay where they are: the terminal carries
+/// them from one row to the next.
+pub fn rows_of(line: &str, cols: usize) -> Vec<String> {
+    use unicode_width::UnicodeWidthChar;
+    let cols = cols.max(1);
+    let mut rows = Vec::new();
+    let mut row = String::new();
+    let mut used = 0;
+    let mut rest = line;
+    while let Some(c) = rest.chars().next() {
+        if c == '\u{1b}' {
+            // `ESC [ … m`: no width.
+            let end = rest.find('m').map_or(rest.len(), |e| e + 1);
+            row.push_str(&rest[..end]);
+            rest = &rest[end..];
+            continue;
+        }
+        let w = c.width().unwrap_or(0);
+        if used + w > cols && used > 0 {
+            rows.push(std::mem::take(&mut row));
+            used = 0;
+        }
+        row.push(c);
+        used += w;
+        rest = &rest[c.len_utf8()..];
+    }
+    rows.push(row);
+    rows
 }
 
 /// The layout of a whole message (pi's message components).
@@ -196,6 +262,44 @@ mod tests {
             ["header", "", "reply at 50", "", "a notice"]
         );
         assert_eq!(s.render(&view(90))[2], "reply at 90");
+    }
+
+    #[test]
+    fn long_lines_are_cut_into_rows_with_their_styles() {
+        assert_eq!(rows_of("", 10), [""]);
+        assert_eq!(
+            rows_of("\x1b[1mabcdef\x1b[0mgh", 3),
+            ["\x1b[1mabc", "def\x1b[0m", "gh"]
+        );
+        // A wide character never straddles two rows.
+        assert_eq!(rows_of("ab日本", 3), ["ab", "日", "本"]);
+    }
+
+    #[test]
+    fn the_cache_renders_only_new_and_settled_pieces_again() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = |text: &'static str| -> Layout {
+            let calls = calls.clone();
+            Box::new(move |_| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                vec![text.to_owned()]
+            })
+        };
+        let mut s = Scrollback::default();
+        s.layout(counted("one"));
+        let mark = s.mark();
+        s.rows(vec!["streamed".into()], Origin::Streamed);
+        assert_eq!(s.render_cached(&view(40)), ["one", "streamed"]);
+        assert_eq!(s.render_cached(&view(40)), ["one", "streamed"]);
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        s.settle(mark, counted("two"));
+        assert_eq!(s.render_cached(&view(40)), ["one", "two"]);
+        assert_eq!(calls.load(Ordering::Relaxed), 2);
+        // Another width renders everything again.
+        assert_eq!(s.render_cached(&view(50)), ["one", "two"]);
+        assert_eq!(calls.load(Ordering::Relaxed), 4);
     }
 
     #[test]

@@ -232,6 +232,19 @@ pub fn items(settings: &Settings, shown: &Shown) -> Vec<SettingItem> {
             value: text("treeFilterMode", "default"),
             values: vec!["default", "no-tools", "user-only", "labeled-only", "all"],
         },
+        SettingItem {
+            id: "tui-mode",
+            label: "TUI mode",
+            description: "Interface layout; regular mode uses the terminal's normal scrollback"
+                .into(),
+            // pith's default is regular (pi 1.6.0's is fullscreen).
+            value: if text("tuiMode", "regular") == "fullscreen" {
+                "fullscreen".into()
+            } else {
+                "regular".into()
+            },
+            values: vec!["regular", "fullscreen"],
+        },
     ]
 }
 
@@ -261,6 +274,7 @@ pub fn stored(item: &SettingItem) -> Option<(&'static str, Value)> {
         }
         "double-escape-action" => ("doubleEscapeAction", text),
         "tree-filter-mode" => ("treeFilterMode", text),
+        "tui-mode" => ("tuiMode", text),
         _ => return None,
     })
 }
@@ -307,6 +321,7 @@ impl App {
             .collect();
         for item in &changed {
             match item.id {
+                "tui-mode" => self.editor.set_fullscreen(item.value == "fullscreen"),
                 "hide-thinking" => {
                     self.transcript.hide_thinking = item.value == "true";
                     self.screen
@@ -366,6 +381,7 @@ mod tests {
                 ("default-project-trust", "Ask"),
                 ("double-escape-action", "tree"),
                 ("tree-filter-mode", "default"),
+                ("tui-mode", "regular"),
             ]
         );
         let set = items(
@@ -392,6 +408,9 @@ mod tests {
         assert_eq!(stored(&item), Some(("quietStartup", Value::from("header"))));
         item.value = "true".into();
         assert_eq!(stored(&item), Some(("quietStartup", Value::Bool(true))));
+        let mut item = all[13].clone();
+        item.value = "fullscreen".into();
+        assert_eq!(stored(&item), Some(("tuiMode", Value::from("fullscreen"))));
         let mut item = all[0].clone();
         item.value = "false".into();
         assert_eq!(

@@ -67,8 +67,15 @@ impl Screen {
         // From here on the guard exists, so any failure below still restores the terminal.
         let mut stdout = std::io::stdout();
         let guard_on_error = scopeguard_restore();
-        execute!(stdout, terminal::EnterAlternateScreen, cursor::Hide)
-            .context("cannot enter the alternate screen")?;
+        // Cleared too: in full-screen mode the alternate screen is pith's already, and the
+        // view draws only the cells it fills.
+        execute!(
+            stdout,
+            terminal::EnterAlternateScreen,
+            terminal::Clear(terminal::ClearType::All),
+            cursor::Hide
+        )
+        .context("cannot enter the alternate screen")?;
         let terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))
             .context("cannot set up the terminal")?;
         std::mem::forget(guard_on_error);

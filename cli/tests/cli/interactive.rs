@@ -207,6 +207,12 @@ impl Pith {
             .get()
     }
 
+    /// Every row of the visible screen, blanks kept (full-screen mode's layout).
+    pub(crate) fn full_screen(&self) -> Vec<String> {
+        let t = self.term.lock().unwrap();
+        t.screen.screen().rows(0, COLS).collect()
+    }
+
     /// Everything the terminal received, escape sequences included.
     pub(crate) fn raw(&self) -> String {
         String::from_utf8_lossy(&self.term.lock().unwrap().raw).into_owned()

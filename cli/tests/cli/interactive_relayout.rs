@@ -181,3 +181,84 @@ fn a_resize_while_a_reply_streams_loses_and_repeats_nothing() {
     assert_eq!(text.matches("stream please").count(), 1, "{text}");
     assert_eq!(pith.quit(), 0);
 }
+
+#[test]
+fn fullscreen_mode_keeps_the_editor_at_the_bottom_and_pages_through_the_transcript() {
+    let replies: Vec<String> = (1..=8)
+        .map(|i| text_reply(&format!("reply {i}\n\nsecond paragraph of reply {i}")))
+        .collect();
+    let s = setup(&format!("[{}]", replies.join(",")));
+    let mut pith = s.start(&["--tui-mode", "fullscreen"]);
+    pith.prompt();
+    assert!(
+        pith.raw().contains("\x1b[?1049h"),
+        "not on the alternate screen"
+    );
+    let rows = |screen: &str| screen.lines().map(str::to_owned).collect::<Vec<_>>();
+    // Short transcript: from the top; the editor on the last row.
+    let screen = pith.screen();
+    assert!(rows(&screen)[0].starts_with("pith v"), "{screen}");
+    for i in 1..=8 {
+        pith.line(&format!("question {i}"));
+        pith.expect(&format!("second paragraph of reply {i}"));
+        pith.idle();
+    }
+    let full = pith.full_screen();
+    assert_eq!(full.len(), 40);
+    assert_eq!(full[39].trim_end(), ">", "{full:#?}");
+    assert!(
+        full.iter()
+            .any(|r| r.contains("second paragraph of reply 8")),
+        "{full:#?}"
+    );
+    assert!(!full.iter().any(|r| r.starts_with("pith v")), "{full:#?}");
+
+    // PageUp twice reaches the start; the last row of the view says there is more below.
+    pith.send("\x1b[5~");
+    pith.send("\x1b[5~");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pith.screen().starts_with("pith v") {
+        assert!(Instant::now() < deadline, "{}", pith.screen());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let full = pith.full_screen();
+    assert!(full[38].contains("more below"), "{full:#?}");
+    assert_eq!(full[39].trim_end(), ">", "{full:#?}");
+    // Ctrl+End: back to the latest.
+    pith.send("\x1b[1;5F");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pith.screen().contains("more below") {
+        assert!(Instant::now() < deadline, "{}", pith.screen());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // On the way out the transcript is printed on the normal screen, then the resume hint.
+    pith.send("/quit\r");
+    assert_eq!(pith.exit_code(), 0);
+    assert!(pith.raw().contains("\x1b[?1049l"));
+    let after = pith.raw();
+    let main = strip_ansi(&after[after.rfind("\x1b[?1049l").unwrap_or(0)..]);
+    assert!(main.contains("question 1"), "{main}");
+    assert!(main.contains("second paragraph of reply 8"), "{main}");
+    assert!(main.contains("To resume this session"), "{main}");
+}
+
+#[test]
+fn the_tui_mode_setting_turns_fullscreen_on() {
+    let s = setup(&format!("[{}]", text_reply("hello")));
+    std::fs::create_dir_all(&s.agent).unwrap();
+    std::fs::write(
+        s.agent.join("settings.json"),
+        r#"{"tuiMode": "fullscreen"}"#,
+    )
+    .unwrap();
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    assert!(pith.raw().contains("\x1b[?1049h"));
+    // The flag wins over the setting.
+    assert_eq!(pith.quit(), 0);
+    let mut pith = s.start(&["--tui-mode", "regular"]);
+    pith.prompt();
+    assert!(!pith.raw().contains("\x1b[?1049h"));
+    assert_eq!(pith.quit(), 0);
+}

@@ -43,6 +43,7 @@ fn resume(shared: &Arc<Mutex<Shared>>) {
             out.push_str(&text);
         }
         write(&out);
+        s.reclaim();
         s.redraw();
     }
 }
@@ -113,5 +114,6 @@ pub fn continued(shared: &Arc<Mutex<Shared>>) {
     super::Modes::apply(s.modes.between.as_ref());
     let _ = terminal::enable_raw_mode();
     write(ENTER);
+    s.reclaim();
     s.redraw();
 }

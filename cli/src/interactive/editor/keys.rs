@@ -80,6 +80,14 @@ pub enum Action {
     DeleteToLineEnd,
     /// `tui.editor.yank`.
     Yank,
+    /// `tui.altScreen.pageUp`: full-screen mode's view up a page.
+    ScrollPageUp,
+    /// `tui.altScreen.pageDown`: down a page.
+    ScrollPageDown,
+    /// `tui.altScreen.top`: to the transcript's start.
+    ScrollTop,
+    /// `tui.altScreen.bottom`: to its end.
+    ScrollBottom,
 }
 
 /// Every action: pi's id, pi's default keys (Linux), and what `/hotkeys` says. App actions
@@ -145,7 +153,31 @@ pub const ACTIONS: &[(Action, &str, &[&str], &str)] = &[
         Action::ExpandTools,
         "app.tools.expand",
         &["ctrl+o"],
-        "the last tool output in full",
+        "expand or collapse every tool output and summary",
+    ),
+    (
+        Action::ScrollPageUp,
+        "tui.altScreen.pageUp",
+        &["pageup"],
+        "full-screen mode: scroll up a page",
+    ),
+    (
+        Action::ScrollPageDown,
+        "tui.altScreen.pageDown",
+        &["pagedown"],
+        "full-screen mode: scroll down a page",
+    ),
+    (
+        Action::ScrollTop,
+        "tui.altScreen.top",
+        &["ctrl+home"],
+        "full-screen mode: scroll to the start",
+    ),
+    (
+        Action::ScrollBottom,
+        "tui.altScreen.bottom",
+        &["ctrl+end"],
+        "full-screen mode: scroll to the latest",
     ),
     (
         Action::FollowUp,

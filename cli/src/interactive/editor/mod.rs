@@ -223,7 +223,25 @@ pub(crate) struct Shared {
     pub(crate) scrollback: Scrollback,
     /// The width the transcript on screen was laid out for, in columns.
     pub(crate) laid_out: usize,
+    /// Full-screen mode (pi's `tuiMode: "fullscreen"`): the transcript is drawn in the
+    /// alternate screen above the area, which stays at the bottom.
+    pub(crate) fullscreen: Option<Fullscreen>,
 }
+
+/// Where full-screen mode's view of the transcript is.
+#[derive(Debug, Default)]
+pub(crate) struct Fullscreen {
+    /// Rows scrolled up from the end (0: the latest rows, following new output).
+    pub(crate) scroll: usize,
+    /// The transcript's rows at the last draw: output that arrives while scrolled up keeps
+    /// the view where it is.
+    seen: usize,
+}
+
+/// Switches to the alternate screen (xterm's 1049: the cursor saved, the screen cleared).
+const ALT_SCREEN: &str = "\x1b[?1049h";
+/// Back to the normal screen, as it was.
+const MAIN_SCREEN: &str = "\x1b[?1049l";
 
 /// Which queue a pending message waits in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,19 +281,31 @@ impl Shared {
         if self.held.is_some() {
             return;
         }
+        let area = self.area();
+        if self.fullscreen.is_some() {
+            self.paint(area, out);
+            return;
+        }
+        match area {
+            Some((frame, status_at)) => self.surface.draw(&frame, status_at, out),
+            None => self.surface.erase(out),
+        }
+    }
+
+    /// The area's frame and its status row's index: the streaming line, the queued
+    /// messages, the status row, the editor's rows and the menu; only the status row between
+    /// reads, for a branch summary; `None` when nothing is drawn.
+    fn area(&self) -> Option<(render::Frame, Option<usize>)> {
         let status = self.status_row(Instant::now());
         let width = Shared::width();
         let Some(view) = &self.view else {
-            self.surface.erase(out);
-            if let Some(row) = status.filter(|_| self.status == Some(Status::BranchSummary)) {
-                let end = render::width(&row);
-                let frame = render::Frame {
-                    rows: vec![String::new(), row],
-                    cursor: (render::STATUS_ROW, end),
-                };
-                self.surface.draw(&frame, Some(render::STATUS_ROW), out);
-            }
-            return;
+            let row = status.filter(|_| self.status == Some(Status::BranchSummary))?;
+            let end = render::width(&row);
+            let frame = render::Frame {
+                rows: vec![String::new(), row],
+                cursor: (render::STATUS_ROW, end),
+            };
+            return Some((frame, Some(render::STATUS_ROW)));
         };
         let menu = view.menu_rows(&self.commands, &self.arguments, width);
         let frame = render::layout(
@@ -301,7 +331,113 @@ impl Shared {
         // A frame cut at the top for a tall prompt may have lost its status row.
         let status_at =
             status_at.filter(|&at| status.is_some() && frame.rows.get(at) == status.as_ref());
-        self.surface.draw(&frame, status_at, out);
+        Some((frame, status_at))
+    }
+
+    /// Full-screen mode's whole screen: the transcript's rows in view, from the top, and
+    /// the area below them at the bottom (drawn over in place, inside one synchronized
+    /// update, so nothing flickers).
+    fn paint(&mut self, area: Option<(render::Frame, Option<usize>)>, out: &mut String) {
+        let height = lines();
+        let cols = super::screen::columns();
+        let area_rows = area.as_ref().map_or(0, |(f, _)| f.rows.len());
+        let rows_in_view = height.saturating_sub(area_rows).max(1);
+        let view = self.scrollback.view(cols);
+        let rows: Vec<String> = self
+            .scrollback
+            .render_cached(&view)
+            .iter()
+            .flat_map(|l| super::scrollback::rows_of(&super::screen::only_styles(l), cols))
+            .collect();
+        let fs = self.fullscreen.get_or_insert_with(Fullscreen::default);
+        if fs.scroll > 0 {
+            fs.scroll += rows.len().saturating_sub(fs.seen);
+        }
+        fs.seen = rows.len();
+        fs.scroll = fs.scroll.min(rows.len().saturating_sub(rows_in_view));
+        let end = rows.len() - fs.scroll;
+        let start = end.saturating_sub(rows_in_view);
+        let scrolled = fs.scroll > 0;
+        out.push_str("\x1b[?2026h\x1b[H");
+        for i in 0..rows_in_view {
+            let last = i + 1 == rows_in_view;
+            if last && scrolled {
+                // pi's "Jump to latest message" line.
+                let key = self.keys.text(keys::Action::ScrollBottom);
+                out.push_str(&super::style::dim(&super::screen::truncate(
+                    &format!("↓ more below · {key} to jump to the latest"),
+                    cols,
+                )));
+            } else if let Some(row) = rows.get(start + i) {
+                out.push_str(row);
+            }
+            out.push_str("\x1b[0m\x1b[K");
+            if !last || area_rows > 0 {
+                out.push_str("\r\n");
+            }
+        }
+        self.surface.leave();
+        if let Some((frame, status_at)) = area {
+            // What the area showed before goes: its rows are written over, not cleared.
+            out.push_str("\x1b[J");
+            self.surface.draw(&frame, status_at, out);
+        }
+        out.push_str("\x1b[?2026l");
+    }
+
+    /// Scrolls full-screen mode's view by `rows` (up when positive); `None` scrolls to the
+    /// end. Nothing happens in the regular mode.
+    pub(crate) fn scroll(&mut self, rows: Option<isize>) {
+        let Some(fs) = &mut self.fullscreen else {
+            return;
+        };
+        fs.scroll = match rows {
+            None => 0,
+            Some(n) => fs.scroll.saturating_add_signed(n),
+        };
+    }
+
+    /// After a full-screen view, an external editor or a suspend left the alternate screen:
+    /// full-screen mode takes it again (the next redraw paints it whole).
+    pub(crate) fn reclaim(&mut self) {
+        if self.fullscreen.is_some() {
+            render::write(ALT_SCREEN);
+            self.surface.leave();
+        }
+    }
+
+    /// Turns full-screen mode on or off. Off, the transcript is laid out on the normal
+    /// screen (its scrollback cleared first, as pi does when it switches).
+    pub(crate) fn set_fullscreen(&mut self, on: bool) {
+        if on == self.fullscreen.is_some() {
+            return;
+        }
+        if on {
+            self.fullscreen = Some(Fullscreen::default());
+            self.reclaim();
+            self.redraw();
+        } else {
+            self.fullscreen = None;
+            render::write(MAIN_SCREEN);
+            self.surface.leave();
+            self.relayout();
+        }
+    }
+
+    /// On the way out of full-screen mode: back to the normal screen, with the transcript
+    /// printed there (pi's `fullscreenExitOutput: "transcript"`), the scrollback kept.
+    pub(crate) fn leave_fullscreen(&mut self) {
+        if self.fullscreen.take().is_none() {
+            return;
+        }
+        let cols = super::screen::columns();
+        let mut out = String::from(MAIN_SCREEN);
+        for line in self.scrollback.render(&self.scrollback.view(cols)) {
+            out.push_str(&super::screen::only_styles(&line));
+            out.push_str("\r\n");
+        }
+        self.surface.leave();
+        render::write(&out);
     }
 
     /// pi's pending messages: a blank row, `Steering: …` and `Follow-up: …` (dim, one row
@@ -351,6 +487,11 @@ impl Shared {
             held.push(text);
             return;
         }
+        if self.fullscreen.is_some() {
+            // The text is in the scrollback already: the view shows it.
+            self.redraw();
+            return;
+        }
         let mut out = String::new();
         let drawn = self.surface.drawn();
         self.surface.erase(&mut out);
@@ -369,6 +510,11 @@ impl Shared {
             return;
         }
         let cols = super::screen::columns();
+        if self.fullscreen.is_some() {
+            self.laid_out = cols;
+            self.redraw();
+            return;
+        }
         let view = self.scrollback.view(cols);
         // Home, erase the screen, then the scrollback (xterm's `ED 3`), as pi-tui does.
         let mut out = String::from("\x1b[H\x1b[2J\x1b[3J");
@@ -402,8 +548,8 @@ impl Printer {
     /// `keep` adds to the scrollback for a later [`Printer::relayout`].
     pub fn print(&self, text: &str, keep: impl FnOnce(&mut Scrollback)) {
         if let Ok(mut s) = self.shared.lock() {
-            s.print(text);
             keep(&mut s.scrollback);
+            s.print(text);
         }
     }
 
@@ -458,6 +604,7 @@ impl Editor {
             arguments: Vec::new(),
             scrollback: Scrollback::default(),
             laid_out: super::screen::columns(),
+            fullscreen: None,
         }));
         let thread_shared = shared.clone();
         std::thread::Builder::new()
@@ -497,6 +644,16 @@ impl Editor {
 
     fn with<T>(&self, f: impl FnOnce(&mut Shared) -> T) -> Option<T> {
         self.shared.lock().ok().map(|mut s| f(&mut s))
+    }
+
+    /// Turns full-screen mode on or off (pi's `tuiMode`).
+    pub fn set_fullscreen(&self, on: bool) {
+        self.with(|s| s.set_fullscreen(on));
+    }
+
+    /// Leaves full-screen mode on the way out, the transcript printed on the normal screen.
+    pub fn leave_fullscreen(&self) {
+        self.with(|s| s.leave_fullscreen());
     }
 
     /// Tells the key handlers whether a run or command is busy.

@@ -249,6 +249,8 @@ impl Reader {
             let mut out = String::new();
             s.surface.erase(&mut out);
             write(&out);
+            // A full-screen view (`/tree`) may have left the alternate screen.
+            s.reclaim();
             s.view = Some(View::new(req.prompt.clone(), &req.initial, req.history));
             // A resize seen by a full-screen view (`/tree`) or while no read was in progress
             // has not laid the transcript out yet.
@@ -325,15 +327,23 @@ impl Reader {
             if let Some(view) = s.view.take() {
                 if keep && s.held.is_none() {
                     let text = view.buffer.text();
-                    let frame = layout(None, &view.prompt, text, text.len(), &[], Shared::width());
-                    s.surface.draw(&frame, None, &mut out);
-                    out.push_str("\r\n");
-                    s.surface.leave();
-                    let (prompt, text) = (view.prompt.clone(), text.to_owned());
+                    let (prompt, typed) = (view.prompt.clone(), text.to_owned());
                     s.scrollback.layout(Box::new(move |v| {
                         let width = v.cols.saturating_sub(1).max(10);
-                        layout(None, &prompt, &text, text.len(), &[], width).rows
+                        layout(None, &prompt, &typed, typed.len(), &[], width).rows
                     }));
+                    if s.fullscreen.is_some() {
+                        // In the scrollback now: the view draws it.
+                        s.redraw_into(&mut out);
+                    } else {
+                        let frame =
+                            layout(None, &view.prompt, text, text.len(), &[], Shared::width());
+                        s.surface.draw(&frame, None, &mut out);
+                        out.push_str("\r\n");
+                        s.surface.leave();
+                    }
+                } else if s.fullscreen.is_some() {
+                    s.redraw_into(&mut out);
                 } else {
                     s.surface.erase(&mut out);
                 }
@@ -459,6 +469,24 @@ impl Reader {
             Action::CycleThinking => return app(KeyAction::CycleThinking),
             Action::ToggleThinking => return app(KeyAction::ToggleThinking),
             Action::ExpandTools => return app(KeyAction::ExpandOutput),
+            Action::ScrollPageUp
+            | Action::ScrollPageDown
+            | Action::ScrollTop
+            | Action::ScrollBottom => {
+                let Some(mut s) = lock(shared) else {
+                    return Outcome::Go;
+                };
+                if s.fullscreen.is_none() {
+                    return Outcome::Pass;
+                }
+                let page = super::lines().saturating_sub(4).max(1) as isize;
+                s.scroll(match action {
+                    Action::ScrollPageUp => Some(page),
+                    Action::ScrollPageDown => Some(-page),
+                    Action::ScrollTop => Some(isize::MAX),
+                    _ => None,
+                });
+            }
             Action::Tree => return app(KeyAction::Tree),
             Action::NewSession => return app(KeyAction::NewSession),
             Action::Fork => return app(KeyAction::Fork),

@@ -48,6 +48,7 @@ fn harness(initial: &str) -> Harness {
         arguments: vec![("thinking".into(), vec!["off".into(), "high".into()])],
         scrollback: Default::default(),
         laid_out: 80,
+        fullscreen: None,
     }));
     let (tx, rx) = tokio_mpsc::unbounded_channel();
     Harness {
