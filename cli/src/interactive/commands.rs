@@ -432,7 +432,7 @@ impl App {
                 }
             }
             Ok(None) => {}
-            Err(e) => self.error(&format!("{e:#}")),
+            Err(e) => self.view_failed(&e),
         }
         Ok(())
     }
@@ -489,7 +489,7 @@ impl App {
                 self.footer().await?;
             }
             Ok(None) => self.status("Fork cancelled"),
-            Err(e) => self.error(&format!("{e:#}")),
+            Err(e) => self.view_failed(&e),
         }
         Ok(())
     }
@@ -644,7 +644,7 @@ impl App {
                     return Ok(());
                 }
                 Err(e) => {
-                    self.error(&format!("{e:#}"));
+                    self.view_failed(&e);
                     return Ok(());
                 }
             }
@@ -725,7 +725,7 @@ impl App {
                     return Ok(());
                 }
                 Err(e) => {
-                    self.error(&format!("{e:#}"));
+                    self.view_failed(&e);
                     return Ok(());
                 }
             }
@@ -834,9 +834,31 @@ impl App {
                 Ok(())
             }
             Err(e) => {
-                self.error(&format!("{e:#}"));
+                self.view_failed(&e);
                 Ok(())
             }
+        }
+    }
+}
+
+/// The error a full-screen view ends with when a signal asks pith to stop: the mode's own
+/// loop quits on the same signal, so nothing is shown for it.
+#[derive(Debug)]
+pub(super) struct Stopping(&'static str);
+
+impl std::fmt::Display for Stopping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Stopping {}
+
+impl App {
+    /// Shows why a full-screen view failed, unless pith is stopping ([`Stopping`]).
+    pub(super) fn view_failed(&mut self, e: &anyhow::Error) {
+        if e.downcast_ref::<Stopping>().is_none() {
+            self.error(&format!("{e:#}"));
         }
     }
 }
@@ -846,7 +868,7 @@ impl App {
 /// terminal back and ends the wait with an error at once (the view's thread is left to end
 /// with the process), so the mode's own loop, which has seen the signal too, quits.
 ///
-/// Errors: the view failed, or a signal asked pith to stop.
+/// Errors: the view failed, or a signal asked pith to stop ([`Stopping`]).
 pub(super) async fn view<T: Send + 'static>(
     show: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
@@ -858,11 +880,11 @@ pub(super) async fn view<T: Send + 'static>(
         shown = shown => shown.unwrap_or_else(|e| Err(anyhow::anyhow!("the view failed: {e}"))),
         _ = term.recv() => {
             crate::tui::terminal::restore();
-            Err(anyhow::anyhow!("pith was asked to stop"))
+            Err(Stopping("pith was asked to stop").into())
         }
         _ = hup.recv() => {
             crate::tui::terminal::restore();
-            Err(anyhow::anyhow!("the terminal hung up"))
+            Err(Stopping("the terminal hung up").into())
         }
     }
 }

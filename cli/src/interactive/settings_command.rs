@@ -309,7 +309,7 @@ impl App {
         let after = match closed {
             Ok(after) => after,
             Err(e) => {
-                self.error(&format!("{e:#}"));
+                self.view_failed(&e);
                 return Ok(());
             }
         };

@@ -51,7 +51,7 @@ impl App {
         {
             Ok(o) => o,
             Err(e) => {
-                self.error(&format!("{e:#}"));
+                self.view_failed(&e);
                 return Ok(None);
             }
         };

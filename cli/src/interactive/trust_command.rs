@@ -89,7 +89,7 @@ impl App {
                 }
             }
             Ok(None) => {}
-            Err(e) => self.error(&format!("{e:#}")),
+            Err(e) => self.view_failed(&e),
         }
         Ok(())
     }

@@ -341,3 +341,24 @@ fn interactive_an_untrusted_project_is_named_at_startup_until_trust_saves_a_deci
     assert_eq!(pith.quit(), 0);
     assert!(!pith.transcript().contains(WARNING));
 }
+
+#[test]
+fn sigterm_while_the_tree_is_open_quits_quietly_and_keeps_the_session() {
+    let s = setup(&format!("[{}]", super::interactive::text_reply("kept")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("remember this");
+    pith.expect("kept");
+    pith.idle();
+    pith.send("/tree\r");
+    pith.expect_screen("Session Tree");
+    let pid = rustix::process::Pid::from_raw(pith.pid()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert_eq!(pith.exit_code(), 0);
+    let text = pith.transcript();
+    assert!(!text.contains("Error:"), "{text}");
+    assert_eq!(
+        super::interactive::user_texts(&s.sessions()[0]),
+        ["remember this"]
+    );
+}
