@@ -164,13 +164,13 @@ fn freshen(
     scope: &Scope,
     dirs: Option<&[PathBuf]>,
 ) -> Result<(SearchIndex, Coverage, bool)> {
-    let files = scope.files();
     let Some(lock) = index.try_lock() else {
         // Another process builds it: answer from what it has so far.
+        let files = scope.files();
         let coverage = index.coverage(&files, dirs)?;
         return Ok((index, coverage, false));
     };
-    let plan = index.plan(&files, dirs)?;
+    let (files, plan) = index.plan_listed(|| scope.files(), dirs)?;
     let full = Coverage {
         indexed: files.len(),
         total: files.len(),

@@ -310,6 +310,27 @@ impl SearchIndex {
         Ok(plan_against(files, known, true))
     }
 
+    /// [`SearchIndex::plan`] for the files `list` returns, listed on another thread while
+    /// this one reads what the index holds (a search's freshness check does both each time).
+    /// Returns the files too.
+    ///
+    /// Errors: [`Error::Index`].
+    pub fn plan_listed(
+        &self,
+        list: impl FnOnce() -> Vec<PathBuf> + Send,
+        dirs: Option<&[PathBuf]>,
+    ) -> Result<(Vec<PathBuf>, Plan)> {
+        let (files, known) = std::thread::scope(|scope| {
+            let files = scope.spawn(list);
+            let known = self.known(dirs);
+            (files.join(), known)
+        });
+        let files = files.unwrap_or_default();
+        let known = known.map_err(|e| self.fail(e))?;
+        let plan = plan_against(&files, known, true);
+        Ok((files, plan))
+    }
+
     /// [`SearchIndex::plan`] for just these files (what the writer's hook needs): files the
     /// index has elsewhere are left alone.
     ///
