@@ -49,17 +49,9 @@ pub struct Hit {
 /// The sessions that matched one token: file id → (score, the row shown).
 type Rows = HashMap<i64, (f64, i64)>;
 
-/// Matching rows per session file: file id → how many.
-type Counts = HashMap<i64, u32>;
-
-/// Counts `rowid` for its file.
-fn count(counts: &mut Counts, rowid: i64) {
-    *counts.entry(rowid >> SEQ_BITS).or_insert(0) += 1;
-}
-
-/// A session's score from its count of matching rows (see [`Hit::score`]).
-fn score(counts: &Counts, file: i64) -> f64 {
-    -f64::from(counts.get(&file).copied().unwrap_or(0))
+/// A session's score from its matching rows (see [`Hit::score`]).
+fn score(rows: &[i64]) -> f64 {
+    -(rows.len() as f64)
 }
 
 enum Plan {
@@ -407,77 +399,65 @@ impl SearchIndex {
                 }
             }
         }
-        let mut counts = Counts::new();
-        for &rowid in &candidates {
-            count(&mut counts, rowid);
-        }
+        // Each file's candidates together (FTS5 and the entries table give them in rowid
+        // order already).
+        candidates.sort_unstable();
+        let mut files: Vec<(i64, &[i64])> = candidates
+            .chunk_by(|a, b| a >> SEQ_BITS == b >> SEQ_BITS)
+            .map(|rows| (rows[0] >> SEQ_BITS, rows))
+            .collect();
         let Some(check) = check else {
-            let mut out = Rows::new();
-            for rowid in candidates {
-                let e = out
-                    .entry(rowid >> SEQ_BITS)
-                    .or_insert((score(&counts, rowid >> SEQ_BITS), rowid));
-                e.1 = e.1.max(rowid);
-            }
-            return Ok(out);
+            return Ok(files
+                .into_iter()
+                .map(|(file, rows)| (file, (score(rows), rows[rows.len() - 1])))
+                .collect());
         };
-        let file = |rowid: i64| rowid >> SEQ_BITS;
-        if let Some(limit) = limit {
-            // Best sessions first (as the final ranking orders them), each one's rows from
-            // its last.
-            candidates.sort_by(|&a, &b| {
-                let (fa, fb) = (file(a), file(b));
-                score(&counts, fa)
-                    .total_cmp(&score(&counts, fb))
-                    .then_with(|| mtimes.get(&fb).cmp(&mtimes.get(&fa)))
-                    .then(fa.cmp(&fb))
-                    .then(b.cmp(&a))
+        // Only the best `limit` wanted: files in the final ranking's order (most candidates,
+        // newest, lowest id).
+        if limit.is_some() {
+            files.sort_by(|(fa, ra), (fb, rb)| {
+                rb.len()
+                    .cmp(&ra.len())
+                    .then_with(|| mtimes.get(fb).cmp(&mtimes.get(fa)))
+                    .then(fa.cmp(fb))
             });
-            return self.check_in_order(&candidates, check, &counts, Some(limit));
         }
-        candidates.sort_by(|&a, &b| file(a).cmp(&file(b)).then(b.cmp(&a)));
-        self.check_in_order(&candidates, check, &counts, None)
+        self.check_in_order(&files, check, limit)
     }
 
-    /// Checks `candidates` (each file's rows next to each other) against their lines, in
-    /// their order, and keeps each file's first row that passes, until `limit` files have
-    /// one. One file is open at a time.
+    /// Checks each file's candidate rows (`(file id, its rows in rowid order)`, files in
+    /// their order) against their lines, last row first, and keeps the first that passes,
+    /// until `limit` files have one. One file is open at a time.
     fn check_in_order(
         &self,
-        candidates: &[i64],
+        files: &[(i64, &[i64])],
         check: &Check,
-        counts: &Counts,
         limit: Option<usize>,
     ) -> rusqlite::Result<Rows> {
         let mut out = Rows::new();
-        let mut open: Option<(i64, Option<File>)> = None;
         let mut file_stmt = self
             .conn
             .prepare_cached("SELECT path FROM files WHERE id = ?1")?;
         let mut row_stmt = self
             .conn
             .prepare_cached("SELECT offset, len FROM entries WHERE rowid = ?1")?;
-        for &rowid in candidates {
+        for &(file_id, rows) in files {
             if limit.is_some_and(|n| out.len() >= n) {
                 break;
             }
-            let file_id = rowid >> SEQ_BITS;
-            if out.contains_key(&file_id) {
-                continue;
-            }
-            if open.as_ref().is_none_or(|(id, _)| *id != file_id) {
-                let path: String = file_stmt.query_row(params![file_id], |r| r.get(0))?;
-                open = Some((file_id, File::open(path).ok()));
-            }
-            let Some((_, Some(file))) = open.as_ref() else {
+            let path: String = file_stmt.query_row(params![file_id], |r| r.get(0))?;
+            let Ok(file) = File::open(path) else {
                 continue;
             };
-            let (offset, len): (i64, i64) =
-                row_stmt.query_row(params![rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            if let Some((_, text)) = row_at(file, offset as u64, len as u32)
-                && check.matches(&text)
-            {
-                out.insert(file_id, (score(counts, file_id), rowid));
+            for &rowid in rows.iter().rev() {
+                let (offset, len): (i64, i64) =
+                    row_stmt.query_row(params![rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                if let Some((_, text)) = row_at(&file, offset as u64, len as u32)
+                    && check.matches(&text)
+                {
+                    out.insert(file_id, (score(rows), rowid));
+                    break;
+                }
             }
         }
         Ok(out)
