@@ -183,9 +183,12 @@ impl App {
                 self.clone_session().await?;
                 self.footer().await?;
             }
+            // The footer again only after a move (pi's tree leaves nothing behind when it is
+            // closed).
             "tree" => {
-                self.tree().await?;
-                self.footer().await?;
+                if self.tree().await? {
+                    self.footer().await?;
+                }
             }
             "compact" => self.compact(args).await?,
             // The footer shows the name, model and thinking level: printed again after each.
@@ -410,6 +413,7 @@ impl App {
             current_session: current.session_file.clone(),
             ..Default::default()
         };
+        let open_now = current.session_file.clone();
         let picked = view(move || {
             crate::tui::picker::pick_session_with(
                 &current.cwd,
@@ -422,6 +426,11 @@ impl App {
         match picked {
             // /resume opens the session at its leaf, even from a search hit (switching
             // sessions in a running runtime has no way to move the leaf yet).
+            // The session already open: nothing to switch (its writer's lock is this
+            // process's own), as pi resumes it in place.
+            Ok(Some(picked)) if open_now.as_deref() == Some(picked.path.as_path()) => {
+                self.status("Resumed session");
+            }
             Ok(Some(picked)) => {
                 if self
                     .switch(SessionStart::Resume(picked.path))

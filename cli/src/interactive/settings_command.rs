@@ -96,6 +96,8 @@ impl DoubleEscape {
 pub struct Shown {
     /// Ctrl-T's state: thinking blocks hidden.
     pub hide_thinking: bool,
+    /// The layout in use (`--tui-mode` may differ from the setting).
+    pub fullscreen: bool,
 }
 
 /// pi's `formatHttpIdleTimeoutMs`.
@@ -237,8 +239,8 @@ pub fn items(settings: &Settings, shown: &Shown) -> Vec<SettingItem> {
             label: "TUI mode",
             description: "Interface layout; regular mode uses the terminal's normal scrollback"
                 .into(),
-            // pith's default is regular (pi 1.6.0's is fullscreen).
-            value: if text("tuiMode", "regular") == "fullscreen" {
+            // The mode in use, as pi shows it.
+            value: if shown.fullscreen {
                 "fullscreen".into()
             } else {
                 "regular".into()
@@ -291,6 +293,7 @@ impl App {
         let settings = Settings::load(&self.env.agent_dir, std::path::Path::new(&cwd));
         let shown = Shown {
             hide_thinking: self.transcript.hide_thinking,
+            fullscreen: self.editor.fullscreen(),
         };
         let before = items(&settings, &shown);
         let (rt, handle) = (self.rt.clone(), tokio::runtime::Handle::current());
@@ -362,6 +365,7 @@ mod tests {
     fn items_show_the_file_and_pi_defaults_and_write_back_where_pi_writes() {
         let shown = Shown {
             hide_thinking: true,
+            fullscreen: false,
         };
         let all = items(&loaded("{}"), &shown);
         let values: Vec<(&str, &str)> = all.iter().map(|i| (i.id, i.value.as_str())).collect();

@@ -10,26 +10,39 @@ use super::app::App;
 use super::commands::view;
 use super::quiet_wait::QuietInput;
 
+/// How one round of `/tree` ended.
+enum Round {
+    /// The user cancelled the branch summary of a move to this entry: the tree opens again
+    /// on it.
+    Again(String),
+    /// The leaf moved.
+    Moved,
+    /// Nothing moved (closed, cancelled, failed, or already there).
+    Stayed,
+}
+
 impl App {
     /// `/tree`: the tree view; its label changes are applied, then the move (with the branch
     /// summary chosen there), then the target's text goes to the editor (spec:
-    /// tree-and-context.md §9).
-    pub(super) async fn tree(&mut self) -> Result<()> {
+    /// tree-and-context.md §9). Returns whether the leaf moved.
+    pub(super) async fn tree(&mut self) -> Result<bool> {
         let mut selected = None;
         // pi shows the tree again, on the same entry, after a summary the user cancelled.
-        while let Some(again) = self.tree_at(selected).await? {
-            selected = Some(again);
+        loop {
+            match self.tree_at(selected).await? {
+                Round::Again(entry) => selected = Some(entry),
+                Round::Moved => return Ok(true),
+                Round::Stayed => return Ok(false),
+            }
         }
-        Ok(())
     }
 
-    /// One round of `/tree` opening on `initial_selected`; `Some(entry)` when the user
-    /// cancelled the branch summary of a move to `entry`.
-    async fn tree_at(&mut self, initial_selected: Option<String>) -> Result<Option<String>> {
+    /// One round of `/tree` opening on `initial_selected`.
+    async fn tree_at(&mut self, initial_selected: Option<String>) -> Result<Round> {
         let session = self.session().await?;
         if session.entries().is_empty() {
             self.status("No entries in session");
-            return Ok(None);
+            return Ok(Round::Stayed);
         }
         let leaf = session.leaf_id().map(str::to_owned);
         // pi's `treeFilterMode` and `branchSummary.skipPrompt` settings.
@@ -52,7 +65,7 @@ impl App {
             Ok(o) => o,
             Err(e) => {
                 self.view_failed(&e);
-                return Ok(None);
+                return Ok(Round::Stayed);
             }
         };
         for (id, label) in &outcome.labels {
@@ -61,11 +74,11 @@ impl App {
             }
         }
         let Some(target) = outcome.navigate else {
-            return Ok(None);
+            return Ok(Round::Stayed);
         };
         if leaf.as_deref() == Some(target.entry_id.as_str()) {
             self.status("Already at this point");
-            return Ok(None);
+            return Ok(Round::Stayed);
         }
         if target.summarize {
             self.editor
@@ -86,7 +99,7 @@ impl App {
         match navigated {
             Ok(nav) if nav.aborted => {
                 self.status("Branch summarization cancelled");
-                return Ok(Some(target.entry_id));
+                return Ok(Round::Again(target.entry_id));
             }
             Ok(nav) if nav.cancelled => self.status("Navigation cancelled"),
             Ok(nav) => {
@@ -96,10 +109,11 @@ impl App {
                     self.next_initial = text;
                 }
                 self.status("Navigated to selected point");
+                return Ok(Round::Moved);
             }
             Err(e) => self.error(&e.to_string()),
         }
-        Ok(None)
+        Ok(Round::Stayed)
     }
 
     /// The move with a branch summary. The summary is written while the editor is not

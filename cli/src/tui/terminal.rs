@@ -39,13 +39,27 @@ pub fn require_tty() -> Result<()> {
 pub fn restore() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
         let _ = terminal::disable_raw_mode();
-        let _ = execute!(
-            std::io::stdout(),
-            terminal::LeaveAlternateScreen,
-            cursor::Show
-        );
+        if KEEP_ALTERNATE.load(Ordering::SeqCst) {
+            let _ = execute!(std::io::stdout(), cursor::Show);
+        } else {
+            let _ = execute!(
+                std::io::stdout(),
+                terminal::LeaveAlternateScreen,
+                cursor::Show
+            );
+        }
         let _ = std::io::stdout().flush();
     }
+}
+
+/// Set while the interactive mode's full-screen layout owns the alternate screen: a view
+/// draws there and leaves it as it is, instead of switching screens under that layout (a
+/// second switch would also overwrite the cursor position saved for the normal screen).
+static KEEP_ALTERNATE: AtomicBool = AtomicBool::new(false);
+
+/// Tells the views whether the alternate screen is the interactive mode's already.
+pub fn keep_alternate_screen(on: bool) {
+    KEEP_ALTERNATE.store(on, Ordering::SeqCst);
 }
 
 impl Screen {
@@ -69,13 +83,18 @@ impl Screen {
         let guard_on_error = scopeguard_restore();
         // Cleared too: in full-screen mode the alternate screen is pith's already, and the
         // view draws only the cells it fills.
-        execute!(
-            stdout,
-            terminal::EnterAlternateScreen,
-            terminal::Clear(terminal::ClearType::All),
-            cursor::Hide
-        )
-        .context("cannot enter the alternate screen")?;
+        if KEEP_ALTERNATE.load(Ordering::SeqCst) {
+            // The view draws only the cells it fills: what full-screen mode drew goes.
+            execute!(
+                stdout,
+                terminal::Clear(terminal::ClearType::All),
+                cursor::Hide
+            )
+            .context("cannot clear the screen")?;
+        } else {
+            execute!(stdout, terminal::EnterAlternateScreen, cursor::Hide)
+                .context("cannot enter the alternate screen")?;
+        }
         let terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))
             .context("cannot set up the terminal")?;
         std::mem::forget(guard_on_error);

@@ -362,3 +362,55 @@ fn sigterm_while_the_tree_is_open_quits_quietly_and_keeps_the_session() {
         ["remember this"]
     );
 }
+
+#[test]
+fn closing_the_tree_leaves_nothing_in_the_transcript() {
+    let s = setup(&format!("[{}]", super::interactive::text_reply("hello")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("hi");
+    pith.expect("hello");
+    pith.idle();
+    let footers = pith.transcript().matches("faux-1").count();
+    pith.send("/tree\r");
+    pith.expect_screen("Session Tree");
+    pith.send("\x1b");
+    pith.prompt();
+    pith.send("/quit\r");
+    assert_eq!(pith.exit_code(), 0);
+    assert_eq!(pith.transcript().matches("faux-1").count(), footers);
+}
+
+#[test]
+fn resuming_the_session_already_open_keeps_it_open() {
+    let s = setup(&format!(
+        "[{}, {}]",
+        super::interactive::text_reply("first reply"),
+        super::interactive::text_reply("second reply")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("only session");
+    pith.expect("first reply");
+    pith.idle();
+    pith.line("/resume");
+    pith.expect_screen("Resume Session");
+    pith.expect_screen("only session");
+    pith.send("\r");
+    pith.expect("Resumed session");
+    pith.prompt();
+    assert!(
+        !pith.transcript().contains("Error:"),
+        "{}",
+        pith.transcript()
+    );
+    pith.line("still here");
+    pith.expect("second reply");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(s.sessions().len(), 1);
+    assert_eq!(
+        super::interactive::user_texts(&s.sessions()[0]),
+        ["only session", "still here"]
+    );
+}

@@ -1,6 +1,7 @@
 //! The transcript laid out again, as pi's regular mode renders every component again: for a
 //! new terminal width (a resize), with thinking hidden (Ctrl+T) and with tool output
-//! expanded (Ctrl+O), including what was printed before the change.
+//! expanded (Ctrl+O), including what was printed before the change; and full-screen mode
+//! (`--tui-mode fullscreen`), which draws the same transcript in the alternate screen.
 
 use std::time::{Duration, Instant};
 
@@ -260,5 +261,34 @@ fn the_tui_mode_setting_turns_fullscreen_on() {
     let mut pith = s.start(&["--tui-mode", "regular"]);
     pith.prompt();
     assert!(!pith.raw().contains("\x1b[?1049h"));
+    assert_eq!(pith.quit(), 0);
+}
+
+#[test]
+fn fullscreen_gives_the_normal_screen_to_a_suspend_and_takes_it_back() {
+    let s = setup(&format!("[{}]", text_reply("hello")));
+    let mut pith = s.start(&["--tui-mode", "fullscreen"]);
+    pith.prompt();
+    let entered = pith.raw().matches("\x1b[?1049h").count();
+    pith.send("\x1a");
+    // Ctrl-Z: pith leaves the alternate screen before it stops.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pith.raw().contains("\x1b[?1049l") {
+        assert!(Instant::now() < deadline, "still on the alternate screen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = rustix::process::Pid::from_raw(pith.pid()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pith.raw().matches("\x1b[?1049h").count() == entered {
+        assert!(
+            Instant::now() < deadline,
+            "the alternate screen was not taken back"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pith.line("after");
+    pith.expect("hello");
+    pith.idle();
     assert_eq!(pith.quit(), 0);
 }

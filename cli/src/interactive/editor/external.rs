@@ -24,6 +24,7 @@ fn pause(shared: &Arc<Mutex<Shared>>) {
         s.surface.erase(&mut out);
         out.push_str(LEAVE);
         write(&out);
+        s.yield_screen();
         s.held = Some(Vec::new());
         let _ = terminal::disable_raw_mode();
         // The external editor or the shell gets the terminal as pith found it.
@@ -39,8 +40,11 @@ fn resume(shared: &Arc<Mutex<Shared>>) {
         let _ = terminal::enable_raw_mode();
         let held = s.held.take().unwrap_or_default();
         let mut out = String::from(ENTER);
-        for text in held {
-            out.push_str(&text);
+        // Full-screen mode shows held output from the scrollback instead.
+        if s.fullscreen.is_none() {
+            for text in held {
+                out.push_str(&text);
+            }
         }
         write(&out);
         s.reclaim();

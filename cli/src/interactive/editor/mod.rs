@@ -236,6 +236,9 @@ pub(crate) struct Fullscreen {
     /// The transcript's rows at the last draw: output that arrives while scrolled up keeps
     /// the view where it is.
     seen: usize,
+    /// The terminal shows the alternate screen (an external editor and a suspend are given
+    /// the normal one).
+    in_alt: bool,
 }
 
 /// Switches to the alternate screen (xterm's 1049: the cursor saved, the screen cleared).
@@ -400,9 +403,23 @@ impl Shared {
     /// After a full-screen view, an external editor or a suspend left the alternate screen:
     /// full-screen mode takes it again (the next redraw paints it whole).
     pub(crate) fn reclaim(&mut self) {
-        if self.fullscreen.is_some() {
+        if let Some(fs) = &mut self.fullscreen
+            && !fs.in_alt
+        {
+            fs.in_alt = true;
             render::write(ALT_SCREEN);
             self.surface.leave();
+        }
+    }
+
+    /// Gives the normal screen back for an external editor or a suspend (full-screen mode
+    /// takes the alternate one again with [`Shared::reclaim`]).
+    pub(crate) fn yield_screen(&mut self) {
+        if let Some(fs) = &mut self.fullscreen
+            && fs.in_alt
+        {
+            fs.in_alt = false;
+            render::write(MAIN_SCREEN);
         }
     }
 
@@ -412,6 +429,8 @@ impl Shared {
         if on == self.fullscreen.is_some() {
             return;
         }
+        // Full-screen views (`/tree`, selectors) stay in the alternate screen meanwhile.
+        crate::tui::terminal::keep_alternate_screen(on);
         if on {
             self.fullscreen = Some(Fullscreen::default());
             self.reclaim();
@@ -430,6 +449,7 @@ impl Shared {
         if self.fullscreen.take().is_none() {
             return;
         }
+        crate::tui::terminal::keep_alternate_screen(false);
         let cols = super::screen::columns();
         let mut out = String::from(MAIN_SCREEN);
         for line in self.scrollback.render(&self.scrollback.view(cols)) {
@@ -649,6 +669,11 @@ impl Editor {
     /// Turns full-screen mode on or off (pi's `tuiMode`).
     pub fn set_fullscreen(&self, on: bool) {
         self.with(|s| s.set_fullscreen(on));
+    }
+
+    /// Whether full-screen mode is on.
+    pub fn fullscreen(&self) -> bool {
+        self.with(|s| s.fullscreen.is_some()).unwrap_or(false)
     }
 
     /// Leaves full-screen mode on the way out, the transcript printed on the normal screen.

@@ -249,8 +249,10 @@ impl Reader {
             let mut out = String::new();
             s.surface.erase(&mut out);
             write(&out);
-            // A full-screen view (`/tree`) may have left the alternate screen.
-            s.reclaim();
+            // A full-screen view (`/tree`) drew over full-screen mode's screen.
+            if s.fullscreen.is_some() {
+                s.surface.leave();
+            }
             s.view = Some(View::new(req.prompt.clone(), &req.initial, req.history));
             // A resize seen by a full-screen view (`/tree`) or while no read was in progress
             // has not laid the transcript out yet.
