@@ -17,7 +17,7 @@ use syntect::highlighting::ThemeSet;
 use syntect::parsing::SyntaxSet;
 use unicode_width::UnicodeWidthChar;
 
-use super::screen::width;
+use super::screen::{split_row, width};
 use super::style;
 
 /// SGR codes of pi's dark theme roles, as the basic colours `style` uses.
@@ -131,6 +131,65 @@ impl Markdown {
         out
     }
 
+    /// An unfinished line longer than `rows` rows of `cols` columns, split so that its first
+    /// whole words can be rendered now: `(head, rest)`, where `rest` goes on as the same
+    /// block (a paragraph keeps its indent, a list item's text its alignment, a quote its
+    /// `> `). `None` when the line fits, inside a code fence or a table, for a heading, or
+    /// when no cut leaves the head's inline markup (code spans, emphasis, links) closed and
+    /// the rest free of a block marker.
+    pub fn split_long(&self, line: &str, cols: usize, rows: usize) -> Option<(String, String)> {
+        if self.fence.is_some() {
+            return None;
+        }
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        if trimmed.starts_with('|') || heading(trimmed).is_some() || opening_fence(line).is_some() {
+            return None;
+        }
+        // Where the block's text starts in `line`, and what its next rows start with.
+        let quote = trimmed
+            .strip_prefix('>')
+            .filter(|_| indent <= 3)
+            .map(|r| r.strip_prefix(' ').unwrap_or(r));
+        let (body_at, continuation) = if let Some(text) = quote {
+            (line.len() - text.len(), "> ".to_owned())
+        } else if let Some((marker, text)) = list_item(trimmed) {
+            let pad = 4 * (indent / 2).min(8);
+            (line.len() - text.len(), " ".repeat(pad + width(&marker)))
+        } else {
+            (indent, " ".repeat(indent.min(16)))
+        };
+        let body = &line[body_at..];
+        let row = cols.saturating_sub(width(&continuation)).max(10);
+        // Where each row the renderer makes of the body ends (it breaks at the last space
+        // that fits, as `split_row` does).
+        let mut ends = Vec::new();
+        let mut at = 0;
+        while let Some((first, _)) = split_row(&body[at..], row) {
+            at += first.len();
+            at += body[at..].len() - body[at..].trim_start_matches(' ').len();
+            ends.push(at);
+            if ends.len() > rows {
+                break;
+            }
+        }
+        // `ends` are the breaks: one row more than breaks.
+        if ends.len() < rows {
+            return None;
+        }
+        // Keep about two rows live; cut after whole rows, where the markup is closed.
+        let keep = rows.saturating_sub(2).max(1);
+        let cut = ends[..keep].iter().rev().copied().find(|&at| {
+            let (head, rest) = (&body[..at], body[at..].trim_start());
+            markup_closed(head) && !rest.is_empty() && !starts_block(rest)
+        })?;
+        let rest = body[cut..].trim_start();
+        Some((
+            line[..body_at + cut].trim_end().to_owned(),
+            format!("{continuation}{rest}"),
+        ))
+    }
+
     /// The rows still held (a table at the end of the text); the state is reset.
     pub fn finish(&mut self, cols: usize) -> Vec<String> {
         self.fence = None;
@@ -197,6 +256,27 @@ fn block_line(line: &str, cols: usize) -> Vec<String> {
     }
     let pad = " ".repeat(indent.min(16));
     wrap_spans(&inline(trimmed, ""), cols, &pad, &pad)
+}
+
+/// Whether `text` leaves no code span, emphasis, strikethrough or link open (so that it can
+/// be rendered apart from what follows it).
+fn markup_closed(text: &str) -> bool {
+    let even = |n: usize| n.is_multiple_of(2);
+    even(text.matches('`').count())
+        && even(text.matches('*').count())
+        && even(text.matches("~~").count())
+        && text.matches('[').count() == text.matches(']').count()
+        && text.matches('(').count() == text.matches(')').count()
+}
+
+/// Whether a line starting with `text` would open another block (a list item, a quote, a
+/// heading, a table row, a fence).
+fn starts_block(text: &str) -> bool {
+    list_item(text).is_some()
+        || heading(text).is_some()
+        || text.starts_with(['>', '|'])
+        || text.starts_with("```")
+        || text.starts_with("~~~")
 }
 
 /// `# text` → (1, "text"); a closing run of `#` is dropped.
@@ -553,6 +633,47 @@ fn is_delimiter_cell(cell: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_unfinished_line_splits_after_whole_rows_and_goes_on_as_the_same_block() {
+        let md = Markdown::default();
+        let words = |n: usize| {
+            (0..n)
+                .map(|i| format!("w{i:02}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        // Fits: nothing to split.
+        assert_eq!(md.split_long(&words(10), 40, 8), None);
+        let (head, rest) = md.split_long(&words(90), 40, 8).unwrap_or_default();
+        // Ten words a row; six rows go, the rest stays live.
+        assert_eq!(head.split(' ').count(), 6 * 10, "{head}");
+        assert!(rest.starts_with("w60 "), "{rest}");
+        // A list item's text goes on under it; a quote stays a quote.
+        let (head, rest) = md
+            .split_long(&format!("- {}", words(90)), 40, 8)
+            .unwrap_or_default();
+        assert!(head.starts_with("- w00"), "{head}");
+        assert!(rest.starts_with("  w"), "{rest}");
+        // Rendered under the item's text, two columns in (after "- ").
+        assert!(
+            plain(block_line(&rest, 40))
+                .iter()
+                .all(|r| r.starts_with("  w"))
+        );
+        let (_, rest) = md
+            .split_long(&format!("> {}", words(90)), 40, 8)
+            .unwrap_or_default();
+        assert!(rest.starts_with("> w"), "{rest}");
+        // Never inside a code span: the cut moves back to where the span is closed.
+        let line = format!("{} `{}` {}", words(30), words(40), words(30));
+        if let Some((head, _)) = md.split_long(&line, 40, 8) {
+            assert_eq!(head.matches('`').count() % 2, 0, "{head}");
+        }
+        // Nor in a heading, a table row or a code fence.
+        assert_eq!(md.split_long(&format!("# {}", words(90)), 40, 8), None);
+        assert_eq!(md.split_long(&format!("| {}", words(90)), 40, 8), None);
+    }
 
     fn plain(rows: Vec<String>) -> Vec<String> {
         let re = regex::Regex::new(r"\x1b\[[0-9;]*m").unwrap();

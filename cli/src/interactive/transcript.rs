@@ -368,6 +368,15 @@ impl Transcript {
                 let line: String = self.partial.drain(..=i).collect();
                 out.extend(self.markdown.line(line.trim_end_matches('\n'), cols));
             }
+            // A line longer than the live rows show: its first words go to the transcript
+            // now, so none of it is out of sight while it streams.
+            while let Some((head, rest)) =
+                self.markdown
+                    .split_long(&self.partial, cols, super::editor::render::LIVE_ROWS)
+            {
+                out.extend(self.markdown.line(&head, cols));
+                self.partial = rest;
+            }
             return;
         }
         // One column spare: a row exactly as wide as the terminal wraps early in some.
@@ -427,6 +436,7 @@ impl Transcript {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interactive::screen::width;
     use pith_events::{StopReason, ToolCall};
 
     fn reply(content: Vec<ContentBlock>) -> AssistantMessage {
@@ -528,6 +538,40 @@ mod tests {
             )])),
         };
         assert!(t.event(&end, 20).is_empty());
+    }
+
+    #[test]
+    fn a_long_unfinished_line_goes_to_the_transcript_a_few_rows_at_a_time() {
+        let mut t = Transcript::default();
+        t.event(
+            &AgentEvent::MessageStart {
+                message: AgentMessage::Assistant(reply(Vec::new())),
+            },
+            40,
+        );
+        t.event(&update(StreamKind::TextStart, 0, None), 40);
+        let words: Vec<String> = (0..200).map(|i| format!("w{i:03}")).collect();
+        let mut rows = Vec::new();
+        for w in &words {
+            rows.extend(t.event(
+                &update(StreamKind::TextDelta, 0, Some(&format!("{w} "))),
+                40,
+            ));
+        }
+        // Most of the line is in the transcript before it ends; what is left fits the live
+        // rows.
+        assert!(rows.len() >= 17, "{rows:?}");
+        // Whole rows: every row but the last is full (eight words of 40 columns).
+        assert!(
+            rows.iter().all(|r| r.split_whitespace().count() == 8),
+            "{rows:?}"
+        );
+        assert!(rows.iter().all(|r| width(r) <= 40), "{rows:?}");
+        assert!(t.live().len() <= 39 * 8, "{}", t.live());
+        rows.extend(t.event(&update(StreamKind::TextEnd, 0, None), 40));
+        // Every word exactly once, in order.
+        let shown: Vec<&str> = rows.iter().flat_map(|r| r.split_whitespace()).collect();
+        assert_eq!(shown, words.iter().map(String::as_str).collect::<Vec<_>>());
     }
 
     #[test]

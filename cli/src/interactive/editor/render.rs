@@ -87,23 +87,20 @@ pub const STATUS_ROW: usize = 1;
 /// At most this many rows of the reply's unfinished line are shown above the status.
 pub const LIVE_ROWS: usize = 8;
 
-/// The unfinished last line of a streaming reply, wrapped to `width` columns: its last
-/// [`LIVE_ROWS`] rows (plain text; control characters shown as `?`).
+/// The unfinished last line of a streaming reply, wrapped to `width` columns at word
+/// boundaries: its last [`LIVE_ROWS`] rows (plain text; control characters shown as `?`).
 pub fn live_rows(text: &str, width: usize) -> Vec<String> {
+    let mut rest: String = text
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
     let mut rows = Vec::new();
-    let mut row = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w > width.max(1) {
-            rows.push(std::mem::take(&mut row));
-            used = 0;
-        }
-        row.push(if c.is_control() { '?' } else { c });
-        used += w;
-    }
-    if !row.is_empty() {
+    while let Some((row, more)) = super::super::screen::split_row(&rest, width) {
         rows.push(row);
+        rest = more;
+    }
+    if !rest.is_empty() {
+        rows.push(rest);
     }
     let skip = rows.len().saturating_sub(LIVE_ROWS);
     rows.split_off(skip)
