@@ -443,6 +443,19 @@ mod tests {
         AssistantMessage::new("faux", "faux", "faux-1", content, 0)
     }
 
+    /// A transcript in the middle of a reply's first text block, `cols` wide.
+    fn text_streaming(cols: usize) -> Transcript {
+        let mut t = Transcript::default();
+        t.event(
+            &AgentEvent::MessageStart {
+                message: AgentMessage::Assistant(reply(Vec::new())),
+            },
+            cols,
+        );
+        t.event(&update(StreamKind::TextStart, 0, None), cols);
+        t
+    }
+
     fn update(kind: StreamKind, index: usize, delta: Option<&str>) -> AgentEvent {
         AgentEvent::MessageUpdate {
             usage: pith_events::Usage::default(),
@@ -479,14 +492,7 @@ mod tests {
 
     #[test]
     fn an_escape_sequence_split_across_deltas_is_removed_whole() {
-        let mut t = Transcript::default();
-        t.event(
-            &AgentEvent::MessageStart {
-                message: AgentMessage::Assistant(reply(Vec::new())),
-            },
-            40,
-        );
-        t.event(&update(StreamKind::TextStart, 0, None), 40);
+        let mut t = text_streaming(40);
         let mut rows = Vec::new();
         for delta in [
             "copy\u{1b}]5",
@@ -542,14 +548,7 @@ mod tests {
 
     #[test]
     fn a_long_unfinished_line_goes_to_the_transcript_a_few_rows_at_a_time() {
-        let mut t = Transcript::default();
-        t.event(
-            &AgentEvent::MessageStart {
-                message: AgentMessage::Assistant(reply(Vec::new())),
-            },
-            40,
-        );
-        t.event(&update(StreamKind::TextStart, 0, None), 40);
+        let mut t = text_streaming(40);
         let words: Vec<String> = (0..200).map(|i| format!("w{i:03}")).collect();
         let mut rows = Vec::new();
         for w in &words {
