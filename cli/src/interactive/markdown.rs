@@ -160,7 +160,8 @@ impl Markdown {
             (indent, " ".repeat(indent.min(16)))
         };
         let body = &line[body_at..];
-        let row = cols.saturating_sub(width(&continuation)).max(10);
+        // The room `wrap_spans` gives a row after the block's prefix.
+        let row = cols.saturating_sub(1 + width(&continuation)).max(10);
         // Where each row the renderer makes of the body ends (it breaks at the last space
         // that fits, as `split_row` does).
         let mut ends = Vec::new();
@@ -452,6 +453,16 @@ fn inline(text: &str, base: &str) -> Vec<Span> {
 fn wrap_spans(spans: &[Span], cols: usize, first: &str, rest: &str) -> Vec<String> {
     // One column spare: a row exactly as wide as the terminal wraps early in some.
     let avail = |prefix: &str| cols.saturating_sub(1 + visible_width(prefix)).max(10);
+    wrap_spans_within(spans, &avail, first, rest)
+}
+
+/// [`wrap_spans`] with each row's room (prefix excluded) given by `avail(prefix)`.
+fn wrap_spans_within(
+    spans: &[Span],
+    avail: &dyn Fn(&str) -> usize,
+    first: &str,
+    rest: &str,
+) -> Vec<String> {
     let chars: Vec<(char, usize)> = spans
         .iter()
         .enumerate()
@@ -558,7 +569,7 @@ fn table(rows: &[String], cols: usize) -> Option<Vec<String>> {
         })
         .collect();
     let plain = |spans: &[Span]| spans.iter().map(|s| s.text.as_str()).collect::<String>();
-    let widths: Vec<usize> = (0..n)
+    let natural: Vec<usize> = (0..n)
         .map(|c| {
             rendered
                 .iter()
@@ -568,31 +579,127 @@ fn table(rows: &[String], cols: usize) -> Option<Vec<String>> {
                 .max(1)
         })
         .collect();
-    if widths.iter().sum::<usize>() + 3 * n + 1 > cols.saturating_sub(1) {
+    let longest_word: Vec<usize> = (0..n)
+        .map(|c| {
+            rendered
+                .iter()
+                .flat_map(|row| {
+                    plain(&row[c])
+                        .split(' ')
+                        .map(|w| width(w).min(30))
+                        .collect::<Vec<_>>()
+                })
+                .max()
+                .unwrap_or(1)
+                .max(1)
+        })
+        .collect();
+    // One column spare, as for every row; pi falls back to the text when even one column a
+    // cell does not fit.
+    let room = cols.saturating_sub(1 + 3 * n + 1);
+    if room < n {
         return None;
     }
+    let widths = column_widths(&natural, &longest_word, room);
     let border = |l: &str, m: &str, r: &str| {
         let inner: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
         format!("{l}─{}─{r}", inner.join(&format!("─{m}─")))
     };
-    let line = |row: &[Vec<Span>]| {
-        let parts: Vec<String> = row
+    // A row's cells wrapped to their columns: as many lines as its tallest cell.
+    let lines = |row: &[Vec<Span>]| {
+        let cells: Vec<Vec<String>> = row
             .iter()
             .zip(&widths)
-            .map(|(spans, w)| {
-                let text: String = spans.iter().map(|s| style::with(&s.sgr, &s.text)).collect();
-                format!("{text}{}", " ".repeat(w - width(&plain(spans))))
-            })
+            .map(|(spans, &w)| wrap_spans_within(spans, &|_| w, "", ""))
             .collect();
-        format!("│ {} │", parts.join(" │ "))
+        let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+        (0..height)
+            .map(|i| {
+                let parts: Vec<String> = cells
+                    .iter()
+                    .zip(&widths)
+                    .map(|(cell, &w)| {
+                        let text = cell.get(i).map_or("", String::as_str);
+                        format!(
+                            "{text}{}",
+                            " ".repeat(w.saturating_sub(visible_width(text)))
+                        )
+                    })
+                    .collect();
+                format!("│ {} │", parts.join(" │ "))
+            })
+            .collect::<Vec<_>>()
     };
-    let mut out = vec![border("┌", "┬", "┐"), line(&rendered[0])];
+    let mut out = vec![border("┌", "┬", "┐")];
+    out.extend(lines(&rendered[0]));
     out.push(border("├", "┼", "┤"));
-    for row in &rendered[1..] {
-        out.push(line(row));
+    for (i, row) in rendered[1..].iter().enumerate() {
+        if i > 0 {
+            // pi rules off every body row.
+            out.push(border("├", "┼", "┤"));
+        }
+        out.extend(lines(row));
     }
     out.push(border("└", "┴", "┘"));
     Some(out)
+}
+
+/// pi's table column widths: the natural ones when they fit in `room` columns, else each
+/// column shrunk toward its longest word (at most 30) in proportion to what it would lose,
+/// and below that, when even the words do not fit, toward one column each.
+fn column_widths(natural: &[usize], longest_word: &[usize], room: usize) -> Vec<usize> {
+    let n = natural.len();
+    let mut min = longest_word.to_vec();
+    if min.iter().sum::<usize>() > room {
+        let spare = room.saturating_sub(n);
+        let weight: usize = longest_word.iter().map(|w| w - 1).sum();
+        min = longest_word
+            .iter()
+            .map(|w| 1 + ((w - 1) * spare).checked_div(weight).unwrap_or(0))
+            .collect();
+        let mut left = room.saturating_sub(min.iter().sum());
+        for m in min.iter_mut() {
+            if left == 0 {
+                break;
+            }
+            *m += 1;
+            left -= 1;
+        }
+    }
+    if natural.iter().sum::<usize>() <= room {
+        return natural.iter().zip(&min).map(|(a, b)| *a.max(b)).collect();
+    }
+    let potential: usize = natural
+        .iter()
+        .zip(&min)
+        .map(|(a, b)| a.saturating_sub(*b))
+        .sum();
+    let extra = room.saturating_sub(min.iter().sum());
+    let mut widths: Vec<usize> = natural
+        .iter()
+        .zip(&min)
+        .map(|(a, b)| {
+            let grow = (a.saturating_sub(*b) * extra)
+                .checked_div(potential)
+                .unwrap_or(0);
+            b + grow
+        })
+        .collect();
+    let mut left = room.saturating_sub(widths.iter().sum());
+    while left > 0 {
+        let mut grew = false;
+        for (w, a) in widths.iter_mut().zip(natural) {
+            if left > 0 && *w < *a {
+                *w += 1;
+                left -= 1;
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    widths
 }
 
 /// The cells of `| a | b |` (an escaped `\|` stays in its cell).
@@ -758,6 +865,42 @@ mod tests {
                 "",
             ]
         );
+    }
+
+    #[test]
+    fn body_rows_are_ruled_off_and_a_narrow_table_wraps_its_cells_as_pi_does() {
+        let table = "| Column A | Column B |\n|---|---|\n| one two three | x |\n| four | y |";
+        assert_eq!(
+            plain(render(table, 80)),
+            [
+                "┌───────────────┬──────────┐",
+                "│ Column A      │ Column B │",
+                "├───────────────┼──────────┤",
+                "│ one two three │ x        │",
+                "├───────────────┼──────────┤",
+                "│ four          │ y        │",
+                "└───────────────┴──────────┘",
+            ]
+        );
+        // 20 columns: 12 for the cells after the borders and the spare one; the columns
+        // shrink to their longest words and the cells wrap at words.
+        assert_eq!(
+            plain(render(table, 20)),
+            [
+                "┌────────┬────────┐",
+                "│ Column │ Column │",
+                "│ A      │ B      │",
+                "├────────┼────────┤",
+                "│ one    │ x      │",
+                "│ two    │        │",
+                "│ three  │        │",
+                "├────────┼────────┤",
+                "│ four   │ y      │",
+                "└────────┴────────┘",
+            ]
+        );
+        // Too narrow for one column a cell: the text, wrapped.
+        assert!(plain(render(table, 6)).iter().all(|r| !r.contains('│')));
     }
 
     #[test]
