@@ -624,21 +624,27 @@ fn ctrl_c_aborts_a_slow_reply_and_the_next_prompt_works() {
 
 #[test]
 fn typing_during_a_reply_steers_and_alt_enter_queues_a_follow_up() {
+    // The first reply runs a slow tool: the steer and the follow-up are typed once it is
+    // shown (typed before the first request, a steer goes into it, as pi takes queued
+    // steering at the start of its loop).
     let s = setup(&format!(
-        r#"[{{"content": [{{"type": "text", "text": "first reply"}}], "delayMs": 1500}}, {}, {}]"#,
+        r#"[{{"content": [{{"type": "text", "text": "first reply"}},
+                         {{"type": "toolCall", "id": "t1", "name": "bash", "arguments": {{"command": "sleep 2"}}}}]}},
+            {}, {}]"#,
         text_reply("reply to the steer"),
         text_reply("reply to the follow-up")
     ));
     let mut pith = s.start(&[]);
     pith.prompt();
     pith.line("start");
+    pith.expect("first reply");
+    pith.expect("sleep 2");
     pith.prompt();
     pith.line("steer me");
     pith.expect("Steering: steer me");
     pith.prompt();
     pith.send("follow me\x1b\r");
     pith.expect("Follow-up: follow me");
-    pith.expect("first reply");
     pith.expect("> steer me");
     pith.expect("reply to the steer");
     pith.expect("> follow me");
