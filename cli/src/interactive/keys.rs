@@ -41,23 +41,30 @@ impl App {
                 if let Err(e) = self.rt.set_setting("hideThinkingBlock", hidden).await {
                     self.warn(&e.to_string());
                 }
-                self.screen
-                    .toggle(self.transcript.hide_thinking, self.transcript.expand_tools);
-                self.status(if self.transcript.hide_thinking {
+                let status = if self.transcript.hide_thinking {
                     "Thinking blocks: hidden"
                 } else {
                     "Thinking blocks: visible"
-                });
+                };
+                self.screen.toggle(
+                    self.transcript.hide_thinking,
+                    self.transcript.expand_tools,
+                    Some(status),
+                );
             }
             KeyAction::ExpandOutput => {
                 self.transcript.expand_tools = !self.transcript.expand_tools;
-                self.screen
-                    .toggle(self.transcript.hide_thinking, self.transcript.expand_tools);
-                self.status(if self.transcript.expand_tools {
-                    "Tool output: expanded (ctrl+o to collapse)"
+                // pi's `setToolsExpanded` status, word for word.
+                let status = if self.transcript.expand_tools {
+                    "Tool output: expanded"
                 } else {
                     "Tool output: collapsed"
-                });
+                };
+                self.screen.toggle(
+                    self.transcript.hide_thinking,
+                    self.transcript.expand_tools,
+                    Some(status),
+                );
             }
         }
         Ok(Flow::Go)

@@ -150,11 +150,25 @@ impl Screen {
         }
     }
 
-    /// Sets pi's display toggles and prints the whole transcript again with them.
-    pub fn toggle(&mut self, hide_thinking: bool, expanded: bool) {
+    /// Sets pi's display toggles and prints the whole transcript again with them, ending in
+    /// `status` when given (a dim line; it replaces the status of a toggle just before, as
+    /// pi's `showStatus` does).
+    pub fn toggle(&mut self, hide_thinking: bool, expanded: bool, status: Option<&str>) {
         self.set_toggles(hide_thinking, expanded);
-        if let Some(p) = &self.printer {
-            p.relayout();
+        let rows = status.map(|text| vec![String::new(), super::style::dim(text)]);
+        match &self.printer {
+            Some(p) => {
+                if let Some(rows) = rows {
+                    p.scrollback(|s| s.status(rows));
+                    self.last_blank = false;
+                }
+                p.relayout();
+            }
+            None => {
+                if let Some(rows) = rows {
+                    self.print_lines(&rows);
+                }
+            }
         }
     }
 }

@@ -33,6 +33,9 @@ pub enum Origin {
     /// Lines of the agent's events for the message streaming now: replaced by the message
     /// once it ends ([`Scrollback::settle`]).
     Streamed,
+    /// A status line of a display toggle (Ctrl+T, Ctrl+O): the next one replaces it when
+    /// nothing came between (pi's `showStatus`).
+    Status,
     /// Anything else (commands, statuses, whole messages).
     Other,
 }
@@ -103,6 +106,19 @@ impl Scrollback {
         if !rows.is_empty() {
             self.pieces.push((Piece::Rows(rows), origin));
         }
+    }
+
+    /// Keeps a toggle's status rows, in place of the last piece when that was one too.
+    pub fn status(&mut self, rows: Vec<String>) {
+        if self
+            .pieces
+            .last()
+            .is_some_and(|(_, o)| *o == Origin::Status)
+        {
+            self.pieces.pop();
+            self.changed_from(self.pieces.len());
+        }
+        self.pieces.push((Piece::Rows(rows), Origin::Status));
     }
 
     /// Keeps a piece that is rendered again by `layout`.
@@ -300,6 +316,21 @@ mod tests {
         // Another width renders everything again.
         assert_eq!(s.render_cached(&view(50)), ["one", "two"]);
         assert_eq!(calls.load(Ordering::Relaxed), 4);
+    }
+
+    #[test]
+    fn a_toggle_status_replaces_the_one_just_before_it() {
+        let mut s = Scrollback::default();
+        s.rows(vec!["reply".into()], Origin::Other);
+        s.status(vec![String::new(), "Thinking blocks: hidden".into()]);
+        s.status(vec![String::new(), "Thinking blocks: visible".into()]);
+        assert_eq!(
+            s.render(&view(40)),
+            ["reply", "", "Thinking blocks: visible"]
+        );
+        s.rows(vec!["more".into()], Origin::Other);
+        s.status(vec![String::new(), "Tool output: expanded".into()]);
+        assert_eq!(s.render(&view(40)).len(), 6);
     }
 
     #[test]

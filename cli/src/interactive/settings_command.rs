@@ -327,8 +327,11 @@ impl App {
                 "tui-mode" => self.editor.set_fullscreen(item.value == "fullscreen"),
                 "hide-thinking" => {
                     self.transcript.hide_thinking = item.value == "true";
-                    self.screen
-                        .toggle(self.transcript.hide_thinking, self.transcript.expand_tools);
+                    self.screen.toggle(
+                        self.transcript.hide_thinking,
+                        self.transcript.expand_tools,
+                        None,
+                    );
                 }
                 "skill-commands" => {
                     self.skill_commands = item.value == "true";

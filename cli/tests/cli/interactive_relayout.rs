@@ -135,9 +135,13 @@ fn ctrl_t_hides_thinking_already_printed_and_ctrl_o_expands_output_already_print
     let before = layouts(&pith);
     pith.send("\x0f");
     pith.expect("Tool output: collapsed");
-    wait_layout(&pith, before, "output not collapsed", |t| {
+    let text = wait_layout(&pith, before, "output not collapsed", |t| {
         !t.contains("row-01") && t.contains("row-40")
     });
+    // Each toggle's status replaced the one before it (pi's showStatus): one line left.
+    assert_eq!(text.matches("Tool output: collapsed").count(), 1, "{text}");
+    assert!(!text.contains("Tool output: expanded"), "{text}");
+    assert!(!text.contains("Thinking blocks: hidden"), "{text}");
     // The session file is untouched by either: one thinking block, in full.
     let file = std::fs::read_to_string(&s.sessions()[0]).unwrap();
     assert_eq!(file.matches("SECRET THOUGHT").count(), 1);
