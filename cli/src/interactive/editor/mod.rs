@@ -450,12 +450,8 @@ impl Shared {
             return;
         }
         crate::tui::terminal::keep_alternate_screen(false);
-        let cols = super::screen::columns();
         let mut out = String::from(MAIN_SCREEN);
-        for line in self.scrollback.render(&self.scrollback.view(cols)) {
-            out.push_str(&super::screen::only_styles(&line));
-            out.push_str("\r\n");
-        }
+        self.print_transcript(super::screen::columns(), &mut out);
         self.surface.leave();
         render::write(&out);
     }
@@ -522,6 +518,14 @@ impl Shared {
         render::write(&out);
     }
 
+    /// Appends the whole transcript, laid out for `cols` columns, as lines to print.
+    fn print_transcript(&self, cols: usize, out: &mut String) {
+        for line in self.scrollback.render(&self.scrollback.view(cols)) {
+            out.push_str(&super::screen::only_styles(&line));
+            out.push_str("\r\n");
+        }
+    }
+
     /// Clears the screen and the scrollback and prints the whole transcript again for the
     /// terminal's width and the display toggles, then the area (pi's `fullRender(true)`).
     /// Nothing happens while an external editor or a suspend has the terminal.
@@ -535,13 +539,9 @@ impl Shared {
             self.redraw();
             return;
         }
-        let view = self.scrollback.view(cols);
         // Home, erase the screen, then the scrollback (xterm's `ED 3`), as pi-tui does.
         let mut out = String::from("\x1b[H\x1b[2J\x1b[3J");
-        for line in self.scrollback.render(&view) {
-            out.push_str(&super::screen::only_styles(&line));
-            out.push_str("\r\n");
-        }
+        self.print_transcript(cols, &mut out);
         self.laid_out = cols;
         self.surface.leave();
         self.redraw_into(&mut out);
