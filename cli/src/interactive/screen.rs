@@ -6,7 +6,7 @@ use std::io::Write;
 
 use unicode_width::UnicodeWidthChar;
 
-use super::scrollback::{Layout, Mark, Origin, Scrollback};
+use super::scrollback::{Layout, Mark, Origin, Scrollback, shown_after};
 
 /// The printer the editor hands over.
 pub type Printer = super::editor::Printer;
@@ -87,25 +87,17 @@ impl Screen {
             .printer
             .as_ref()
             .and_then(|p| p.scrollback(|s| s.view(columns())))
-            .unwrap_or(super::scrollback::View {
-                cols: columns(),
-                hide_thinking: false,
-                expanded: false,
-            });
+            .unwrap_or_else(|| Scrollback::default().view(columns()));
         let lines = layout(&view);
         self.print_layout(&lines, layout);
     }
 
     fn print_kept(&mut self, lines: &[String], origin: Origin, layout: Option<Layout>) {
-        let mut kept = Vec::with_capacity(lines.len());
-        for line in lines {
-            let blank = line.is_empty();
-            if blank && self.last_blank {
-                continue;
-            }
-            self.last_blank = blank;
-            kept.push(line.as_str());
-        }
+        let kept: Vec<&str> = lines
+            .iter()
+            .map(String::as_str)
+            .filter(|line| shown_after(line, &mut self.last_blank))
+            .collect();
         let keep = |s: &mut Scrollback| match layout {
             Some(layout) => s.layout(layout),
             None => s.rows(lines.to_vec(), origin),

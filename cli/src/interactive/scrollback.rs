@@ -54,19 +54,24 @@ impl Piece {
     }
 }
 
-/// The pieces' lines in order, a blank line dropped after a blank one.
-fn join(pieces: impl Iterator<Item = Vec<String>>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut last_blank = true;
-    for line in pieces.flatten() {
-        let blank = line.is_empty();
-        if blank && last_blank {
-            continue;
-        }
-        last_blank = blank;
-        out.push(line);
+/// Whether `line` is shown after a line that was blank (`last_blank`, updated): blank lines
+/// never come in pairs (pi's spacers). The one rule for printing and for laying out again.
+pub fn shown_after(line: &str, last_blank: &mut bool) -> bool {
+    let blank = line.is_empty();
+    if blank && *last_blank {
+        return false;
     }
-    out
+    *last_blank = blank;
+    true
+}
+
+/// The pieces' lines in order, as [`shown_after`] keeps them.
+fn join(pieces: impl Iterator<Item = Vec<String>>) -> Vec<String> {
+    let mut last_blank = true;
+    pieces
+        .flatten()
+        .filter(|line| shown_after(line, &mut last_blank))
+        .collect()
 }
 
 /// The transcript's pieces, oldest first, and how they are shown.
