@@ -186,11 +186,7 @@ fn read_info(path: &Path, collect_texts: bool) -> Result<SessionInfo> {
         Some(Value::String(s)) => pith_events::js::date_parse(s),
         _ => f64::NAN,
     };
-    let modified_ms = match acc.last_activity {
-        Some(t) if t > 0.0 => t,
-        _ if !header_time.is_nan() => header_time,
-        _ => mtime_ms,
-    };
+    let modified_ms = modified_ms(acc.last_activity, header_time, mtime_ms);
     let created_ms = js_date_value(
         header
             .timestamp()
@@ -317,15 +313,8 @@ impl InfoBuilder {
             return;
         };
         let Some(content) = content else { return };
-        // Last activity (getLastActivityTime): message.timestamp if numeric, else the entry's.
-        let t = match timestamp {
-            Some(n) => Some(n),
-            None => match ts.and_then(|s| scan::string_value(s.of(text))) {
-                Some(s) => Some(pith_events::js::date_parse(&s)).filter(|t| !t.is_nan()),
-                None => None,
-            },
-        };
-        if let Some(t) = t {
+        let entry_ts = ts.and_then(|s| scan::string_value(s.of(text)));
+        if let Some(t) = activity_time(timestamp, entry_ts.as_deref()) {
             self.last_activity = Some(self.last_activity.unwrap_or(0.0).max(t));
         }
         let text = content.text();
@@ -739,4 +728,28 @@ pub fn resolve_session_arg(arg: &str, local_dir: &Path, sessions_root: &Path) ->
         });
     }
     Err(Error::NoSessionMatch(arg.to_owned()))
+}
+/// pi's `modified` of a session: its last activity time when positive, else the header's
+/// time (`NaN`: none), else the file's mtime; all in ms since the epoch.
+pub(crate) fn modified_ms(last_activity: Option<f64>, header_time: f64, mtime_ms: f64) -> f64 {
+    match last_activity {
+        Some(t) if t > 0.0 => t,
+        _ if !header_time.is_nan() => header_time,
+        _ => mtime_ms,
+    }
+}
+
+/// A user or assistant message's activity time in ms (pi's `getMessageActivityTime`, for a
+/// message with content): its numeric `message.timestamp`, else the entry's `timestamp`
+/// parsed as a date; `None` when neither gives one.
+pub(crate) fn activity_time(
+    message_timestamp: Option<f64>,
+    entry_timestamp: Option<&str>,
+) -> Option<f64> {
+    match message_timestamp {
+        Some(n) => Some(n),
+        None => entry_timestamp
+            .map(pith_events::js::date_parse)
+            .filter(|t| !t.is_nan()),
+    }
 }

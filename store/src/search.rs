@@ -2,20 +2,23 @@
 //! text (SQLite FTS5 through rusqlite), answering the picker's query language in
 //! milliseconds over tens of thousands of sessions.
 //!
-//! - [`query`]: pi's query language (fuzzy words, `"phrases"`, `re:`) and its normalisation.
+//! - [`query`]: pi's query language (bare words, `"phrases"`, `re:`) and its normalisation.
+//! - [`matching`]: pi 1.6.0's match tiers for one token (name, then id, messages or cwd,
+//!   then scattered letters), shared with the in-memory picker.
 //! - [`rows`]: what is searchable in a file: the header's id and cwd, session names, user and
-//!   assistant message texts (pi's `allMessagesText`), one row per line with its entry id.
+//!   assistant message texts (pi's `allMessagesText` pieces), one row per line with its entry id.
 //! - [`index`]: the database under pith's agent directory, kept in step with the files by
 //!   (path, size, mtime, inode) and by appends ([`note_appended`]); crash-safe, rebuilt when
 //!   missing or damaged.
-//! - [`run`](mod@run): answering a query; phrases and regexes are checked against the files,
-//!   so results equal a plain scan of them.
+//! - [`run`](mod@run): answering a query; candidates that may not match are checked against
+//!   the files, so results equal a plain scan of them.
 //!
-//! Unlike pi's picker, which matches the whole of `id name allMessagesText cwd` as one text,
-//! a phrase or regex here matches within one text (one message, name, or the header's id and
-//! cwd), so each hit can name the entry it came from.
+//! Unlike pi's picker, which matches a phrase or regex against `allMessagesText` (every
+//! message joined by spaces), a phrase or regex here matches within one text (one message,
+//! name, or the header's id and cwd), so each hit can name the entry it came from.
 
 pub mod index;
+pub mod matching;
 pub mod query;
 pub mod rows;
 pub mod run;

@@ -12,25 +12,27 @@ use pith_store::search::{Query, SearchIndex, Token, note_appended};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-/// The searchable texts of a file, read independently of the index's reader: every line
-/// through serde_json.
+/// The searchable texts of a file as pi 1.6.0's picker sees them, each searched on its own,
+/// read independently of the index's reader (every line through serde_json): the session
+/// id, the cwd, the latest name, and each user and assistant message's text.
 fn plain_texts(path: &Path) -> Vec<String> {
     let body = std::fs::read_to_string(path).unwrap_or_default();
     let mut out = Vec::new();
+    let mut name: Option<String> = None;
     for line in body.lines() {
         let Ok(v) = serde_json::from_str::<Value>(line.trim()) else {
             continue;
         };
         match v["type"].as_str() {
-            Some("session") => out.push(format!(
-                "{} {}",
-                v["id"].as_str().unwrap_or(""),
-                v["cwd"].as_str().unwrap_or("")
-            )),
+            Some("session") => {
+                out.push(v["id"].as_str().unwrap_or("").to_owned());
+                out.push(v["cwd"].as_str().unwrap_or("").to_owned());
+            }
             Some("session_info") => {
-                if let Some(n) = v["name"].as_str() {
-                    out.push(n.trim().to_owned());
-                }
+                name = v["name"]
+                    .as_str()
+                    .map(|n| n.trim().to_owned())
+                    .filter(|n| !n.is_empty());
             }
             Some("message") => {
                 let role = v["message"]["role"].as_str();
@@ -53,6 +55,7 @@ fn plain_texts(path: &Path) -> Vec<String> {
             _ => {}
         }
     }
+    out.extend(name);
     out
 }
 
@@ -61,6 +64,28 @@ fn scan_phrase(root: &Path, phrase: &str) -> BTreeSet<PathBuf> {
     all_session_files(root)
         .into_iter()
         .filter(|f| plain_texts(f).iter().any(|t| normalize(t).contains(&p)))
+        .collect()
+}
+
+/// Sessions with a text holding `word` as pi's `includes` finds it (lower-cased).
+fn scan_word(root: &Path, word: &str) -> BTreeSet<PathBuf> {
+    let w = word.to_lowercase();
+    all_session_files(root)
+        .into_iter()
+        .filter(|f| plain_texts(f).iter().any(|t| t.to_lowercase().contains(&w)))
+        .collect()
+}
+
+/// Sessions the index finds holding the bare word `word` in a text (the tiers below the
+/// scattered-letters one).
+fn index_word(index: &SearchIndex, word: &str) -> BTreeSet<PathBuf> {
+    let q = Query::Tokens(vec![Token::Fuzzy(word.to_owned())]);
+    index
+        .search(&q, None, None)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .filter(|h| h.score < 2e6)
+        .map(|h| h.path)
         .collect()
 }
 
@@ -204,6 +229,13 @@ fn phrases_find_exactly_what_a_plain_scan_finds() {
         let want = scan_phrase(root.path(), &p);
         nonempty += usize::from(!want.is_empty());
         assert_eq!(index_phrase(&index, &p), want, "phrase {p:?}");
+        for w in p.split_whitespace() {
+            assert_eq!(
+                index_word(&index, w),
+                scan_word(root.path(), w),
+                "word {w:?}"
+            );
+        }
     }
     assert!(nonempty > 20, "the phrases must find something");
     // Nothing was written next to the sessions.
@@ -247,8 +279,9 @@ fn hits_name_the_entry_and_carry_a_snippet() {
         "{}",
         hits[0].snippet
     );
-    // Fuzzy words: a word that starts with each; every token must match the same session.
-    let q = pith_store::search::parse_query("tokeni pars");
+    // Bare words: each found anywhere in a text, inside other words too; every token must
+    // match the same session.
+    let q = pith_store::search::parse_query("okeni arse");
     let hits = index
         .search(&q, None, None)
         .unwrap_or_else(|e| panic!("{e}"));
@@ -281,47 +314,104 @@ fn hits_name_the_entry_and_carry_a_snippet() {
     assert_eq!(hits[0].entry_id, None);
 }
 
+/// A session file with a name (or none), a cwd, and messages at the given activity times
+/// (ms), written in an order unrelated to those times.
+fn timed_session(
+    root: &Path,
+    n: usize,
+    name: Option<&str>,
+    cwd: &str,
+    texts: &[(&str, f64)],
+) -> PathBuf {
+    let dir = root.join("--p--");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.join(format!("2025-01-01T00-00-00-000Z_t{n}.jsonl"));
+    let mut lines = vec![
+        json!({"type":"session","version":3,"id":format!("t{n}"),"timestamp":"2025-01-01T00:00:00.000Z","cwd":cwd})
+            .to_string(),
+    ];
+    let mut parent: Option<String> = None;
+    for (k, (text, at)) in texts.iter().enumerate() {
+        let id = format!("e{n}-{k}");
+        lines.push(
+            json!({"type":"message","id":id,"parentId":parent,"timestamp":"2025-01-01T00:00:00.000Z",
+                "message":{"role":"user","content":text,"timestamp":at}})
+            .to_string(),
+        );
+        parent = Some(id);
+    }
+    if let Some(name) = name {
+        lines.push(
+            json!({"type":"session_info","id":format!("n{n}"),"parentId":parent,"timestamp":"2025-01-01T00:00:00.000Z","name":name})
+                .to_string(),
+        );
+    }
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    path
+}
+
+/// pi 1.6.0's order (`filterAndSortSessions`, relevance): a token in the name first, then in
+/// the id, messages or cwd (inside other words too), newest message first, then its letters
+/// scattered in the name or cwd. Expected orders were checked with pi 1.6.0 under node.
 #[test]
-fn sessions_where_the_words_occur_most_come_first_and_a_limit_keeps_the_best() {
+fn sessions_rank_as_pi_ranks_them_and_a_limit_keeps_the_best() {
     let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    // Session n mentions the lock in n entries (the last of them the newest).
-    let mut paths = Vec::new();
-    for n in 1..=5 {
-        let mut texts: Vec<(&str, String)> = vec![("user", "something else".into())];
-        for k in 0..n {
-            texts.push(("assistant", format!("we fixed the session lock, step {k}")));
-        }
-        texts.push(("user", "thanks".into()));
-        paths.push(write_session(root.path(), "--p--", n, &texts));
-    }
-    let index = synced(agent.path(), root.path());
-    let order = |query: &str, limit: Option<usize>| -> Vec<(PathBuf, Option<String>)> {
+    let r = root.path();
+    let old = timed_session(r, 1, None, "/w/a", &[("the session lock broke", 1000.0)]);
+    let newest = timed_session(r, 2, None, "/w/a", &[("unlock the door", 5000.0)]);
+    let named = timed_session(r, 3, Some("Lock fix"), "/w/a", &[("nothing here", 100.0)]);
+    let middle = timed_session(
+        r,
+        4,
+        None,
+        "/w/a",
+        &[("LOCKS everywhere", 3000.0), ("and more", 2000.0)],
+    );
+    let in_cwd = timed_session(r, 5, None, "/home/lock", &[("elsewhere", 4000.0)]);
+    let scattered = timed_session(r, 6, None, "/l/o/c/k", &[("none", 6000.0)]);
+    let _none = timed_session(r, 7, None, "/w/z", &[("unrelated", 7000.0)]);
+    let index = synced(agent.path(), r);
+    let order = |query: &str, limit: Option<usize>| -> Vec<PathBuf> {
         let q = pith_store::search::parse_query(query);
         index
             .search(&q, None, limit)
             .unwrap_or_else(|e| panic!("{e}"))
             .into_iter()
-            .map(|h| (h.path, h.entry_id))
+            .map(|h| h.path)
             .collect()
     };
-    // Most matching entries first; each hit names the last entry that matches.
-    let expected: Vec<(PathBuf, Option<String>)> = (1..=5)
-        .rev()
-        .map(|n| (paths[n - 1].clone(), Some(format!("e{n}-{n}"))))
-        .collect();
-    for query in ["lock", "\"session lock\"", "re:fixed the \\w+ lock"] {
-        assert_eq!(order(query, None), expected, "{query}");
-        // A limit checks rows best first and stops: the same best two.
-        assert_eq!(order(query, Some(2)), expected[..2], "{query}");
-    }
+    let all = vec![
+        named.clone(),
+        newest.clone(),
+        in_cwd.clone(),
+        middle.clone(),
+        old.clone(),
+        scattered.clone(),
+    ];
+    assert_eq!(order("lock", None), all);
+    // A limit checks messages newest first and stops: the same best three.
+    assert_eq!(order("lock", Some(3)), all[..3]);
+    assert_eq!(order("lock", Some(1)), all[..1]);
+    // Inside a word, as `includes` finds it.
+    assert_eq!(order("ocks", None), std::slice::from_ref(&middle));
+    // A phrase has no scattered tier.
+    assert_eq!(
+        order("\"lock\"", None),
+        [named.clone(), newest, in_cwd, middle.clone(), old.clone()]
+    );
+    assert_eq!(order("re:session\\s+LOCK", None), [old]);
     let hits = index
         .search(&pith_store::search::parse_query("lock"), None, None)
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        hits.iter().map(|h| h.score).collect::<Vec<_>>(),
-        [-5.0, -4.0, -3.0, -2.0, -1.0]
-    );
+    // pi 1.6.0's scores for these sessions.
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    assert!(close(hits[0].score, -59.4), "{}", hits[0].score);
+    assert!(hits[1..5].iter().all(|h| h.score == 1e6));
+    assert!(close(hits[5].score, 1_999_967.6), "{}", hits[5].score);
+    // Which entry matched: the last one that holds the word.
+    assert_eq!(hits[3].entry_id.as_deref(), Some("e4-0"));
+    assert_eq!(hits[3].modified_ms, 3000.0);
 }
 
 #[test]
@@ -592,6 +682,9 @@ proptest! {
                 continue;
             }
             prop_assert_eq!(index_phrase(&index, &p), scan_phrase(root.path(), &p), "phrase {:?}", p);
+            for w in p.split_whitespace() {
+                prop_assert_eq!(index_word(&index, w), scan_word(root.path(), w), "word {:?}", w);
+            }
         }
     }
 }

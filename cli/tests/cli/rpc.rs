@@ -463,7 +463,7 @@ fn protocol_errors_ids_and_framing() {
 
 #[test]
 fn a_prompt_while_streaming_needs_a_streaming_behavior() {
-    let slow = json!({"content": [{"type": "text", "text": "slow"}], "delayMs": 800});
+    let slow = json!({"content": [{"type": "text", "text": "slow"}], "delayMs": 2000});
     let script = json!([slow, reply("after steer"), reply("after follow-up")]);
     let mut client = Client::start(script, json!({}));
     assert_eq!(

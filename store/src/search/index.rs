@@ -2,8 +2,10 @@
 //! step with the session files by (path, size, mtime, inode) and by appends.
 //!
 //! Tables: `files` (one row per session file: its stamp, how far it is indexed, its rows'
-//! next sequence number), `entries` (per text row: entry id and where its line is) and
-//! `texts` (FTS5, contentless: the normalised text's tokens only). A row's id is
+//! next sequence number, its session id, name, cwd, header time and last activity), `entries` (per text row: entry id and
+//! where its line is), `texts` (FTS5, contentless: the normalised text's tokens only) and
+//! `words` (every run of a text between ASCII separators, so a word found inside another
+//! word can be looked up: FTS5 only finds tokens by their start). A row's id is
 //! `file_id << 24 | seq`, so a match names its file without a join.
 //!
 //! Crash safety is SQLite's: a file's rows and its new stamp are committed in one
@@ -11,7 +13,7 @@
 //! and the next sync carries on. A database SQLite reports as corrupt (or not a database) is
 //! deleted and built again; the JSONL files stay the truth.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -29,7 +31,7 @@ pub const DB_FILE: &str = "search.sqlite";
 /// The lock a builder holds while it writes (one builder per database at a time).
 const LOCK_FILE: &str = "search.lock";
 /// Bumped whenever what is indexed changes meaning; a database of another format is rebuilt.
-const FORMAT: i64 = 1;
+const FORMAT: i64 = 2;
 /// Bits of a row id that number the rows of one file.
 pub(crate) const SEQ_BITS: u32 = 24;
 
@@ -40,6 +42,10 @@ CREATE TABLE IF NOT EXISTS files(
     path TEXT NOT NULL UNIQUE,
     dir TEXT NOT NULL,
     session_id TEXT,
+    name TEXT,
+    cwd TEXT,
+    header_ms REAL,
+    activity_ms REAL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     ino INTEGER NOT NULL,
@@ -57,7 +63,7 @@ CREATE TABLE IF NOT EXISTS entries(
 CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(
     text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0'
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(texts, row);
+CREATE TABLE IF NOT EXISTS words(word TEXT PRIMARY KEY) WITHOUT ROWID;
 ";
 
 const KNOWN_SQL: &str = "SELECT path, id, size, mtime_ns, ino, indexed, torn, next_seq FROM files";
@@ -222,7 +228,7 @@ fn connect(db: &Path) -> rusqlite::Result<Connection> {
             .unwrap_or(None);
         if again != Some(FORMAT) {
             conn.execute_batch(
-                "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS texts;
+                "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS words; DROP TABLE IF EXISTS texts;
                  DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS files;
                  DROP TABLE IF EXISTS meta;",
             )?;
@@ -432,6 +438,7 @@ impl SearchIndex {
             }
             drop(tx);
             let mut done = base;
+            let mut seen_words = HashSet::new();
             let mut batch_started = Instant::now();
             let mut pending = 0usize;
             let mut txn = match self.conn.unchecked_transaction() {
@@ -444,7 +451,9 @@ impl SearchIndex {
             for (i, read) in rx {
                 let w = &work_ref[i];
                 let result = match read {
-                    Some((stamp, from, rows)) => write_file(&txn, w, stamp, from, rows),
+                    Some((stamp, from, rows)) => {
+                        write_file(&txn, w, stamp, from, rows, &mut seen_words)
+                    }
                     None => match &w.known {
                         Some(k) => delete_file(&txn, k.id),
                         None => Ok(()),
@@ -624,12 +633,26 @@ fn delete_rows(tx: &Connection, id: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Words already written to the `words` table in this run of [`SearchIndex::apply`]; cleared
+/// when it holds this many, to bound memory (the table ignores repeats anyway).
+const MAX_SEEN_WORDS: usize = 1 << 20;
+
+/// The runs of a normalised text between ASCII separators that hold a letter or digit: the
+/// `words` table's entries. Every FTS5 token lies inside one of them (unicode61 splits at
+/// every ASCII separator, and perhaps at more), so a run looked up as a quoted FTS5 string
+/// finds the rows holding it.
+pub(crate) fn words_of(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_ascii() && !c.is_ascii_alphanumeric())
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+}
+
 fn write_file(
     tx: &Connection,
     w: &Work,
     stamp: Stamp,
     from: u64,
     rows: FileRows,
+    seen_words: &mut HashSet<String>,
 ) -> rusqlite::Result<()> {
     let path = w.path.to_string_lossy();
     let dir = w
@@ -653,21 +676,28 @@ fn write_file(
             (tx.last_insert_rowid(), 0)
         }
     };
-    let mut session_id: Option<String> = None;
     {
         let mut text = tx.prepare_cached("INSERT INTO texts(rowid, text) VALUES (?1, ?2)")?;
         let mut entry = tx.prepare_cached(
             "INSERT INTO entries(rowid, entry_id, offset, len) VALUES (?1, ?2, ?3, ?4)",
         )?;
+        let mut word = tx.prepare_cached("INSERT OR IGNORE INTO words(word) VALUES (?1)")?;
         for row in &rows.rows {
             if seq >= 1 << SEQ_BITS {
                 break;
             }
-            if row.entry_id.is_none() && row.offset == 0 {
-                session_id = row.text.split(' ').next().map(str::to_owned);
-            }
             let rowid = (id << SEQ_BITS) | seq;
-            text.execute(params![rowid, normalize(&row.text)])?;
+            let norm = normalize(&row.text);
+            for w in words_of(&norm) {
+                if !seen_words.contains(w) {
+                    if seen_words.len() >= MAX_SEEN_WORDS {
+                        seen_words.clear();
+                    }
+                    word.execute(params![w])?;
+                    seen_words.insert(w.to_owned());
+                }
+            }
+            text.execute(params![rowid, norm])?;
             entry.execute(params![rowid, row.entry_id, row.offset as i64, row.len])?;
             seq += 1;
         }
@@ -675,7 +705,12 @@ fn write_file(
     // A torn tail is indexed as it is now and read again from the start once it grows.
     tx.execute(
         "UPDATE files SET dir = ?2, size = ?3, mtime_ns = ?4, ino = ?5, indexed = ?6, torn = ?7,
-             next_seq = ?8, session_id = COALESCE(?9, session_id) WHERE id = ?1",
+             next_seq = ?8, session_id = COALESCE(?9, session_id), cwd = COALESCE(?10, cwd),
+             name = CASE WHEN ?11 IS NULL THEN name ELSE NULLIF(?11, '') END,
+             header_ms = CASE WHEN ?12 THEN ?13 ELSE COALESCE(?13, header_ms) END,
+             activity_ms = CASE WHEN ?12 OR activity_ms IS NULL THEN ?14
+                                ELSE max(activity_ms, COALESCE(?14, activity_ms)) END
+             WHERE id = ?1",
         params![
             id,
             dir,
@@ -685,7 +720,13 @@ fn write_file(
             rows.indexed_to as i64,
             rows.torn,
             seq,
-            session_id
+            rows.session_id,
+            rows.cwd,
+            // A file read from its start has no name unless one was read.
+            rows.name.or_else(|| full.then(String::new)),
+            full,
+            rows.header_ms,
+            rows.activity_ms
         ],
     )?;
     Ok(())

@@ -3,8 +3,9 @@
 //!
 //! A query is either `re:<pattern>` (a case-insensitive regex) or whitespace-separated tokens
 //! where `"a quoted phrase"` must appear as is (case and runs of whitespace ignored) and every
-//! other token is a fuzzy word. The regex dialect is Rust's `regex` (no look-around or
-//! back-references; such a pattern is [`Query::Invalid`], pi's "invalid regex" state).
+//! other token is a bare word. The regex dialect is Rust's `regex` with JavaScript's ASCII
+//! `\w`, `\d` and `\b` (no look-around or back-references; such a pattern is
+//! [`Query::Invalid`], pi's "invalid regex" state).
 
 use regex::{Regex, RegexBuilder};
 
@@ -43,7 +44,10 @@ pub fn parse_query(query: &str) -> Query {
         if pattern.is_empty() {
             return Query::Invalid("Empty regex".into());
         }
-        return match RegexBuilder::new(pattern).case_insensitive(true).build() {
+        return match RegexBuilder::new(&js_classes(pattern))
+            .case_insensitive(true)
+            .build()
+        {
             Ok(re) => Query::Regex(re),
             Err(e) => Query::Invalid(e.to_string()),
         };
@@ -84,6 +88,54 @@ pub fn parse_query(query: &str) -> Query {
     }
     flush(&mut buf, &mut tokens, false);
     Query::Tokens(tokens)
+}
+
+/// `pattern` with JavaScript's meaning of `\w`, `\W`, `\d`, `\D`, `\b` and `\B`: pi
+/// builds its regexes without the `u` flag, where these are ASCII-only, while they are
+/// Unicode-aware in Rust's `regex`. (Inside a character class `\W` and `\D` stay
+/// Unicode-aware.)
+fn js_classes(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(n) = chars.next() else {
+                    out.push(c);
+                    break;
+                };
+                let ascii = match (n, in_class) {
+                    ('w', false) => Some("[0-9A-Za-z_]"),
+                    ('W', false) => Some("[^0-9A-Za-z_]"),
+                    ('d', false) => Some("[0-9]"),
+                    ('D', false) => Some("[^0-9]"),
+                    ('w', true) => Some("0-9A-Za-z_"),
+                    ('d', true) => Some("0-9"),
+                    ('b', false) => Some("(?-u:\\b)"),
+                    ('B', false) => Some("(?-u:\\B)"),
+                    _ => None,
+                };
+                match ascii {
+                    Some(a) => out.push_str(a),
+                    None => {
+                        out.push(c);
+                        out.push(n);
+                    }
+                }
+            }
+            '[' if !in_class => {
+                in_class = true;
+                out.push(c);
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// pi's phrase normalisation: `toLowerCase()`, then every run of JavaScript whitespace (`\s+`)
@@ -138,6 +190,17 @@ mod tests {
         assert!(matches!(parse_query("re:a+b"), Query::Regex(_)));
         assert!(matches!(parse_query("re:("), Query::Invalid(_)));
         assert!(matches!(parse_query("re:  "), Query::Invalid(_)));
+        // JavaScript's ASCII `\w`, `\d` and `\b` (pi's regexes have no `u` flag).
+        let Query::Regex(re) = parse_query(r"re:lock\s+\w+") else {
+            panic!("regex")
+        };
+        assert!(re.is_match("LOCK  it") && !re.is_match("lock 日本"));
+        let Query::Regex(re) = parse_query(r"re:\bcafé\b|[\d]x\D") else {
+            panic!("regex")
+        };
+        // As node says: `é` is no word character there, so no boundary follows it.
+        assert!(!re.is_match("a café.") && re.is_match("1xy") && !re.is_match("١xy"));
+        assert_eq!(js_classes(r"a\\w[\w\]]\."), r"a\\w[0-9A-Za-z_\]]\.");
     }
 
     #[test]

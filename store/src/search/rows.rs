@@ -1,11 +1,12 @@
-//! The searchable texts of a session file, one per line that has any: the header (`id` and
-//! `cwd`), each `session_info` name, and the text of each user and assistant message (pi's
-//! `allMessagesText` pieces, read as the listing reads them).
+//! What is searchable in a session file: one row per user or assistant message with text
+//! (pi's `allMessagesText` pieces, read as the listing reads them), and the file's fields
+//! (the header's id, cwd and time, the last `session_info` name, the last activity time).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 
+use crate::list::activity_time;
 use crate::list::message_text::MessageView;
 use crate::scan;
 use pith_events::js::js_trim;
@@ -33,6 +34,44 @@ pub struct FileRows {
     /// The file ended with a line that has no `\n` (a torn or unterminated tail). Its row, if
     /// any, is in `rows`; the next read must start again from 0, since it may grow.
     pub torn: bool,
+    /// The header's session id and cwd, when the header was read.
+    pub session_id: Option<String>,
+    /// See `session_id`.
+    pub cwd: Option<String>,
+    /// The last `session_info` name read, trimmed (`Some("")`: the name was cleared).
+    pub name: Option<String>,
+    /// The header's time in ms, when the header was read and has one.
+    pub header_ms: Option<f64>,
+    /// The latest activity time (ms) of the messages read, if any has one.
+    pub activity_ms: Option<f64>,
+}
+
+/// What one line holds for search.
+enum Line {
+    /// The header: the session id, cwd and time (ms; `NaN`: none).
+    Header { id: String, cwd: String, time: f64 },
+    /// A `session_info` entry: its trimmed name (empty when it clears the name).
+    Name { name: String },
+    /// A user or assistant message with content: its text (maybe empty) and activity time.
+    Message {
+        entry_id: String,
+        text: String,
+        activity: Option<f64>,
+    },
+}
+
+impl Line {
+    /// The row of a message with text: its entry id and text. The header's id and cwd and
+    /// the session's name are searched as the file's fields, as pi searches them, never as
+    /// rows (pi's `allMessagesText` holds messages only).
+    fn into_row(self) -> Option<(Option<String>, String)> {
+        match self {
+            Line::Message { entry_id, text, .. } if !text.is_empty() => {
+                Some((Some(entry_id), text))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Reads the searchable rows of `file` from byte `from` (0, or a line start recorded by an
@@ -57,7 +96,20 @@ pub fn read_rows(file: &mut File, from: u64) -> io::Result<FileRows> {
         let terminated = buf.last() == Some(&b'\n');
         let len = if terminated { n - 1 } else { n };
         let line = String::from_utf8_lossy(&buf[..len]);
-        if let Some((entry_id, text)) = text_of_line(&line, offset == 0) {
+        let parsed = line_of(&line, offset == 0);
+        match &parsed {
+            Some(Line::Header { id, cwd, time }) => {
+                out.session_id = Some(id.clone());
+                out.cwd = Some(cwd.clone());
+                out.header_ms = Some(*time).filter(|t| !t.is_nan());
+            }
+            Some(Line::Name { name, .. }) => out.name = Some(name.clone()),
+            Some(Line::Message {
+                activity: Some(t), ..
+            }) => out.activity_ms = Some(out.activity_ms.unwrap_or(0.0).max(*t)),
+            _ => {}
+        }
+        if let Some((entry_id, text)) = parsed.and_then(Line::into_row) {
             out.rows.push(TextRow {
                 entry_id,
                 text,
@@ -83,9 +135,13 @@ pub fn row_at(file: &File, offset: u64, len: u32) -> Option<(Option<String>, Str
     text_of_line(&String::from_utf8_lossy(&buf), offset == 0)
 }
 
-/// The searchable text of one line, with its entry id (`None` for the header). `first`
-/// marks the file's first line, where a BOM and leading whitespace are allowed.
+/// The searchable text of one line, with its entry id: a user or assistant message with
+/// text. `first` marks the file's first line, where a BOM and leading whitespace are allowed.
 pub fn text_of_line(line: &str, first: bool) -> Option<(Option<String>, String)> {
+    line_of(line, first).and_then(Line::into_row)
+}
+
+fn line_of(line: &str, first: bool) -> Option<Line> {
     let line = if first { js_trim(line) } else { line.trim() };
     if line.is_empty() {
         return None;
@@ -100,19 +156,34 @@ pub fn text_of_line(line: &str, first: bool) -> Option<(Option<String>, String)>
     match kind.as_deref() {
         Some("session") => {
             let id = string_at(m.id)?;
-            let cwd = crate::header::Header::parse(scanned.value.of(line))
-                .ok()
+            let header = crate::header::Header::parse(scanned.value.of(line)).ok();
+            let cwd = header
+                .as_ref()
                 .and_then(|h| h.cwd().map(str::to_owned))
                 .unwrap_or_default();
-            Some((None, format!("{id} {cwd}")))
+            let time = match header.as_ref().and_then(|h| h.timestamp()) {
+                Some(serde_json::Value::String(s)) => pith_events::js::date_parse(s),
+                _ => f64::NAN,
+            };
+            Some(Line::Header {
+                id: id.into_owned(),
+                cwd,
+                time,
+            })
         }
         Some("session_info") => {
-            let id = string_at(m.id)?;
             let fields: serde_json::Map<String, serde_json::Value> =
                 crate::entry::decode_json(scanned.value.of(line)).ok()?;
-            let name = fields.get("name")?.as_str()?;
-            let name = js_trim(name);
-            (!name.is_empty()).then(|| (Some(id.into_owned()), name.to_owned()))
+            // As the listing reads it: a missing or null name clears it, a non-string one is
+            // ignored.
+            let name = match fields.get("name") {
+                None | Some(serde_json::Value::Null) => "",
+                Some(serde_json::Value::String(s)) => js_trim(s),
+                Some(_) => return None,
+            };
+            Some(Line::Name {
+                name: name.to_owned(),
+            })
         }
         Some("message") => {
             let role = string_at(m.role)?;
@@ -122,7 +193,12 @@ pub fn text_of_line(line: &str, first: bool) -> Option<(Option<String>, String)>
             let id = string_at(m.id)?;
             let view = MessageView::<true>::read(m.message?.of(line))?;
             let text = view.content?.text();
-            (!text.is_empty()).then(|| (Some(id.into_owned()), text))
+            let entry_ts = string_at(m.timestamp);
+            Some(Line::Message {
+                entry_id: id.into_owned(),
+                text,
+                activity: activity_time(view.timestamp, entry_ts.as_deref()),
+            })
         }
         _ => None,
     }
@@ -154,15 +230,13 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            [
-                (None, "S1 /w/p"),
-                (Some("u1"), "Hello there"),
-                (Some("a1"), "General Kenobi"),
-                (Some("n1"), "my name"),
-            ]
+            [(Some("u1"), "Hello there"), (Some("a1"), "General Kenobi"),]
         );
+        assert_eq!(rows.session_id.as_deref(), Some("S1"));
         assert_eq!(rows.indexed_to, body.len() as u64);
         assert!(!rows.torn);
+        assert_eq!(rows.cwd.as_deref(), Some("/w/p"));
+        assert_eq!(rows.name.as_deref(), Some("my name"));
         for r in &rows.rows {
             let (id, text) = row_at(&f, r.offset, r.len).expect("row again");
             assert_eq!((id, text), (r.entry_id.clone(), r.text.clone()));

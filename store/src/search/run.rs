@@ -1,14 +1,17 @@
-//! Answering a query from the search index: candidate rows from FTS5, then every phrase and
-//! regex candidate checked against its line in the session file (the truth), so results
-//! equal a plain scan of the files.
+//! Answering a query from the search index: candidate rows from FTS5, then every candidate
+//! that may not match checked against its line in the session file (the truth), so results
+//! equal a plain scan of the files; then pi 1.6.0's tiers (name, text, scattered: see
+//! [`super::matching`]) rank the sessions.
 //!
 //! How each token finds its rows (texts are indexed normalised, see
 //! [`super::query::normalize`]; FTS5's `unicode61` tokens are runs of letters and digits):
 //!
-//! - a fuzzy word: rows with a word starting with it (each of its letter/digit runs);
-//! - a phrase: the runs that must be whole words in any text containing the phrase (those
-//!   between two ASCII separators) as an FTS5 phrase, the last one as a prefix; a phrase
-//!   inside one word looks the word up in the index's vocabulary; then each row is checked;
+//! - a bare word of letters and digits: the rows holding any indexed word (the `words`
+//!   table) that contains it, as pi's `includes` finds it inside other words; exact;
+//! - a phrase (or a bare word with other characters): the runs that must be whole words in
+//!   any text containing it (those between two ASCII separators) as an FTS5 phrase, the last
+//!   one as a prefix; a phrase inside one word looks its longest run up in the `words`
+//!   table; then each row is checked;
 //! - `re:`: the literal runs the pattern requires, looked up the same way, then each row is
 //!   checked with the regex; a pattern without a literal reads every line.
 
@@ -17,14 +20,18 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use regex::{Regex, RegexBuilder};
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use super::index::{SEQ_BITS, SearchIndex};
+use super::matching::{Fields, Needle, TIER_WEIGHT, needle_score};
 use super::query::{Query, Token, normalize};
 use super::rows::row_at;
 use crate::error::Result;
+use crate::list::modified_ms;
 
-/// Most vocabulary words one infix lookup may expand to before the token reads every line.
+/// Most words ending with a phrase's first run that narrow its candidates.
+const MAX_FIRST_WORDS: usize = 32;
+/// Most indexed words one infix lookup may expand to before the token reads every line.
 const MAX_EXPANSION: usize = 2000;
 
 /// One session that matches a query.
@@ -34,31 +41,49 @@ pub struct Hit {
     pub path: PathBuf,
     /// The header's id, when the header was indexed.
     pub session_id: Option<String>,
-    /// The entry whose text matched first (`None`: the header's id or cwd matched).
+    /// The entry whose text matched (`None`: only the name, id or cwd matched).
     pub entry_id: Option<String>,
     /// A short, single-line excerpt around the match.
     pub snippet: String,
-    /// Relevance: minus the number of the session's entries that match, summed over the
-    /// query's words (for a phrase or a regex: the entries holding its words); lower is
-    /// better, as with FTS5's bm25.
+    /// pi's relevance (see [`super::matching`]): per token, its tier × 1,000,000 plus, in the
+    /// name, its fuzzy score; summed over the tokens. Lower is better.
     pub score: f64,
-    /// The file's mtime in ns (ties: newest first).
-    pub mtime_ns: i64,
+    /// pi's `modified` of the session in ms (its last message's time; ties between equal
+    /// scores: newest first).
+    pub modified_ms: f64,
 }
 
-/// The sessions that matched one token: file id → (score, the row shown).
-type Rows = HashMap<i64, (f64, i64)>;
+/// The sessions whose messages hold one token: file id → the row shown (the last that
+/// matches), with its entry id and text when the check already read them.
+type Rows = HashMap<i64, (i64, Option<RowText>)>;
 
-/// A session's score from its matching rows (see [`Hit::score`]).
-fn score(rows: &[i64]) -> f64 {
-    -(rows.len() as f64)
+/// A row's entry id (`None`: the header) and text, as [`row_at`] reads them.
+type RowText = (Option<String>, String);
+
+/// A session's short fields as the index holds them.
+struct FileFields {
+    /// pi's `modified` (ms): what ties between equal scores are broken by, newest first.
+    modified_ms: f64,
+    session_id: Option<String>,
+    name: Option<String>,
+    cwd: String,
+}
+
+impl FileFields {
+    fn fields(&self) -> Fields<'_> {
+        Fields {
+            id: self.session_id.as_deref().unwrap_or(""),
+            name: self.name.as_deref(),
+            cwd: &self.cwd,
+        }
+    }
 }
 
 enum Plan {
     /// Rows of this FTS5 expression match as they are.
     Exact(String),
-    /// These rows may match; check each.
-    Check(Cand, Check),
+    /// These rows may match; check each against its line.
+    Check(Cand),
 }
 
 /// Candidate rows of a token that needs checking.
@@ -69,20 +94,6 @@ enum Cand {
     All,
     /// No row can match.
     Nothing,
-}
-
-enum Check {
-    Phrase(String),
-    Regex(Regex),
-}
-
-impl Check {
-    fn matches(&self, text: &str) -> bool {
-        match self {
-            Check::Phrase(p) => normalize(text).contains(p.as_str()),
-            Check::Regex(re) => re.is_match(text),
-        }
-    }
 }
 
 /// A maximal run of characters that are not ASCII separators, in a normalised text.
@@ -124,9 +135,13 @@ fn quote(term: &str) -> String {
 }
 
 impl SearchIndex {
-    /// Sessions matching `query` (see the module docs), best first, each with the entry that
-    /// matched and a snippet. `dirs` limits the answer to sessions directly in those folders;
-    /// `limit` caps how many hits get a snippet and are returned.
+    /// Sessions matching `query` as pi 1.6.0's picker matches them (see
+    /// [`super::matching`]), best first (pi's score, then newest first), each with the entry
+    /// that matched and a snippet. `dirs` limits the answer to sessions directly in those
+    /// folders; `limit` caps how many hits are returned.
+    ///
+    /// Unlike pi, which searches `allMessagesText` (every message joined by spaces), a phrase
+    /// or regex here matches within one message, so each hit can name its entry.
     ///
     /// The answer covers what is indexed; pair it with [`SearchIndex::coverage`] while a build
     /// runs. An empty or invalid query matches nothing.
@@ -148,69 +163,71 @@ impl SearchIndex {
         dirs: Option<&[PathBuf]>,
         limit: Option<usize>,
     ) -> rusqlite::Result<Vec<Hit>> {
-        let (plans, marks): (Vec<Plan>, Vec<Option<Regex>>) = match query {
+        let (needles, marks): (Vec<Needle>, Vec<Option<Regex>>) = match query {
             Query::Invalid(_) => return Ok(Vec::new()),
-            Query::Tokens(tokens) if tokens.is_empty() => return Ok(Vec::new()),
-            Query::Tokens(tokens) => {
-                let mut plans = Vec::new();
-                let mut marks = Vec::new();
-                for t in tokens {
-                    plans.push(self.plan_token(t)?);
-                    marks.push(mark_regex(t));
-                }
-                (plans, marks)
-            }
-            Query::Regex(re) => (vec![self.plan_regex(re)?], vec![Some(re.clone())]),
+            Query::Tokens(tokens) => tokens
+                .iter()
+                .map(|t| (Needle::of_token(t), mark_regex(t)))
+                .filter(|(n, _)| !n.is_empty_phrase())
+                .unzip(),
+            Query::Regex(re) => (vec![Needle::Regex(re.clone())], vec![Some(re.clone())]),
         };
-        let scope = self.scope(dirs)?;
-        let mtimes = self.mtimes()?;
-        let mut acc: Option<HashMap<i64, (f64, i64)>> = None;
-        // One token and a limit: rows are checked best first until `limit` sessions pass.
-        let lazy = if plans.len() == 1 { limit } else { None };
-        for plan in &plans {
-            let by_file = self.rows_for(plan, scope.as_ref(), &mtimes, lazy)?;
-            acc = Some(match acc {
-                None => by_file,
-                Some(prev) => prev
-                    .into_iter()
-                    .filter_map(|(f, (s, r))| by_file.get(&f).map(|(s2, _)| (f, (s + s2, r))))
-                    .collect(),
-            });
-            if acc.as_ref().is_some_and(HashMap::is_empty) {
-                break;
-            }
+        if needles.is_empty() {
+            return Ok(Vec::new());
         }
-        let acc = acc.unwrap_or_default();
-        // Rank on (score, mtime, file id) first; paths and snippets only for what is kept.
-        let mut ranked: Vec<(i64, f64, i64, i64)> = acc
+        let scope = self.scope(dirs)?;
+        let files = self.file_fields(scope.as_ref())?;
+        let mut rows = Vec::with_capacity(needles.len());
+        for needle in &needles {
+            let plan = self.plan_needle(needle)?;
+            // One token and a limit: messages are checked newest first until the best
+            // `limit` sessions are known.
+            let lazy = if needles.len() == 1 { limit } else { None };
+            rows.push(self.rows_for(&plan, needle, &files, scope.is_some(), lazy)?);
+        }
+        // pi's score of every session in scope.
+        let mut ranked: Vec<(i64, f64, f64)> = files
             .iter()
-            .map(|(&f, &(score, rowid))| (f, score, mtimes.get(&f).copied().unwrap_or(0), rowid))
+            .filter_map(|(&f, ff)| {
+                let fields = ff.fields();
+                let mut total = 0.0;
+                for (needle, rows) in needles.iter().zip(&rows) {
+                    total += needle_score(needle, &fields, || rows.contains_key(&f))?;
+                }
+                Some((f, total, ff.modified_ms))
+            })
             .collect();
         ranked.sort_by(|a, b| {
             a.1.total_cmp(&b.1)
-                .then_with(|| b.2.cmp(&a.2))
+                .then_with(|| b.2.total_cmp(&a.2))
                 .then_with(|| a.0.cmp(&b.0))
         });
         if let Some(n) = limit {
             ranked.truncate(n);
         }
         let mark = marks.first().and_then(Option::as_ref);
-        let mut file_stmt = self
+        let mut path_stmt = self
             .conn
-            .prepare_cached("SELECT path, session_id FROM files WHERE id = ?1")?;
+            .prepare_cached("SELECT path FROM files WHERE id = ?1")?;
         let mut out = Vec::with_capacity(ranked.len());
-        for (file, score, mtime_ns, rowid) in ranked {
-            let (path, session_id): (String, Option<String>) =
-                file_stmt.query_row(params![file], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        for (file, score, _) in ranked {
+            let path: String = path_stmt.query_row(params![file], |r| r.get(0))?;
+            let ff = &files[&file];
             let mut hit = Hit {
                 path: PathBuf::from(path),
-                session_id,
+                session_id: ff.session_id.clone(),
                 entry_id: None,
-                snippet: String::new(),
+                // Only the name, id or cwd matched: show the name, else the cwd.
+                snippet: snippet(ff.name.as_deref().unwrap_or(&ff.cwd), mark),
                 score,
-                mtime_ns,
+                modified_ms: ff.modified_ms,
             };
-            if let Some((entry_id, text)) = self.row_text(&hit.path, rowid)? {
+            let shown = match rows.iter().find_map(|r| r.get(&file)) {
+                Some((_, Some(read))) => Some(read.clone()),
+                Some((rowid, None)) => self.row_text(&hit.path, *rowid)?,
+                None => None,
+            };
+            if let Some((entry_id, text)) = shown {
                 hit.entry_id = entry_id;
                 hit.snippet = snippet(&text, mark);
             }
@@ -219,11 +236,38 @@ impl SearchIndex {
         Ok(out)
     }
 
-    /// Every indexed file's mtime in ns, by file id (ties of relevance: newest first).
-    fn mtimes(&self) -> rusqlite::Result<HashMap<i64, i64>> {
-        let mut stmt = self.conn.prepare_cached("SELECT id, mtime_ns FROM files")?;
-        stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?
-            .collect()
+    /// The short fields of every indexed file in scope (`None`: all), by file id.
+    fn file_fields(
+        &self,
+        scope: Option<&HashSet<i64>>,
+    ) -> rusqlite::Result<HashMap<i64, FileFields>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, mtime_ns, session_id, name, cwd, header_ms, activity_ms FROM files",
+        )?;
+        let mut out = HashMap::new();
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let id: i64 = r.get(0)?;
+            if scope.is_some_and(|s| !s.contains(&id)) {
+                continue;
+            }
+            let mtime_ns: i64 = r.get(1)?;
+            let header_ms: Option<f64> = r.get(5)?;
+            out.insert(
+                id,
+                FileFields {
+                    modified_ms: modified_ms(
+                        r.get(6)?,
+                        header_ms.unwrap_or(f64::NAN),
+                        mtime_ns as f64 / 1e6,
+                    ),
+                    session_id: r.get(2)?,
+                    name: r.get(3)?,
+                    cwd: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                },
+            );
+        }
+        Ok(out)
     }
 
     /// File ids in scope (`None`: all).
@@ -241,27 +285,30 @@ impl SearchIndex {
         Ok(Some(ids))
     }
 
-    fn plan_token(&self, token: &Token) -> rusqlite::Result<Plan> {
-        match token {
-            Token::Fuzzy(w) => {
+    fn plan_needle(&self, needle: &Needle) -> rusqlite::Result<Plan> {
+        match needle {
+            Needle::Word(w) => {
                 let norm = normalize(w);
                 let rs = runs(&norm);
-                if !rs.is_empty() && rs.iter().all(|r| r.clean) {
-                    let expr = rs
-                        .iter()
-                        .map(|r| format!("{}*", quote(r.text)))
-                        .collect::<Vec<_>>()
-                        .join(" AND ");
-                    return Ok(Plan::Exact(expr));
+                if let [only] = rs.as_slice()
+                    && only.clean
+                    && !only.left
+                    && !only.right
+                {
+                    // Letters and digits only: the rows with a word containing it, exactly.
+                    return Ok(match self.infix(Some(only.text))? {
+                        Cand::Expr(e) => Plan::Exact(e),
+                        other => Plan::Check(other),
+                    });
                 }
                 self.plan_phrase(&norm)
             }
-            Token::Phrase(p) => self.plan_phrase(&normalize(p)),
+            Needle::Phrase(p) => self.plan_phrase(p),
+            Needle::Regex(re) => self.plan_regex(re),
         }
     }
 
     fn plan_phrase(&self, phrase: &str) -> rusqlite::Result<Plan> {
-        let check = Check::Phrase(phrase.to_owned());
         let rs = runs(phrase);
         // Runs that must be whole words (or, last, a word's start), grouped where adjacent:
         // (index of the group's first run, its FTS5 phrase pieces).
@@ -287,48 +334,109 @@ impl SearchIndex {
         if let Some(g) = current.take() {
             groups.push(g);
         }
-        let clauses: Vec<String> = groups.iter().map(|(_, g)| g.join(" + ")).collect();
-        // A first run that ends at a separator is the end of some word; looking those words
-        // up would scan the whole vocabulary (fts5vocab reads every doclist), which costs more
-        // than checking the extra candidates, so it only narrows nothing here.
+        let mut clauses: Vec<String> = groups.iter().map(|(_, g)| g.join(" + ")).collect();
+        // A first run the phrase goes on past ends some word of the text: when few indexed
+        // words end with it, they narrow the first clause (most candidates would fail the
+        // check otherwise).
+        let first_words = match rs.first() {
+            Some(r0) if !r0.left && r0.right && r0.text.chars().any(char::is_alphanumeric) => {
+                self.words_ending(r0.text)?
+            }
+            _ => None,
+        };
+        if let Some(words) = first_words {
+            if words.is_empty() {
+                // No word ends with it, so no text holds the phrase.
+                return Ok(Plan::Check(Cand::Nothing));
+            }
+            let alternatives = |rest: Option<&str>| -> String {
+                let each: Vec<String> = words
+                    .iter()
+                    .map(|w| match rest {
+                        Some(rest) => format!("({} + {rest})", quote(w)),
+                        None => quote(w),
+                    })
+                    .collect();
+                format!("({})", each.join(" OR "))
+            };
+            match groups.first() {
+                Some((1, _)) => clauses[0] = alternatives(Some(&clauses[0])),
+                _ => clauses.insert(0, alternatives(None)),
+            }
+        }
         if !clauses.is_empty() {
-            return Ok(Plan::Check(Cand::Expr(clauses.join(" AND ")), check));
+            return Ok(Plan::Check(Cand::Expr(clauses.join(" AND "))));
         }
         // Inside one word: the longest clean run is part of some indexed word.
         let longest = rs.iter().filter(|r| r.clean).max_by_key(|r| r.text.len());
-        Ok(Plan::Check(self.infix(longest.map(|r| r.text))?, check))
+        Ok(Plan::Check(self.infix(longest.map(|r| r.text))?))
     }
 
-    /// Indexed words matching the GLOB `pattern`; `None` when more than `max` do.
-    fn vocab(&self, pattern: &str, max: usize) -> rusqlite::Result<Option<Vec<String>>> {
+    /// The indexed words ending with `tail` (a run of a normalised text with a letter or
+    /// digit); `None` when more than [`MAX_FIRST_WORDS`] do.
+    fn words_ending(&self, tail: &str) -> rusqlite::Result<Option<Vec<String>>> {
+        // A run holds no ASCII separator, so none of GLOB's `*?[`.
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT term FROM vocab WHERE term GLOB ?1 LIMIT ?2")?;
-        let terms: Vec<String> = stmt
-            .query_map(params![pattern, (max + 1) as i64], |r| r.get(0))?
+            .prepare_cached("SELECT word FROM words WHERE word GLOB '*' || ?1 LIMIT ?2")?;
+        let words: Vec<String> = stmt
+            .query_map(params![tail, (MAX_FIRST_WORDS + 1) as i64], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        Ok((terms.len() <= max).then_some(terms))
+        Ok((words.len() <= MAX_FIRST_WORDS).then_some(words))
     }
 
-    /// The rows with an indexed word containing `piece` (ASCII letters and digits); every
-    /// row when there is no piece or too many words contain it.
+    /// The rows with a word (see [`super::index::words_of`]) containing `piece` (lower-case
+    /// ASCII letters and digits); every row when there is no piece or the words containing it
+    /// need more than [`MAX_EXPANSION`] terms.
+    ///
+    /// A word starting with a word that contains `piece` contains it too, so the expression
+    /// is `piece` and the shortest such words, each as an FTS5 prefix: what FTS5 reads
+    /// fastest, and still exactly the rows holding `piece`.
     fn infix(&self, piece: Option<&str>) -> rusqlite::Result<Cand> {
         let Some(piece) = piece else {
             return Ok(Cand::All);
         };
-        Ok(match self.vocab(&format!("*{piece}*"), MAX_EXPANSION)? {
-            None => Cand::All,
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT word FROM words WHERE instr(word, ?1) > 1 ORDER BY word")?;
+        let mut prefixes: Vec<String> = Vec::new();
+        let mut rows = stmt.query(params![piece])?;
+        while let Some(r) = rows.next()? {
+            let word: String = r.get(0)?;
+            // Sorted: a word that starts with the last prefix kept comes right after it.
+            if prefixes
+                .last()
+                .is_some_and(|p| word.starts_with(p.as_str()))
+            {
+                continue;
+            }
+            if prefixes.len() == MAX_EXPANSION {
+                return Ok(Cand::All);
+            }
+            prefixes.push(word);
+        }
+        let starting: Option<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT word FROM words WHERE word >= ?1 AND word < ?1 || x'ff' LIMIT 1",
+            )?
+            .query_row(params![piece], |r| r.get(0))
+            .optional()?;
+        if prefixes.is_empty() && starting.is_none() {
             // No word contains it, so no text does.
-            Some(terms) if terms.is_empty() => Cand::Nothing,
-            Some(terms) => Cand::Expr(
-                terms
-                    .iter()
-                    .map(|t| quote(t))
-                    .collect::<Vec<_>>()
-                    .join(" OR "),
-            ),
-        })
+            return Ok(Cand::Nothing);
+        }
+        let terms = std::iter::once(piece)
+            .filter(|_| starting.is_some())
+            .chain(prefixes.iter().map(String::as_str));
+        Ok(Cand::Expr(
+            terms
+                .map(|t| format!("{}*", quote(t)))
+                .collect::<Vec<_>>()
+                .join(" OR "),
+        ))
     }
+
     fn plan_regex(&self, re: &Regex) -> rusqlite::Result<Plan> {
         let pieces = required_literals(re.as_str());
         let mut exprs = Vec::new();
@@ -355,30 +463,27 @@ impl SearchIndex {
         } else {
             Cand::Expr(exprs.join(" AND "))
         };
-        Ok(Plan::Check(cand, Check::Regex(re.clone())))
+        Ok(Plan::Check(cand))
     }
 
-    /// The sessions with rows matching `plan`, each with its score and the row shown: the
-    /// last row that matches (for a check, the last that passes). With `limit`, a check
-    /// stops once the best `limit` sessions (by score, then `mtimes`, newest first) have a
-    /// row that passes: the same sessions a full check ranks first, at a fraction of the
-    /// reads.
-    ///
-    /// Relevance is counted, not FTS5's bm25: bm25 looks up every matching row's size in
-    /// the index, most of the time of a search for a common word, with no top-k pruning.
+    /// The sessions in `files` whose messages hold `needle` (rows of `plan`), each with the
+    /// last row that matches. With `limit`, checking stops once the best `limit` sessions
+    /// are known: sessions whose name holds the needle rank first whatever their messages
+    /// hold, and the rest are checked newest first, so the sessions never checked are ones
+    /// that could only rank below those found. `scoped`: `files` is a subset of the index
+    /// (rows of other files are left out).
     fn rows_for(
         &self,
         plan: &Plan,
-        scope: Option<&HashSet<i64>>,
-        mtimes: &HashMap<i64, i64>,
+        needle: &Needle,
+        files: &HashMap<i64, FileFields>,
+        scoped: bool,
         limit: Option<usize>,
     ) -> rusqlite::Result<Rows> {
-        let in_scope = |rowid: i64| scope.is_none_or(|s| s.contains(&(rowid >> SEQ_BITS)));
-        let (expr, check) = match plan {
-            Plan::Exact(e) => (Some(e.as_str()), None),
-            Plan::Check(Cand::Nothing, _) => return Ok(Rows::new()),
-            Plan::Check(Cand::Expr(e), c) => (Some(e.as_str()), Some(c)),
-            Plan::Check(Cand::All, c) => (None, Some(c)),
+        let expr = match plan {
+            Plan::Exact(e) | Plan::Check(Cand::Expr(e)) => Some(e.as_str()),
+            Plan::Check(Cand::Nothing) => return Ok(Rows::new()),
+            Plan::Check(Cand::All) => None,
         };
         let mut candidates: Vec<i64> = Vec::new();
         {
@@ -394,7 +499,7 @@ impl SearchIndex {
             };
             while let Some(r) = rows.next()? {
                 let rowid: i64 = r.get(0)?;
-                if in_scope(rowid) {
+                if !scoped || files.contains_key(&(rowid >> SEQ_BITS)) {
                     candidates.push(rowid);
                 }
             }
@@ -402,27 +507,33 @@ impl SearchIndex {
         // Each file's candidates together (FTS5 and the entries table give them in rowid
         // order already).
         candidates.sort_unstable();
-        let mut files: Vec<(i64, &[i64])> = candidates
+        let mut by_file: Vec<(i64, &[i64])> = candidates
             .chunk_by(|a, b| a >> SEQ_BITS == b >> SEQ_BITS)
             .map(|rows| (rows[0] >> SEQ_BITS, rows))
             .collect();
-        let Some(check) = check else {
-            return Ok(files
+        if matches!(plan, Plan::Exact(_)) {
+            return Ok(by_file
                 .into_iter()
-                .map(|(file, rows)| (file, (score(rows), rows[rows.len() - 1])))
+                .map(|(file, rows)| (file, (rows[rows.len() - 1], None)))
                 .collect());
-        };
-        // Only the best `limit` wanted: files in the final ranking's order (most candidates,
-        // newest, lowest id).
-        if limit.is_some() {
-            files.sort_by(|(fa, ra), (fb, rb)| {
-                rb.len()
-                    .cmp(&ra.len())
-                    .then_with(|| mtimes.get(fb).cmp(&mtimes.get(fa)))
-                    .then(fa.cmp(fb))
-            });
         }
-        self.check_in_order(&files, check, limit)
+        let mut wanted = limit;
+        if let Some(n) = limit {
+            // Sessions whose name holds the needle rank first; the rest newest first.
+            let in_name: HashSet<i64> = files
+                .iter()
+                .filter(|(_, ff)| {
+                    needle_score(needle, &ff.fields(), || false).is_some_and(|s| s < TIER_WEIGHT)
+                })
+                .map(|(&f, _)| f)
+                .collect();
+            wanted = Some(n.saturating_sub(in_name.len()));
+            by_file.retain(|(f, _)| !in_name.contains(f));
+            let modified = |f: &i64| files.get(f).map_or(0.0, |ff| ff.modified_ms);
+            by_file
+                .sort_by(|(fa, _), (fb, _)| modified(fb).total_cmp(&modified(fa)).then(fa.cmp(fb)));
+        }
+        self.check_in_order(&by_file, needle, wanted)
     }
 
     /// Checks each file's candidate rows (`(file id, its rows in rowid order)`, files in
@@ -431,7 +542,7 @@ impl SearchIndex {
     fn check_in_order(
         &self,
         files: &[(i64, &[i64])],
-        check: &Check,
+        needle: &Needle,
         limit: Option<usize>,
     ) -> rusqlite::Result<Rows> {
         let mut out = Rows::new();
@@ -452,10 +563,11 @@ impl SearchIndex {
             for &rowid in rows.iter().rev() {
                 let (offset, len): (i64, i64) =
                     row_stmt.query_row(params![rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                if let Some((_, text)) = row_at(&file, offset as u64, len as u32)
-                    && check.matches(&text)
+                if let Some(read) = row_at(&file, offset as u64, len as u32)
+                    && needle.found_in(&read.1)
                 {
-                    out.insert(file_id, (score(rows), rowid));
+                    // Kept for the snippet only when few are wanted: memory stays small.
+                    out.insert(file_id, (rowid, limit.is_some().then_some(read)));
                     break;
                 }
             }
@@ -464,11 +576,7 @@ impl SearchIndex {
     }
 
     /// The entry id and text of row `rowid`, read again from `path`.
-    fn row_text(
-        &self,
-        path: &Path,
-        rowid: i64,
-    ) -> rusqlite::Result<Option<(Option<String>, String)>> {
+    fn row_text(&self, path: &Path, rowid: i64) -> rusqlite::Result<Option<RowText>> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT offset, len FROM entries WHERE rowid = ?1")?;

@@ -10,3 +10,4 @@ mod divergences;
 mod import_cycles;
 mod listing;
 mod properties;
+mod search;

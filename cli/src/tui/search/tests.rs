@@ -1,31 +1,13 @@
-//! Expected values come from running pi 0.73.1's `fuzzyMatch`, `parseSearchQuery` and
+//! Expected values come from running pi 1.6.0's `parseSearchQuery`, `matchSession` and
 //! `filterAndSortSessions` under node on the same inputs.
 
 use std::path::PathBuf;
 
 use super::*;
+use pith_store::search::query::Token;
 
 fn close(a: Option<f64>, b: f64) -> bool {
     a.is_some_and(|a| (a - b).abs() < 1e-9)
-}
-
-#[test]
-fn fuzzy_scores_are_pis() {
-    let cases = [
-        ("abc", "abc", -139.7),
-        ("abc", "a-b-c", -30.4),
-        ("fb", "foo bar", -18.6),
-        ("ts", "typescript", -8.6),
-        ("a1", "1a", -119.9),
-        ("node", "my node-cve fix", -38.2),
-        ("cve", "my node-cve fix", -22.3),
-    ];
-    for (q, t, want) in cases {
-        let got = fuzzy_match(q, t);
-        assert!(close(got, want), "{q:?} in {t:?}: {got:?}, pi says {want}");
-    }
-    assert_eq!(fuzzy_match("abc", "xyz"), None);
-    assert_eq!(fuzzy_match("abcd", "abc"), None);
 }
 
 #[test]
@@ -89,17 +71,27 @@ fn filtering_and_ordering_match_pi() {
             .collect()
     };
     assert_eq!(run("node", SortMode::Recent), ["s1", "s2", "s3"]);
-    assert_eq!(run("node", SortMode::Relevance), ["s2", "s1", "s3"]);
-    assert_eq!(run("node", SortMode::Threaded), ["s2", "s1", "s3"]);
-    // Equal phrase scores (1.1 each) fall back to newest first.
+    // Found in the messages or the cwd: one tier, so newest first.
+    assert_eq!(run("node", SortMode::Relevance), ["s1", "s2", "s3"]);
+    assert_eq!(run("node", SortMode::Threaded), ["s1", "s2", "s3"]);
     assert_eq!(run(r#""node cve""#, SortMode::Relevance), ["s1", "s2"]);
     assert_eq!(run("re:CVE", SortMode::Relevance), ["s1", "s2"]);
-    assert_eq!(run("nd", SortMode::Relevance), ["s2", "s1", "s3"]);
+    // Scattered letters count in the name and the cwd only, never in the messages.
+    assert_eq!(run("nd", SortMode::Relevance), ["s3"]);
+    // Inside a word of the messages.
+    assert_eq!(run("od", SortMode::Relevance), ["s1", "s2", "s3"]);
+    assert_eq!(run("elea", SortMode::Relevance), ["s2"]);
+    assert!(run("uffer", SortMode::Relevance).is_empty());
     assert!(run("re:[", SortMode::Relevance).is_empty());
-    let q = parse_query("node");
-    let scores: Vec<Option<f64>> = docs.iter().map(|d| match_doc(d, &q)).collect();
-    assert!(close(scores[0], -34.6) && close(scores[1], -35.0) && close(scores[2], 15.2));
-    assert!(close(match_doc(&docs[0], &parse_query("re:CVE")), 1.7));
+    let scores = |q: &str| -> Vec<Option<f64>> {
+        let q = parse_query(q);
+        docs.iter().map(|d| match_doc(d, &q)).collect()
+    };
+    assert_eq!(scores("node"), [Some(1e6), Some(1e6), Some(1e6)]);
+    assert_eq!(scores("re:CVE"), [Some(1e6), Some(1e6), None]);
+    assert_eq!(scores("elea"), [None, Some(-29.0), None]);
+    assert_eq!(scores("w/b"), [None, Some(1e6), None]);
+    assert!(close(scores("nd")[2], 1_999_992.8));
 }
 
 #[test]
