@@ -473,6 +473,48 @@ fn appends_deletions_and_the_writer_hook_keep_it_current() {
     for p in ["zebra crossing", "hooked text", "the lexer"] {
         assert_eq!(index_phrase(&index, p), scan_phrase(root.path(), p), "{p}");
     }
+    // An appended name is the name (searched first); a later one replaces it, an empty one
+    // clears it; a later message makes the session the newest.
+    let append = |line: Value| {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&target)
+            .unwrap_or_else(|e| panic!("{e}"));
+        writeln!(f, "{line}").unwrap_or_else(|e| panic!("{e}"));
+    };
+    let info = |name: &str| {
+        json!({"type":"session_info","id":format!("i-{name}"),"parentId":"new2",
+            "timestamp":"2025-01-01T00:00:00.000Z","name":name})
+    };
+    let first = |index: &SearchIndex, q: &str| -> Option<(PathBuf, f64)> {
+        index
+            .search(&pith_store::search::parse_query(q), None, None)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .next()
+            .map(|h| (h.path, h.score))
+    };
+    append(info("Quokka plan"));
+    let index = synced(agent.path(), root.path());
+    assert!(first(&index, "quokka").is_some_and(|(p, s)| p == target && s < 1e6));
+    append(info("Other title"));
+    append(info("  "));
+    let index = synced(agent.path(), root.path());
+    assert_eq!(first(&index, "quokka"), None, "an old name is not searched");
+    assert!(
+        first(&index, "title").is_none(),
+        "a cleared name is not searched"
+    );
+    append(
+        json!({"type":"message","id":"late","parentId":"new2","timestamp":"2025-01-01T00:00:00.000Z",
+        "message":{"role":"user","content":"the lexer again","timestamp":99}}),
+    );
+    let index = synced(agent.path(), root.path());
+    let hits = index
+        .search(&pith_store::search::parse_query("lexer"), None, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(hits[0].path, target, "newest last message first");
+    assert_eq!(hits[0].modified_ms, 99.0);
     // A deleted session leaves the index; a rewritten one is read again.
     std::fs::remove_file(&files[0]).unwrap_or_else(|e| panic!("{e}"));
     write_session(
