@@ -14,10 +14,19 @@ use serde_json::{Value, json};
 
 /// The searchable texts of a file as pi 1.6.0's picker sees them, each searched on its own,
 /// read independently of the index's reader (every line through serde_json): the session
-/// id, the cwd, the latest name, and each user and assistant message's text.
+/// id, the cwd, the latest name, and `allMessagesText` (every user and assistant message's
+/// text, joined by spaces).
 fn plain_texts(path: &Path) -> Vec<String> {
+    let mut texts = message_texts_and_fields(path);
+    let messages = texts.split_off(3).join(" ");
+    texts.push(messages);
+    texts
+}
+
+/// The id, the cwd, the latest name (empty when none), then each message's text.
+fn message_texts_and_fields(path: &Path) -> Vec<String> {
     let body = std::fs::read_to_string(path).unwrap_or_default();
-    let mut out = Vec::new();
+    let mut out = vec![String::new(); 3];
     let mut name: Option<String> = None;
     for line in body.lines() {
         let Ok(v) = serde_json::from_str::<Value>(line.trim()) else {
@@ -25,8 +34,8 @@ fn plain_texts(path: &Path) -> Vec<String> {
         };
         match v["type"].as_str() {
             Some("session") => {
-                out.push(v["id"].as_str().unwrap_or("").to_owned());
-                out.push(v["cwd"].as_str().unwrap_or("").to_owned());
+                out[0] = v["id"].as_str().unwrap_or("").to_owned();
+                out[1] = v["cwd"].as_str().unwrap_or("").to_owned();
             }
             Some("session_info") => {
                 name = v["name"]
@@ -55,7 +64,9 @@ fn plain_texts(path: &Path) -> Vec<String> {
             _ => {}
         }
     }
-    out.extend(name);
+    if let (Some(name), Some(slot)) = (name, out.get_mut(2)) {
+        *slot = name;
+    }
     out
 }
 
@@ -312,6 +323,66 @@ fn hits_name_the_entry_and_carry_a_snippet() {
         [Some("s2")]
     );
     assert_eq!(hits[0].entry_id, None);
+}
+
+/// pi searches a session's messages joined by spaces: a phrase may run from one message into
+/// the next, across a short one in between, and across an append.
+#[test]
+fn a_phrase_runs_across_messages_as_pi_joins_them() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let long = "word ".repeat(40);
+    let a = write_session(
+        root.path(),
+        "--p--",
+        1,
+        &[
+            ("user", format!("{long} all done.")),
+            ("assistant", "   ".into()),
+            ("assistant", "Next,".into()),
+            ("user", format!("we ship it {long}")),
+        ],
+    );
+    write_session(root.path(), "--p--", 2, &[("user", "done. next".into())]);
+    let index = synced(agent.path(), root.path());
+    let search = |index: &SearchIndex, q: &str| -> Vec<(PathBuf, Option<String>)> {
+        index
+            .search(&pith_store::search::parse_query(q), None, None)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .map(|h| (h.path, h.entry_id))
+            .collect()
+    };
+    // The entry named is the one after the boundary the phrase crosses last.
+    let hits = search(&index, r#""all done. next, we ship""#);
+    assert_eq!(hits, [(a.clone(), Some("e1-3".to_owned()))]);
+    assert_eq!(search(&index, r#""done.   NEXT""#).len(), 2);
+    assert_eq!(scan_phrase(root.path(), "all done. next, we ship").len(), 1);
+    // Bare words never cross: a space cannot be in one. A word is shown in the message that
+    // holds it, not in a later one whose row starts with the end of it.
+    assert!(search(&index, "done.next").is_empty());
+    assert!(search(&index, "done").contains(&(a.clone(), Some("e1-0".to_owned()))));
+    let limited = index
+        .search(&pith_store::search::parse_query("all"), None, Some(1))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(limited[0].entry_id.as_deref(), Some("e1-0"));
+    // An appended message continues the joined text.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&a)
+        .unwrap_or_else(|e| panic!("{e}"));
+    writeln!(f, "{}", message("late", None, "user", "Quokka time"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(f);
+    let index = synced(agent.path(), root.path());
+    assert_eq!(
+        search(&index, r#""word quokka""#),
+        [(a.clone(), Some("late".to_owned()))]
+    );
+    assert_eq!(
+        index_phrase(&index, "word quokka"),
+        scan_phrase(root.path(), "word quokka")
+    );
 }
 
 /// A session file with a name (or none), a cwd, and messages at the given activity times

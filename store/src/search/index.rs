@@ -6,7 +6,9 @@
 //! where its line is), `texts` (FTS5, contentless: the normalised text's tokens only) and
 //! `words` (every run of a text between ASCII separators, so a word found inside another
 //! word can be looked up: FTS5 only finds tokens by their start). A row's id is
-//! `file_id << 24 | seq`, so a match names its file without a join.
+//! `file_id << 24 | seq`, so a match names its file without a join. A message's text is
+//! indexed after the end of the messages before it ([`super::rows::with_tail`]), so a phrase
+//! running from one message into the next is found as pi finds it in the joined text.
 //!
 //! Crash safety is SQLite's: a file's rows and its new stamp are committed in one
 //! transaction, so a killed build leaves every file either indexed as it was or not at all,
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use super::query::normalize;
-use super::rows::{FileRows, read_rows};
+use super::rows::{FileRows, read_rows, tail_after, with_tail};
 use crate::error::{Error, Result};
 
 /// File name of the database inside the folder's [`crate::dirs::index_dir`].
@@ -31,7 +33,7 @@ pub const DB_FILE: &str = "search.sqlite";
 /// The lock a builder holds while it writes (one builder per database at a time).
 const LOCK_FILE: &str = "search.lock";
 /// Bumped whenever what is indexed changes meaning; a database of another format is rebuilt.
-const FORMAT: i64 = 2;
+const FORMAT: i64 = 3;
 /// Bits of a row id that number the rows of one file.
 pub(crate) const SEQ_BITS: u32 = 24;
 
@@ -46,6 +48,7 @@ CREATE TABLE IF NOT EXISTS files(
     cwd TEXT,
     header_ms REAL,
     activity_ms REAL,
+    tail TEXT,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     ino INTEGER NOT NULL,
@@ -676,6 +679,14 @@ fn write_file(
             (tx.last_insert_rowid(), 0)
         }
     };
+    let mut tail: String = if seq == 0 {
+        String::new()
+    } else {
+        tx.query_row("SELECT tail FROM files WHERE id = ?1", params![id], |r| {
+            r.get::<_, Option<String>>(0)
+        })?
+        .unwrap_or_default()
+    };
     {
         let mut text = tx.prepare_cached("INSERT INTO texts(rowid, text) VALUES (?1, ?2)")?;
         let mut entry = tx.prepare_cached(
@@ -688,7 +699,13 @@ fn write_file(
             }
             let rowid = (id << SEQ_BITS) | seq;
             let norm = normalize(&row.text);
-            for w in words_of(&norm) {
+            // A blank message vanishes from pi's joined text: nothing to find in its row.
+            let indexed = if norm.is_empty() {
+                norm.clone()
+            } else {
+                with_tail(&tail, &norm)
+            };
+            for w in words_of(&indexed) {
                 if !seen_words.contains(w) {
                     if seen_words.len() >= MAX_SEEN_WORDS {
                         seen_words.clear();
@@ -697,8 +714,9 @@ fn write_file(
                     seen_words.insert(w.to_owned());
                 }
             }
-            text.execute(params![rowid, norm])?;
+            text.execute(params![rowid, indexed])?;
             entry.execute(params![rowid, row.entry_id, row.offset as i64, row.len])?;
+            tail = tail_after(&tail, &norm);
             seq += 1;
         }
     }
@@ -709,7 +727,8 @@ fn write_file(
              name = CASE WHEN ?11 IS NULL THEN name ELSE NULLIF(?11, '') END,
              header_ms = CASE WHEN ?12 THEN ?13 ELSE COALESCE(?13, header_ms) END,
              activity_ms = CASE WHEN ?12 OR activity_ms IS NULL THEN ?14
-                                ELSE max(activity_ms, COALESCE(?14, activity_ms)) END
+                                ELSE max(activity_ms, COALESCE(?14, activity_ms)) END,
+             tail = ?15
              WHERE id = ?1",
         params![
             id,
@@ -726,7 +745,8 @@ fn write_file(
             rows.name.or_else(|| full.then(String::new)),
             full,
             rows.header_ms,
-            rows.activity_ms
+            rows.activity_ms,
+            tail
         ],
     )?;
     Ok(())

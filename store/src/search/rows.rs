@@ -74,6 +74,29 @@ impl Line {
     }
 }
 
+/// How many characters of the messages before it a message's row starts with: pi searches
+/// the messages joined by spaces, so a phrase that runs from earlier messages into this one,
+/// with up to this many characters before the boundary, is found in this message's row.
+pub const TAIL_CHARS: usize = 64;
+
+/// The last [`TAIL_CHARS`] characters of the session's normalised messages joined by
+/// spaces, once `next` (a normalised message) follows those ending in `tail`. A blank
+/// message vanishes in the join.
+pub(crate) fn tail_after(tail: &str, next: &str) -> String {
+    let joined = with_tail(tail, next);
+    let skip = joined.chars().count().saturating_sub(TAIL_CHARS);
+    joined.chars().skip(skip).collect()
+}
+
+/// What a message's row holds: the tail of the messages before it (see [`tail_after`]), a
+/// space, and the normalised message, as in pi's joined text.
+pub(crate) fn with_tail(tail: &str, message: &str) -> String {
+    if tail.is_empty() || message.is_empty() {
+        return format!("{tail}{message}");
+    }
+    format!("{tail} {message}")
+}
+
 /// Reads the searchable rows of `file` from byte `from` (0, or a line start recorded by an
 /// earlier read). Lines that are not JSON or not entries give no row.
 ///
@@ -208,6 +231,18 @@ fn line_of(line: &str, first: bool) -> Option<Line> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn a_tail_is_the_end_of_the_joined_messages() {
+        let long = "x".repeat(70);
+        let tail = tail_after("", &long);
+        assert_eq!(tail.chars().count(), TAIL_CHARS);
+        let tail = tail_after(&tail, "ab");
+        assert_eq!(tail, format!("{} ab", "x".repeat(TAIL_CHARS - 3)));
+        assert_eq!(tail_after("é end", ""), "é end");
+        assert_eq!(with_tail("é end", "next one"), "é end next one");
+        assert_eq!(with_tail("", "first"), "first");
+    }
 
     #[test]
     fn rows_offsets_and_torn_tails() {

@@ -25,7 +25,7 @@ use rusqlite::{OptionalExtension, params};
 use super::index::{SEQ_BITS, SearchIndex};
 use super::matching::{Fields, Needle, TIER_WEIGHT, needle_score};
 use super::query::{Query, Token, normalize};
-use super::rows::row_at;
+use super::rows::{TAIL_CHARS, row_at, tail_after, with_tail};
 use crate::error::Result;
 use crate::list::modified_ms;
 
@@ -222,9 +222,13 @@ impl SearchIndex {
                 score,
                 modified_ms: ff.modified_ms,
             };
-            let shown = match rows.iter().find_map(|r| r.get(&file)) {
-                Some((_, Some(read))) => Some(read.clone()),
-                Some((rowid, None)) => self.row_text(&hit.path, *rowid)?,
+            let shown = match needles
+                .iter()
+                .zip(&rows)
+                .find_map(|(n, r)| r.get(&file).map(|shown| (n, shown)))
+            {
+                Some((_, (_, Some(read)))) => Some(read.clone()),
+                Some((needle, (rowid, None))) => self.shown_row(&hit.path, *rowid, needle)?,
                 None => None,
             };
             if let Some((entry_id, text)) = shown {
@@ -549,9 +553,6 @@ impl SearchIndex {
         let mut file_stmt = self
             .conn
             .prepare_cached("SELECT path FROM files WHERE id = ?1")?;
-        let mut row_stmt = self
-            .conn
-            .prepare_cached("SELECT offset, len FROM entries WHERE rowid = ?1")?;
         for &(file_id, rows) in files {
             if limit.is_some_and(|n| out.len() >= n) {
                 break;
@@ -561,9 +562,7 @@ impl SearchIndex {
                 continue;
             };
             for &rowid in rows.iter().rev() {
-                let (offset, len): (i64, i64) =
-                    row_stmt.query_row(params![rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                if let Some(read) = row_at(&file, offset as u64, len as u32)
+                if let Some(read) = self.read_row(&file, rowid, needle)?
                     && needle.found_in(&read.1)
                 {
                     // Kept for the snippet only when few are wanted: memory stays small.
@@ -575,16 +574,88 @@ impl SearchIndex {
         Ok(out)
     }
 
-    /// The entry id and text of row `rowid`, read again from `path`.
-    fn row_text(&self, path: &Path, rowid: i64) -> rusqlite::Result<Option<RowText>> {
-        let mut stmt = self
+    /// The row shown for a session whose row `rowid` matched `needle` without a check: that
+    /// row, or, when the needle is only in the tail of earlier messages the row starts with,
+    /// the earlier row that holds it.
+    fn shown_row(
+        &self,
+        path: &Path,
+        rowid: i64,
+        needle: &Needle,
+    ) -> rusqlite::Result<Option<RowText>> {
+        let Ok(file) = File::open(path) else {
+            return Ok(None);
+        };
+        let first = (rowid >> SEQ_BITS) << SEQ_BITS;
+        // A tail is shorter than most messages: the holder is a row or two back.
+        for r in (first.max(rowid - 8)..=rowid).rev() {
+            if let Some(read) = self.read_row(&file, r, needle)?
+                && needle.found_in(&read.1)
+            {
+                return Ok(Some(read));
+            }
+        }
+        self.read_row(&file, rowid, needle)
+    }
+
+    /// Row `rowid` of `file` read again from the file (the truth): the message's entry id and
+    /// the text `needle` is checked against. That is the message as written, except for a
+    /// phrase not inside it: then the normalised message after the tail of the messages
+    /// before it ([`with_tail`]), as the row was indexed.
+    fn read_row(
+        &self,
+        file: &File,
+        rowid: i64,
+        needle: &Needle,
+    ) -> rusqlite::Result<Option<RowText>> {
+        let Some((entry_id, text)) = self.read_message(file, rowid)? else {
+            return Ok(None);
+        };
+        if !matches!(needle, Needle::Phrase(_)) || needle.found_in(&text) {
+            return Ok(Some((entry_id, text)));
+        }
+        let tail = self.tail_before(file, rowid)?;
+        Ok(Some((entry_id, with_tail(&tail, &normalize(&text)))))
+    }
+
+    /// The entry id and text of the message of row `rowid`.
+    fn read_message(&self, file: &File, rowid: i64) -> rusqlite::Result<Option<RowText>> {
+        let mut at = self
             .conn
             .prepare_cached("SELECT offset, len FROM entries WHERE rowid = ?1")?;
-        let (offset, len): (i64, i64) =
-            stmt.query_row(params![rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(File::open(path)
-            .ok()
-            .and_then(|f| row_at(&f, offset as u64, len as u32)))
+        let Some((offset, len)) = at
+            .query_row(params![rowid], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+            })
+            .optional()?
+        else {
+            return Ok(None);
+        };
+        Ok(row_at(file, offset as u64, len as u32))
+    }
+
+    /// The tail of the messages before row `rowid` ([`tail_after`]), read again from `file`.
+    fn tail_before(&self, file: &File, rowid: i64) -> rusqlite::Result<String> {
+        let first = (rowid >> SEQ_BITS) << SEQ_BITS;
+        let mut before: Vec<String> = Vec::new();
+        let mut chars = 0;
+        for r in (first..rowid).rev() {
+            if chars > TAIL_CHARS {
+                break;
+            }
+            let Some((_, text)) = self.read_message(file, r)? else {
+                continue;
+            };
+            let norm = normalize(&text);
+            if !norm.is_empty() {
+                chars += norm.chars().count() + 1;
+                before.push(norm);
+            }
+        }
+        Ok(before
+            .iter()
+            .rev()
+            .fold(String::new(), |tail, m| tail_after(&tail, m)))
     }
 }
 
