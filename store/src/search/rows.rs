@@ -82,7 +82,7 @@ pub const TAIL_CHARS: usize = 64;
 /// The last [`TAIL_CHARS`] characters of the session's normalised messages joined by
 /// spaces, once `next` (a normalised message) follows those ending in `tail`. A blank
 /// message vanishes in the join.
-pub(crate) fn tail_after(tail: &str, next: &str) -> String {
+pub fn tail_after(tail: &str, next: &str) -> String {
     let joined = with_tail(tail, next);
     let skip = joined.chars().count().saturating_sub(TAIL_CHARS);
     joined.chars().skip(skip).collect()
@@ -90,7 +90,7 @@ pub(crate) fn tail_after(tail: &str, next: &str) -> String {
 
 /// What a message's row holds: the tail of the messages before it (see [`tail_after`]), a
 /// space, and the normalised message, as in pi's joined text.
-pub(crate) fn with_tail(tail: &str, message: &str) -> String {
+pub fn with_tail(tail: &str, message: &str) -> String {
     if tail.is_empty() || message.is_empty() {
         return format!("{tail}{message}");
     }

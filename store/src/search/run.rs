@@ -3,8 +3,9 @@
 //! equal a plain scan of the files; then pi 1.6.0's tiers (name, text, scattered: see
 //! [`super::matching`]) rank the sessions.
 //!
-//! How each token finds its rows (texts are indexed normalised, see
-//! [`super::query::normalize`]; FTS5's `unicode61` tokens are runs of letters and digits):
+//! How each token finds its rows (a message is indexed normalised, see
+//! [`super::query::normalize`], after the last characters of the messages before it, see
+//! [`super::rows::with_tail`]; FTS5's `unicode61` tokens are runs of letters and digits):
 //!
 //! - a bare word of letters and digits: the rows holding any indexed word (the `words`
 //!   table) that contains it, as pi's `includes` finds it inside other words; exact;
@@ -39,7 +40,7 @@ const MAX_EXPANSION: usize = 2000;
 pub struct Hit {
     /// The session file.
     pub path: PathBuf,
-    /// The header's id, when the header was indexed.
+    /// The header's session id, when the header was read.
     pub session_id: Option<String>,
     /// The entry whose text matched (`None`: only the name, id or cwd matched).
     pub entry_id: Option<String>,
@@ -57,7 +58,8 @@ pub struct Hit {
 /// matches), with its entry id and text when the check already read them.
 type Rows = HashMap<i64, (i64, Option<RowText>)>;
 
-/// A row's entry id (`None`: the header) and text, as [`row_at`] reads them.
+/// A row's entry id and text, as [`row_at`] reads them (for a phrase across messages: the
+/// text as indexed, see [`SearchIndex::read_row`]).
 type RowText = (Option<String>, String);
 
 /// A session's short fields as the index holds them.
@@ -140,8 +142,9 @@ impl SearchIndex {
     /// that matched and a snippet. `dirs` limits the answer to sessions directly in those
     /// folders; `limit` caps how many hits are returned.
     ///
-    /// Unlike pi, which searches `allMessagesText` (every message joined by spaces), a phrase
-    /// or regex here matches within one message, so each hit can name its entry.
+    /// A phrase runs from one message into the next as in pi's `allMessagesText` (every
+    /// message joined by spaces; up to [`TAIL_CHARS`] characters before the boundary it
+    /// crosses last); a regex matches within one message, so each hit can name its entry.
     ///
     /// The answer covers what is indexed; pair it with [`SearchIndex::coverage`] while a build
     /// runs. An empty or invalid query matches nothing.
@@ -222,18 +225,22 @@ impl SearchIndex {
                 score,
                 modified_ms: ff.modified_ms,
             };
-            let shown = match needles
+            // The first token found in the messages names the entry and marks the snippet.
+            let shown = needles
                 .iter()
                 .zip(&rows)
-                .find_map(|(n, r)| r.get(&file).map(|shown| (n, shown)))
-            {
-                Some((_, (_, Some(read)))) => Some(read.clone()),
-                Some((needle, (rowid, None))) => self.shown_row(&hit.path, *rowid, needle)?,
+                .zip(&marks)
+                .find_map(|((n, r), m)| r.get(&file).map(|shown| (n, shown, m.as_ref())));
+            let read = match shown {
+                Some((_, (_, Some(read)), m)) => Some((read.clone(), m)),
+                Some((needle, (rowid, None), m)) => self
+                    .shown_row(&hit.path, *rowid, needle)?
+                    .map(|read| (read, m)),
                 None => None,
             };
-            if let Some((entry_id, text)) = shown {
+            if let Some(((entry_id, text), m)) = read {
                 hit.entry_id = entry_id;
-                hit.snippet = snippet(&text, mark);
+                hit.snippet = snippet(&text, m);
             }
             out.push(hit);
         }
