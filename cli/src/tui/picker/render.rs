@@ -256,14 +256,13 @@ fn list(state: &PickerState, env: &RenderEnv, width: usize) -> Vec<Line<'static>
         let deleting = state.confirming_delete.as_deref() == Some(session.path.as_path());
         let current = state.is_current_session(row.index);
         let prefix = row.prefix();
-        let text = match state.hit(row.index) {
-            // The snippet is what the search found; a name, when there is one, leads it.
-            Some(hit) => one_line(&match &session.name {
-                Some(name) => format!("{} › {}", one_line(name), hit.snippet),
-                None => format!("› {}", hit.snippet),
-            }),
-            None => one_line(session.name.as_deref().unwrap_or(&session.first_message)),
-        };
+        // pi's title (the name, else the first message), then what the search found in the
+        // messages, when it found them there.
+        let title = one_line(session.name.as_deref().unwrap_or(&session.first_message));
+        let found = state
+            .hit(row.index)
+            .filter(|hit| hit.entry.is_some())
+            .map(|hit| one_line(&hit.snippet));
         let mut right = format!(
             "{} {}",
             session.message_count,
@@ -278,7 +277,14 @@ fn list(state: &PickerState, env: &RenderEnv, width: usize) -> Vec<Line<'static>
         let avail = width
             .saturating_sub(2 + width_of_str(&prefix) + width_of_str(&right) + 2)
             .max(10);
-        let text = truncate(&text, avail, "…");
+        let text = match found {
+            // The title keeps a third of the room at most: the snippet says why it is here.
+            Some(found) => {
+                let title = truncate(&title, (avail / 3).max(12), "…");
+                truncate(&format!("{title} › {found}"), avail, "…")
+            }
+            None => truncate(&title, avail, "…"),
+        };
         let mut msg_style = if deleting {
             style::error()
         } else if current {

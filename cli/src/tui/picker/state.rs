@@ -76,7 +76,8 @@ pub enum Request {
 pub struct SearchHit {
     /// The session file.
     pub path: PathBuf,
-    /// The entry whose text matched (`None`: the header's id or cwd).
+    /// The entry whose text matched (`None`: only the name, id or cwd matched; the row then
+    /// shows no snippet).
     pub entry: Option<String>,
     /// A one-line excerpt around the match.
     pub snippet: String,

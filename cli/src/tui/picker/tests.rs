@@ -237,7 +237,11 @@ fn a_search_asks_the_index_and_shows_its_hits_with_snippets() {
     state.set_index_progress(Scope::Current, None);
     assert_eq!(shown(&state), ["parent"]);
     let text = screen(lines(&state, &env(), 120), 120, 12);
-    assert!(text.contains("done with the lexer"), "{text}");
+    // The session's title, then what was found in its messages.
+    assert!(
+        text.contains("build the parser › done with the lexer"),
+        "{text}"
+    );
     // The index finished: the query is asked again for a complete answer.
     assert_eq!(
         state.take_requests(),
