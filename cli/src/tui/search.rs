@@ -7,8 +7,8 @@
 //! pi's in-memory side: what a session is searched by, prepared once, and the filter and sort
 //! of a listing. Every token must match; scores are summed (lower is better).
 //!
-//! The regex dialect is Rust's `regex` (no look-around or back-references; such a pattern
-//! shows pi's "invalid regex" state, an empty list).
+//! Regexes read as JavaScript's (`pith_store::search::query::SearchRegex`); a pattern no
+//! engine takes shows pi's "invalid regex" state, an empty list.
 
 use std::borrow::Cow;
 use std::sync::OnceLock;

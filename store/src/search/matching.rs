@@ -14,9 +14,7 @@
 
 use std::borrow::Cow;
 
-use regex::Regex;
-
-use super::query::{Token, normalize};
+use super::query::{SearchRegex, Token, normalize};
 
 /// Weight of one tier (pi's `TIER_WEIGHT`).
 pub const TIER_WEIGHT: f64 = 1_000_000.0;
@@ -43,7 +41,7 @@ pub enum Needle {
     /// A phrase, [`normalize`]d: a substring of the normalised text.
     Phrase(String),
     /// A regex, tested on the text as it is.
-    Regex(Regex),
+    Regex(SearchRegex),
 }
 
 impl Needle {
@@ -258,7 +256,7 @@ mod tests {
         // Phrases and regexes have no scattered tier.
         let phrase = Needle::Phrase("dev node".into());
         assert_eq!(needle_score(&phrase, &fields, || false), None);
-        let re = Needle::Regex(Regex::new("(?i)release").expect("regex"));
+        let re = Needle::Regex(SearchRegex::new("release").expect("regex"));
         assert_eq!(needle_score(&re, &fields, || false), Some(TIER_NAME));
     }
 }

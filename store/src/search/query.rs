@@ -3,9 +3,9 @@
 //!
 //! A query is either `re:<pattern>` (a case-insensitive regex) or whitespace-separated tokens
 //! where `"a quoted phrase"` must appear as is (case and runs of whitespace ignored) and every
-//! other token is a bare word. The regex dialect is Rust's `regex` with JavaScript's ASCII
-//! `\w`, `\d` and `\b` (no look-around or back-references; such a pattern is
-//! [`Query::Invalid`], pi's "invalid regex" state).
+//! other token is a bare word. Regexes are JavaScript's as far as Rust's engines go (see
+//! [`SearchRegex`]); a pattern neither takes is [`Query::Invalid`], pi's "invalid regex"
+//! state.
 
 use regex::{Regex, RegexBuilder};
 
@@ -27,7 +27,7 @@ pub enum Query {
     /// Tokens that must all match; none ⇒ everything matches.
     Tokens(Vec<Token>),
     /// `re:<pattern>`, compiled case-insensitively.
-    Regex(Regex),
+    Regex(SearchRegex),
     /// `re:` with an empty or invalid pattern: nothing matches. Holds the reason.
     Invalid(String),
 }
@@ -44,12 +44,9 @@ pub fn parse_query(query: &str) -> Query {
         if pattern.is_empty() {
             return Query::Invalid("Empty regex".into());
         }
-        return match RegexBuilder::new(&js_classes(pattern))
-            .case_insensitive(true)
-            .build()
-        {
+        return match SearchRegex::new(pattern) {
             Ok(re) => Query::Regex(re),
-            Err(e) => Query::Invalid(e.to_string()),
+            Err(e) => Query::Invalid(e),
         };
     }
     let mut tokens = Vec::new();
@@ -90,11 +87,86 @@ pub fn parse_query(query: &str) -> Query {
     Query::Tokens(tokens)
 }
 
-/// `pattern` with JavaScript's meaning of `\w`, `\W`, `\d`, `\D`, `\b` and `\B`: pi
-/// builds its regexes without the `u` flag, where these are ASCII-only, while they are
-/// Unicode-aware in Rust's `regex`. (Inside a character class `\W` and `\D` stay
-/// Unicode-aware.)
-fn js_classes(pattern: &str) -> String {
+/// A `re:` query's regex, matching as pi's JavaScript `new RegExp(pattern, "i")` does:
+/// Rust's `regex` where it can hold the pattern, else `fancy-regex` for look-around and
+/// back-references (which JavaScript has); `\w`, `\d` and `\b` are ASCII as without the
+/// `u` flag.
+#[derive(Debug, Clone)]
+pub struct SearchRegex {
+    pattern: String,
+    engine: Engine,
+}
+
+#[derive(Debug, Clone)]
+enum Engine {
+    Plain(Regex),
+    Fancy(fancy_regex::Regex),
+}
+
+/// JavaScript's ASCII `\b` and `\B` for `fancy-regex`, which cannot turn Unicode off.
+const FANCY_BOUNDARY: &str =
+    "(?:(?<=[0-9A-Za-z_])(?![0-9A-Za-z_])|(?<![0-9A-Za-z_])(?=[0-9A-Za-z_]))";
+const FANCY_NOT_BOUNDARY: &str =
+    "(?:(?<=[0-9A-Za-z_])(?=[0-9A-Za-z_])|(?<![0-9A-Za-z_])(?![0-9A-Za-z_]))";
+
+impl SearchRegex {
+    /// Compiles `pattern` case-insensitively. Errors: why no engine takes it.
+    pub fn new(pattern: &str) -> Result<SearchRegex, String> {
+        let plain = RegexBuilder::new(&js_classes(pattern, "(?-u:\\b)", "(?-u:\\B)"))
+            .case_insensitive(true)
+            .build();
+        let engine = match plain {
+            Ok(re) => Engine::Plain(re),
+            Err(plain_error) => {
+                let fancy = js_classes(pattern, FANCY_BOUNDARY, FANCY_NOT_BOUNDARY);
+                match fancy_regex::RegexBuilder::new(&fancy)
+                    .case_insensitive(true)
+                    .build()
+                {
+                    Ok(re) => Engine::Fancy(re),
+                    Err(_) => return Err(plain_error.to_string()),
+                }
+            }
+        };
+        Ok(SearchRegex {
+            pattern: pattern.to_owned(),
+            engine,
+        })
+    }
+
+    /// A regex of Rust's `regex` as it is (a snippet's mark).
+    pub fn plain(re: Regex) -> SearchRegex {
+        SearchRegex {
+            pattern: re.as_str().to_owned(),
+            engine: Engine::Plain(re),
+        }
+    }
+
+    /// The pattern as typed.
+    pub fn as_str(&self) -> &str {
+        &self.pattern
+    }
+
+    /// Whether `text` holds a match (a pattern that backtracks past `fancy-regex`'s limit
+    /// matches nothing).
+    pub fn is_match(&self, text: &str) -> bool {
+        self.find_start(text).is_some()
+    }
+
+    /// The byte offset of the first match in `text`.
+    pub fn find_start(&self, text: &str) -> Option<usize> {
+        match &self.engine {
+            Engine::Plain(re) => re.find(text).map(|m| m.start()),
+            Engine::Fancy(re) => re.find(text).ok().flatten().map(|m| m.start()),
+        }
+    }
+}
+
+/// `pattern` with JavaScript's meaning of `\w`, `\W`, `\d`, `\D`, and `\b`, `\B` written
+/// as `boundary` and `not_boundary`: pi builds its regexes without the `u` flag, where these
+/// are ASCII-only, while they are Unicode-aware in Rust's engines. (Inside a character class
+/// `\W` and `\D` stay Unicode-aware.)
+fn js_classes(pattern: &str, boundary: &str, not_boundary: &str) -> String {
     let mut out = String::with_capacity(pattern.len() + 16);
     let mut chars = pattern.chars();
     let mut in_class = false;
@@ -112,8 +184,8 @@ fn js_classes(pattern: &str) -> String {
                     ('D', false) => Some("[^0-9]"),
                     ('w', true) => Some("0-9A-Za-z_"),
                     ('d', true) => Some("0-9"),
-                    ('b', false) => Some("(?-u:\\b)"),
-                    ('B', false) => Some("(?-u:\\B)"),
+                    ('b', false) => Some(boundary),
+                    ('B', false) => Some(not_boundary),
                     _ => None,
                 };
                 match ascii {
@@ -200,7 +272,22 @@ mod tests {
         };
         // As node says: `é` is no word character there, so no boundary follows it.
         assert!(!re.is_match("a café.") && re.is_match("1xy") && !re.is_match("١xy"));
-        assert_eq!(js_classes(r"a\\w[\w\]]\."), r"a\\w[0-9A-Za-z_\]]\.");
+        assert_eq!(
+            js_classes(r"a\\w[\w\]]\.\b", "B", "N"),
+            r"a\\w[0-9A-Za-z_\]]\.B"
+        );
+        // Look-around and back-references, as JavaScript has them.
+        let Query::Regex(re) = parse_query(r"re:buffer(?!ing)\b") else {
+            panic!("regex")
+        };
+        // `日` is no word character in JavaScript, so a boundary follows `buffer` there.
+        assert!(re.is_match("a BUFFER.") && !re.is_match("buffering") && re.is_match("buffer日"));
+        assert_eq!(re.find_start("buffering, buffer"), Some(11));
+        let Query::Regex(re) = parse_query(r"re:(ab)\1") else {
+            panic!("regex")
+        };
+        assert!(re.is_match("xABab") && !re.is_match("abba"));
+        assert!(matches!(parse_query("re:(?<=a"), Query::Invalid(_)));
     }
 
     #[test]

@@ -20,12 +20,12 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use regex::{Regex, RegexBuilder};
+use regex::RegexBuilder;
 use rusqlite::{OptionalExtension, params};
 
 use super::index::{SEQ_BITS, SearchIndex};
 use super::matching::{Fields, Needle, TIER_WEIGHT, needle_score};
-use super::query::{Query, Token, normalize};
+use super::query::{Query, SearchRegex, Token, normalize};
 use super::rows::{TAIL_CHARS, row_at, tail_after, with_tail};
 use crate::error::Result;
 use crate::list::modified_ms;
@@ -166,7 +166,7 @@ impl SearchIndex {
         dirs: Option<&[PathBuf]>,
         limit: Option<usize>,
     ) -> rusqlite::Result<Vec<Hit>> {
-        let (needles, marks): (Vec<Needle>, Vec<Option<Regex>>) = match query {
+        let (needles, marks): (Vec<Needle>, Vec<Option<SearchRegex>>) = match query {
             Query::Invalid(_) => return Ok(Vec::new()),
             Query::Tokens(tokens) => tokens
                 .iter()
@@ -448,7 +448,7 @@ impl SearchIndex {
         ))
     }
 
-    fn plan_regex(&self, re: &Regex) -> rusqlite::Result<Plan> {
+    fn plan_regex(&self, re: &SearchRegex) -> rusqlite::Result<Plan> {
         let pieces = required_literals(re.as_str());
         let mut exprs = Vec::new();
         let mut nothing = false;
@@ -689,7 +689,7 @@ fn required_literals(pattern: &str) -> Vec<String> {
 }
 
 /// A regex that finds a token in raw text, for the snippet.
-fn mark_regex(token: &Token) -> Option<Regex> {
+fn mark_regex(token: &Token) -> Option<SearchRegex> {
     let pattern = match token {
         Token::Fuzzy(w) => regex::escape(w),
         Token::Phrase(p) => normalize(p)
@@ -702,13 +702,14 @@ fn mark_regex(token: &Token) -> Option<Regex> {
         .case_insensitive(true)
         .build()
         .ok()
+        .map(SearchRegex::plain)
 }
 
 /// Up to ~100 characters of `text` around the first match of `mark`, on one line.
-pub(crate) fn snippet(text: &str, mark: Option<&Regex>) -> String {
+pub(crate) fn snippet(text: &str, mark: Option<&SearchRegex>) -> String {
     const BEFORE: usize = 30;
     const WIDTH: usize = 100;
-    let at = mark.and_then(|m| m.find(text)).map_or(0, |m| m.start());
+    let at = mark.and_then(|m| m.find_start(text)).unwrap_or(0);
     let start = text[..at]
         .char_indices()
         .rev()

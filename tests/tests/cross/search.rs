@@ -114,6 +114,8 @@ const QUERIES: &[&str] = &[
     "re:unlock\\b",
     "re:\\d\\.\\d",
     "re:LEX",
+    "re:lock(?!s)\\b",
+    "re:(f)\\1",
     "0195aaaa-0000-7000-8000-000000000007",
     "zebra",
 ];
