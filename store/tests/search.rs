@@ -357,6 +357,12 @@ fn a_phrase_runs_across_messages_as_pi_joins_them() {
     let hits = search(&index, r#""all done. next, we ship""#);
     assert_eq!(hits, [(a.clone(), Some("e1-3".to_owned()))]);
     assert_eq!(search(&index, r#""done.   NEXT""#).len(), 2);
+    // A phrase wholly inside one message names that message, not a later one whose row
+    // starts with its end.
+    assert_eq!(
+        search(&index, r#""word all done""#),
+        [(a.clone(), Some("e1-0".to_owned()))]
+    );
     assert_eq!(scan_phrase(root.path(), "all done. next, we ship").len(), 1);
     // Bare words never cross: a space cannot be in one. A word is shown in the message that
     // holds it, not in a later one whose row starts with the end of it.

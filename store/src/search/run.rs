@@ -607,8 +607,9 @@ impl SearchIndex {
 
     /// Row `rowid` of `file` read again from the file (the truth): the message's entry id and
     /// the text `needle` is checked against. That is the message as written, except for a
-    /// phrase not inside it: then the normalised message after the tail of the messages
-    /// before it ([`with_tail`]), as the row was indexed.
+    /// phrase that is neither inside it nor inside the tail of the messages before it: then
+    /// the normalised message after that tail ([`with_tail`]), as the row was indexed, so the
+    /// phrase is found where it runs into this message.
     fn read_row(
         &self,
         file: &File,
@@ -622,6 +623,10 @@ impl SearchIndex {
             return Ok(Some((entry_id, text)));
         }
         let tail = self.tail_before(file, rowid)?;
+        if needle.found_in(&tail) {
+            // Wholly in earlier messages: an earlier row names the entry that holds it.
+            return Ok(Some((entry_id, text)));
+        }
         Ok(Some((entry_id, with_tail(&tail, &normalize(&text)))))
     }
 
