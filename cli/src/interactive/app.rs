@@ -717,6 +717,28 @@ impl App {
         Ok(())
     }
 
+    /// After a session opened at a search hit (`PATH@ENTRY`) that the file goes on past:
+    /// says so, since a prompt there starts a branch beside the later entries.
+    pub(super) async fn opened_at_hit_notice(&mut self) -> Result<()> {
+        let snapshot = self.rt.snapshot().await?;
+        let later = match snapshot.leaf {
+            pith_store::tree::Leaf::At(i) => snapshot.entries.len().saturating_sub(i + 1),
+            pith_store::tree::Leaf::Root => snapshot.entries.len(),
+        };
+        if later > 0 {
+            self.status(&format!(
+                "Opened at the search hit. {later} later {} not in view: a prompt here \
+                 starts a new branch; /tree goes back to them.",
+                if later == 1 {
+                    "entry is"
+                } else {
+                    "entries are"
+                }
+            ));
+        }
+        Ok(())
+    }
+
     /// pi's `showStatus`: a dim line.
     pub(super) fn status(&mut self, text: &str) {
         self.screen.print_lines(&[String::new(), style::dim(text)]);

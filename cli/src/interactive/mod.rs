@@ -265,6 +265,10 @@ async fn interactive(
     if !app.rt.context().await?.messages.is_empty() {
         app.show_history().await?;
     }
+    let at_hit = args.session.as_deref().map(crate::startup::split_entry);
+    if matches!(at_hit, Some((_, Some(_)))) {
+        app.opened_at_hit_notice().await?;
+    }
     app.untrusted_project_warning().await?;
     app.footer().await?;
     let ended = app.run().await;

@@ -1139,6 +1139,53 @@ fn dash_r_opens_the_picker_before_starting() {
     assert_eq!(user_texts(&files[0]), ["remember me", "and more"]);
 }
 
+/// Opening a session at a search hit (`--session FILE@ENTRY`, what the picker's Enter on a
+/// hit does) says that later entries are out of view and where a prompt goes.
+#[test]
+fn a_session_opened_at_a_search_hit_says_later_entries_are_out_of_view() {
+    let s = setup(&format!(
+        "[{}, {}, {}]",
+        text_reply("reply A"),
+        text_reply("reply B"),
+        text_reply("reply C")
+    ));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.line("first prompt");
+    pith.expect("reply A");
+    pith.idle();
+    pith.line("second prompt");
+    pith.expect("reply B");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    let file = s.sessions()[0].clone();
+    let entries: Vec<serde_json::Value> = fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let first_reply = entries
+        .iter()
+        .find(|e| e["message"]["role"] == "assistant")
+        .and_then(|e| e["id"].as_str())
+        .unwrap()
+        .to_owned();
+    let later = entries.len()
+        - 1
+        - entries
+            .iter()
+            .position(|e| e["id"] == first_reply.as_str())
+            .unwrap();
+    let at = format!("{}@{first_reply}", file.display());
+    let mut pith = s.start(&["--session", &at]);
+    pith.expect("> first prompt");
+    pith.expect(&format!(
+        "Opened at the search hit. {later} later entries are not in view"
+    ));
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+}
+
 #[test]
 fn without_a_terminal_on_stdin_it_is_print_mode_as_in_pi() {
     let s = setup(&format!("[{}]", text_reply("piped reply")));

@@ -457,3 +457,68 @@ fn session_search_finds_the_entry_and_writes_only_under_the_agent_dir() {
     assert_eq!(beside.len(), 1, "only the session: {beside:?}");
     assert!(agent.path().join("index").is_dir());
 }
+
+/// `pith --session PATH@ENTRY` (what a search hit names): the session opens with its leaf at
+/// that entry, so the next prompt continues from it, as `/tree` navigation would.
+#[test]
+fn a_session_opened_at_a_search_hit_continues_from_that_entry() {
+    let agent = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let cwd = work.path().to_string_lossy().into_owned();
+    let lines = [
+        serde_json::json!({"type":"session","version":3,"id":"S-2","timestamp":"2025-01-01T00:00:00.000Z","cwd":cwd}),
+        serde_json::json!({"type":"message","id":"u1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"first question","timestamp":1}}),
+        serde_json::json!({"type":"message","id":"a1","parentId":"u1","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"first answer"}],"timestamp":2}}),
+        serde_json::json!({"type":"message","id":"u2","parentId":"a1","timestamp":"2025-01-01T00:00:03.000Z","message":{"role":"user","content":"second question","timestamp":3}}),
+        serde_json::json!({"type":"message","id":"a2","parentId":"u2","timestamp":"2025-01-01T00:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"second answer"}],"timestamp":4}}),
+    ];
+    let file = work.path().join("s.jsonl");
+    let body: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    fs::write(&file, body.join("\n") + "\n").unwrap();
+    pith(agent.path())
+        .current_dir(work.path())
+        .args([
+            "--session",
+            &format!("{}@a1", file.display()),
+            "-p",
+            "again",
+        ])
+        .assert()
+        .success();
+    let written: Vec<serde_json::Value> = fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The original entries are kept; the first one appended hangs off the hit.
+    assert_eq!(&written[..5], &lines[..]);
+    assert_eq!(
+        written[5]["parentId"], "a1",
+        "continues from the hit, not from a2"
+    );
+    let user = written
+        .iter()
+        .position(|e| {
+            e["message"]["role"] == "user" && e["message"]["content"][0]["text"] == "again"
+        })
+        .expect("the prompt was appended");
+    // Its path to the root runs through a1 and never through u2 or a2.
+    let mut path = Vec::new();
+    let mut at = written[user]["parentId"].as_str().map(str::to_owned);
+    while let Some(id) = at {
+        let entry = written
+            .iter()
+            .find(|e| e["id"] == id.as_str())
+            .expect("parent exists");
+        path.push(id);
+        at = entry["parentId"].as_str().map(str::to_owned);
+    }
+    assert!(
+        path.contains(&"a1".to_owned()) && path.contains(&"u1".to_owned()),
+        "{path:?}"
+    );
+    assert!(
+        !path.contains(&"a2".to_owned()) && !path.contains(&"u2".to_owned()),
+        "{path:?}"
+    );
+}
