@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use pith_store::list::SessionInfo;
-use pith_store::search::matching::{Fields, Needle, needle_score};
+use pith_store::search::matching::{Fields, Needle, needle_score, needles};
 use pith_store::search::query::normalize;
 pub use pith_store::search::query::{Query, parse_query};
 
@@ -71,24 +71,11 @@ pub fn match_doc(doc: &SearchDoc, query: &Query) -> Option<f64> {
         name: doc.name.as_deref(),
         cwd: &doc.cwd,
     };
-    match query {
-        Query::Invalid(_) => None,
-        Query::Regex(re) => {
-            let needle = Needle::Regex(re.clone());
-            needle_score(&needle, &fields, || doc.in_messages(&needle))
-        }
-        Query::Tokens(tokens) => {
-            let mut total = 0.0;
-            for token in tokens {
-                let needle = Needle::of_token(token);
-                if needle.is_empty_phrase() {
-                    continue;
-                }
-                total += needle_score(&needle, &fields, || doc.in_messages(&needle))?;
-            }
-            Some(total)
-        }
+    let mut total = 0.0;
+    for needle in needles(query)? {
+        total += needle_score(&needle, &fields, || doc.in_messages(&needle))?;
     }
+    Some(total)
 }
 
 /// How the list is ordered (pi's `sortMode`, cycled by Ctrl+S).

@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use super::query::{SearchRegex, Token, normalize};
+use super::query::{Query, SearchRegex, Token, normalize};
 
 /// Weight of one tier (pi's `TIER_WEIGHT`).
 pub const TIER_WEIGHT: f64 = 1_000_000.0;
@@ -78,8 +78,25 @@ impl Needle {
     }
 
     /// An empty phrase, which pi skips (it matches every session and adds nothing).
-    pub fn is_empty_phrase(&self) -> bool {
+    fn is_empty_phrase(&self) -> bool {
         matches!(self, Needle::Phrase(p) if p.is_empty())
+    }
+}
+
+/// The needles of `query` that pi scores (`matchSession`): one per token, an empty phrase
+/// left out (it matches every session and adds nothing), or the regex; `None` for an invalid
+/// regex, which matches nothing. No needle at all means every session matches.
+pub fn needles(query: &Query) -> Option<Vec<Needle>> {
+    match query {
+        Query::Invalid(_) => None,
+        Query::Regex(re) => Some(vec![Needle::Regex(re.clone())]),
+        Query::Tokens(tokens) => Some(
+            tokens
+                .iter()
+                .map(Needle::of_token)
+                .filter(|n| !n.is_empty_phrase())
+                .collect(),
+        ),
     }
 }
 

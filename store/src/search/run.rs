@@ -24,8 +24,8 @@ use regex::RegexBuilder;
 use rusqlite::{OptionalExtension, params};
 
 use super::index::{SEQ_BITS, SearchIndex};
-use super::matching::{Fields, Needle, TIER_WEIGHT, needle_score};
-use super::query::{Query, SearchRegex, Token, normalize};
+use super::matching::{Fields, Needle, TIER_WEIGHT, needle_score, needles};
+use super::query::{Query, SearchRegex, normalize};
 use super::rows::{TAIL_CHARS, row_at, tail_after, with_tail};
 use crate::error::Result;
 use crate::list::modified_ms;
@@ -166,18 +166,12 @@ impl SearchIndex {
         dirs: Option<&[PathBuf]>,
         limit: Option<usize>,
     ) -> rusqlite::Result<Vec<Hit>> {
-        let (needles, marks): (Vec<Needle>, Vec<Option<SearchRegex>>) = match query {
-            Query::Invalid(_) => return Ok(Vec::new()),
-            Query::Tokens(tokens) => tokens
-                .iter()
-                .map(|t| (Needle::of_token(t), mark_regex(t)))
-                .filter(|(n, _)| !n.is_empty_phrase())
-                .unzip(),
-            Query::Regex(re) => (vec![Needle::Regex(re.clone())], vec![Some(re.clone())]),
-        };
-        if needles.is_empty() {
+        // An empty query (no needle) matches nothing here: the picker lists every session
+        // for it without searching.
+        let Some(needles) = needles(query).filter(|n| !n.is_empty()) else {
             return Ok(Vec::new());
-        }
+        };
+        let marks: Vec<Option<SearchRegex>> = needles.iter().map(mark_regex).collect();
         let scope = self.scope(dirs)?;
         let files = self.file_fields(scope.as_ref())?;
         let mut rows = Vec::with_capacity(needles.len());
@@ -693,11 +687,12 @@ fn required_literals(pattern: &str) -> Vec<String> {
     }
 }
 
-/// A regex that finds a token in raw text, for the snippet.
-fn mark_regex(token: &Token) -> Option<SearchRegex> {
-    let pattern = match token {
-        Token::Fuzzy(w) => regex::escape(w),
-        Token::Phrase(p) => normalize(p)
+/// A regex that finds a needle in raw text, for the snippet.
+fn mark_regex(needle: &Needle) -> Option<SearchRegex> {
+    let pattern = match needle {
+        Needle::Regex(re) => return Some(re.clone()),
+        Needle::Word(w) => regex::escape(w),
+        Needle::Phrase(p) => p
             .split(' ')
             .map(regex::escape)
             .collect::<Vec<_>>()
