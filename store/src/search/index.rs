@@ -2,8 +2,8 @@
 //! step with the session files by (path, size, mtime, inode) and by appends.
 //!
 //! Tables: `files` (one row per session file: its stamp, how far it is indexed, its rows'
-//! next sequence number, its session id, name, cwd, header time and last activity), `entries` (per text row: entry id and
-//! where its line is), `texts` (FTS5, contentless: the normalised text's tokens only) and
+//! next sequence number, its session id, name, cwd, header time and last activity), `entries`
+//! (per text row: entry id and where its line is), `texts` (FTS5, contentless: the normalised text's tokens only) and
 //! `words` (every run of a text between ASCII separators, so a word found inside another
 //! word can be looked up: FTS5 only finds tokens by their start). A row's id is
 //! `file_id << 24 | seq`, so a match names its file without a join. A message's text is
@@ -645,8 +645,14 @@ const MAX_SEEN_WORDS: usize = 1 << 20;
 /// every ASCII separator, and perhaps at more), so a run looked up as a quoted FTS5 string
 /// finds the rows holding it.
 pub(crate) fn words_of(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| c.is_ascii() && !c.is_ascii_alphanumeric())
+    text.split(is_ascii_separator)
         .filter(|w| w.chars().any(char::is_alphanumeric))
+}
+
+/// An ASCII character other than a letter or digit: FTS5's `unicode61` always splits tokens
+/// there, so words, phrase runs and the FTS5 expressions built from them all split there.
+pub(crate) fn is_ascii_separator(c: char) -> bool {
+    c.is_ascii() && !c.is_ascii_alphanumeric()
 }
 
 fn write_file(

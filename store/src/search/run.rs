@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use regex::RegexBuilder;
 use rusqlite::{OptionalExtension, params};
 
-use super::index::{SEQ_BITS, SearchIndex};
+use super::index::{SEQ_BITS, SearchIndex, is_ascii_separator};
 use super::matching::{Fields, Needle, TIER_WEIGHT, needle_score, needles};
 use super::query::{Query, SearchRegex, normalize};
 use super::rows::{TAIL_CHARS, row_at, tail_after, with_tail};
@@ -59,7 +59,7 @@ pub struct Hit {
 type Rows = HashMap<i64, (i64, Option<RowText>)>;
 
 /// A row's entry id and text, as [`row_at`] reads them (for a phrase across messages: the
-/// text as indexed, see [`SearchIndex::read_row`]).
+/// text as indexed, see [`SearchIndex::matching_row`]).
 type RowText = (Option<String>, String);
 
 /// A session's short fields as the index holds them.
@@ -109,11 +109,10 @@ struct Run<'a> {
 }
 
 fn runs(s: &str) -> Vec<Run<'_>> {
-    let is_sep = |c: char| c.is_ascii() && !c.is_ascii_alphanumeric();
     let mut out = Vec::new();
     let mut start = None;
     for (i, c) in s.char_indices().chain(std::iter::once((s.len(), ' '))) {
-        let sep = i == s.len() || is_sep(c);
+        let sep = i == s.len() || is_ascii_separator(c);
         match (start, sep) {
             (None, false) => start = Some(i),
             (Some(st), true) => {
@@ -563,9 +562,7 @@ impl SearchIndex {
                 continue;
             };
             for &rowid in rows.iter().rev() {
-                if let Some(read) = self.read_row(&file, rowid, needle)?
-                    && needle.found_in(&read.1)
-                {
+                if let Some(read) = self.matching_row(&file, rowid, needle)? {
                     // Kept for the snippet only when few are wanted: memory stays small.
                     out.insert(file_id, (rowid, limit.is_some().then_some(read)));
                     break;
@@ -590,21 +587,19 @@ impl SearchIndex {
         let first = (rowid >> SEQ_BITS) << SEQ_BITS;
         // A tail is shorter than most messages: the holder is a row or two back.
         for r in (first.max(rowid - 8)..=rowid).rev() {
-            if let Some(read) = self.read_row(&file, r, needle)?
-                && needle.found_in(&read.1)
-            {
+            if let Some(read) = self.matching_row(&file, r, needle)? {
                 return Ok(Some(read));
             }
         }
-        self.read_row(&file, rowid, needle)
+        self.read_message(&file, rowid)
     }
 
-    /// Row `rowid` of `file` read again from the file (the truth): the message's entry id and
-    /// the text `needle` is checked against. That is the message as written, except for a
-    /// phrase that is neither inside it nor inside the tail of the messages before it: then
-    /// the normalised message after that tail ([`with_tail`]), as the row was indexed, so the
-    /// phrase is found where it runs into this message.
-    fn read_row(
+    /// Row `rowid` of `file` read again from the file (the truth) when `needle` is in it:
+    /// the message's entry id and the text it was found in. That is the message as written,
+    /// or, for a phrase that runs into this message from the ones before (and is not wholly
+    /// inside them, where an earlier row names the entry), the normalised message after
+    /// their tail ([`with_tail`]), as the row was indexed.
+    fn matching_row(
         &self,
         file: &File,
         rowid: i64,
@@ -613,15 +608,18 @@ impl SearchIndex {
         let Some((entry_id, text)) = self.read_message(file, rowid)? else {
             return Ok(None);
         };
-        if !matches!(needle, Needle::Phrase(_)) || needle.found_in(&text) {
+        if needle.found_in(&text) {
             return Ok(Some((entry_id, text)));
+        }
+        if !matches!(needle, Needle::Phrase(_)) {
+            return Ok(None);
         }
         let tail = self.tail_before(file, rowid)?;
         if needle.found_in(&tail) {
-            // Wholly in earlier messages: an earlier row names the entry that holds it.
-            return Ok(Some((entry_id, text)));
+            return Ok(None);
         }
-        Ok(Some((entry_id, with_tail(&tail, &normalize(&text)))))
+        let joined = with_tail(&tail, &normalize(&text));
+        Ok(needle.found_in(&joined).then_some((entry_id, joined)))
     }
 
     /// The entry id and text of the message of row `rowid`.
