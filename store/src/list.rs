@@ -276,13 +276,8 @@ impl InfoBuilder {
         let Ok(fields) = decode_json::<Map<String, Value>>(raw) else {
             return;
         };
-        match fields.get("name") {
-            None | Some(Value::Null) => self.name = None,
-            Some(Value::String(s)) => {
-                let t = js_trim(s);
-                self.name = (!t.is_empty()).then(|| t.to_owned());
-            }
-            Some(_) => {}
+        if let Some(name) = session_info_name(&fields) {
+            self.name = name;
         }
     }
 
@@ -729,6 +724,20 @@ pub fn resolve_session_arg(arg: &str, local_dir: &Path, sessions_root: &Path) ->
     }
     Err(Error::NoSessionMatch(arg.to_owned()))
 }
+/// A `session_info` entry's name as pi reads it (`name?.trim() || undefined`, latest wins):
+/// `Some(Some(name))` sets it, `Some(None)` clears it (missing, null or blank), `None` leaves
+/// it as it was (not a string: pi throws and drops the whole file from the list).
+pub(crate) fn session_info_name(fields: &Map<String, Value>) -> Option<Option<String>> {
+    match fields.get("name") {
+        None | Some(Value::Null) => Some(None),
+        Some(Value::String(s)) => {
+            let t = js_trim(s);
+            Some((!t.is_empty()).then(|| t.to_owned()))
+        }
+        Some(_) => None,
+    }
+}
+
 /// pi's `modified` of a session: its last activity time when positive, else the header's
 /// time (`NaN`: none), else the file's mtime; all in ms since the epoch.
 pub(crate) fn modified_ms(last_activity: Option<f64>, header_time: f64, mtime_ms: f64) -> f64 {

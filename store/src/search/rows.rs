@@ -6,8 +6,8 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 
-use crate::list::activity_time;
 use crate::list::message_text::MessageView;
+use crate::list::{activity_time, session_info_name};
 use crate::scan;
 use pith_events::js::js_trim;
 
@@ -197,15 +197,8 @@ fn line_of(line: &str, first: bool) -> Option<Line> {
         Some("session_info") => {
             let fields: serde_json::Map<String, serde_json::Value> =
                 crate::entry::decode_json(scanned.value.of(line)).ok()?;
-            // As the listing reads it: a missing or null name clears it, a non-string one is
-            // ignored.
-            let name = match fields.get("name") {
-                None | Some(serde_json::Value::Null) => "",
-                Some(serde_json::Value::String(s)) => js_trim(s),
-                Some(_) => return None,
-            };
             Some(Line::Name {
-                name: name.to_owned(),
+                name: session_info_name(&fields)?.unwrap_or_default(),
             })
         }
         Some("message") => {
