@@ -444,3 +444,91 @@ pub(crate) fn local_model(s: &super::interactive::Setup, server: &pith_tests::pi
     )
     .unwrap();
 }
+
+/// A pith running inside its own tmux server (the terminal of the side-by-side trials),
+/// driven with `tmux send-keys`; the server is killed when this is dropped.
+struct InTmux {
+    socket: String,
+}
+
+impl InTmux {
+    fn start(s: &super::interactive::Setup) -> InTmux {
+        let socket = format!("pith-test-{}", std::process::id());
+        let command = format!(
+            "env -u NO_COLOR PITH_AGENT_DIR='{}' HOME='{}' TERM=tmux-256color TZ=UTC '{}' --faux-script '{}'",
+            s.agent.display(),
+            s.root.display(),
+            env!("CARGO_BIN_EXE_pith"),
+            s.script.display()
+        );
+        let tmux = InTmux { socket };
+        let work = s.work.display().to_string();
+        tmux.run(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "-c",
+            &work,
+            &command,
+        ]);
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs (scripts/test installs it)");
+        assert!(out.status.success(), "tmux {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits up to 10 s for `text` on the pane.
+    fn expect(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let pane = self.run(&["capture-pane", "-p"]);
+            if pane.contains(text) {
+                return pane;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{text:?} not on the pane:\n{pane}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for InTmux {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+#[test]
+fn shift_enter_adds_a_line_inside_tmux() {
+    // tmux 3.3 passes Shift+Enter on only to a program that asked for xterm's
+    // modifyOtherKeys (it knows no kitty protocol); otherwise `send-keys S-Enter` types the
+    // text "S-Enter".
+    let s = setup(&format!("[{}]", text_reply("two lines read")));
+    let tmux = InTmux::start(&s);
+    tmux.expect("faux-1");
+    tmux.run(&["send-keys", "-l", "first"]);
+    tmux.run(&["send-keys", "S-Enter"]);
+    tmux.run(&["send-keys", "-l", "second"]);
+    let pane = tmux.expect("  second");
+    assert!(pane.contains("> first\n  second"), "{pane}");
+    tmux.run(&["send-keys", "Enter"]);
+    tmux.expect("two lines read");
+    assert_eq!(user_texts(&s.sessions()[0]), ["first\nsecond"]);
+}

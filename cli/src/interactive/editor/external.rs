@@ -10,12 +10,15 @@ use ratatui::crossterm::terminal;
 use super::Shared;
 use super::render::write;
 
-/// What a read turns on: bracketed paste and the kitty keyboard protocol's
-/// disambiguation (so Shift+Enter differs from Enter where the terminal supports it;
-/// others ignore the sequence).
-pub const ENTER: &str = "\x1b[?2004h\x1b[>1u";
+/// What a read turns on: bracketed paste, the kitty keyboard protocol's disambiguation and
+/// xterm's `modifyOtherKeys` mode 1, so Shift+Enter differs from Enter where the terminal
+/// supports either (terminals ignore the one they do not know). tmux 3.3 knows only the
+/// second: without it `send-keys S-Enter` arrives as the text "S-Enter", with it as
+/// `CSI 13;2u` (pi-tui falls back to it the same way). Mode 1 rather than pi's 2 because mode 2
+/// makes xterm send Ctrl+letters as `CSI 27;…~`, which the key reader does not parse.
+pub const ENTER: &str = "\x1b[?2004h\x1b[>1u\x1b[>4;1m";
 /// What undoes [`ENTER`].
-pub const LEAVE: &str = "\x1b[<u\x1b[?2004l";
+pub const LEAVE: &str = "\x1b[>4;0m\x1b[<u\x1b[?2004l";
 
 /// Takes the terminal back from the editor: the area erased, output held, cooked mode.
 fn pause(shared: &Arc<Mutex<Shared>>) {
