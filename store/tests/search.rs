@@ -325,6 +325,59 @@ fn hits_name_the_entry_and_carry_a_snippet() {
     assert_eq!(hits[0].entry_id, None);
 }
 
+/// A bare word names the last message that holds it, however many messages do, and is found
+/// inside a word FTS5 splits at a non-ASCII separator (which the sessions table, without
+/// positions, cannot look up: the message rows answer it).
+#[test]
+fn a_word_names_its_last_message_and_is_found_inside_any_word() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let a = write_session(
+        root.path(),
+        "--p--",
+        1,
+        &[
+            ("user", "the buffer overflows".into()),
+            ("assistant", "a buffer of 4096 bytes".into()),
+            ("user", "thanks".into()),
+        ],
+    );
+    let b = write_session(
+        root.path(),
+        "--p--",
+        2,
+        &[("user", "über—cool rebuffering".into())],
+    );
+    write_session(root.path(), "--p--", 3, &[("user", "unrelated".into())]);
+    let index = synced(agent.path(), root.path());
+    for limit in [None, Some(50)] {
+        let hits = index
+            .search(&pith_store::search::parse_query("buffer"), None, limit)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut found: Vec<(PathBuf, Option<String>)> =
+            hits.into_iter().map(|h| (h.path, h.entry_id)).collect();
+        found.sort();
+        assert_eq!(
+            found,
+            [
+                (a.clone(), Some("e1-1".to_owned())),
+                (b.clone(), Some("e2-0".to_owned()))
+            ]
+        );
+        // "cool" is inside "über—cool", which FTS5 reads as two tokens.
+        let hits = index
+            .search(&pith_store::search::parse_query("ber—co"), None, limit)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].path, b);
+        let hits = index
+            .search(&pith_store::search::parse_query("ool"), None, limit)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].entry_id.as_deref(), Some("e2-0"));
+    }
+}
+
 /// pi searches a session's messages joined by spaces: a phrase may run from one message into
 /// the next, across a short one in between, and across an append.
 #[test]

@@ -3,10 +3,13 @@
 //!
 //! Tables: `files` (one row per session file: its stamp, how far it is indexed, its rows'
 //! next sequence number, its session id, name, cwd, header time and last activity), `entries`
-//! (per text row: entry id and where its line is), `texts` (FTS5, contentless: the normalised text's tokens only) and
-//! `words` (every run of a text between ASCII separators, so a word found inside another
-//! word can be looked up: FTS5 only finds tokens by their start). A row's id is
-//! `file_id << 24 | seq`, so a match names its file without a join. A message's text is
+//! (per text row: entry id and where its line is), `texts` (FTS5, contentless: the normalised
+//! text's tokens only), `docs` (FTS5 without positions: the messages of one write of a file as
+//! one document, listed in `doc_ids`, so the sessions holding a word are read from one entry
+//! each instead of one per message) and `words` (every run of a text between ASCII
+//! separators, so a word found inside another word can be looked up: FTS5 only finds tokens
+//! by their start). A row's id is `file_id << 24 | seq`, and a document's is its first row's,
+//! so a match names its file without a join. A message's text is
 //! indexed after the end of the messages before it ([`super::rows::with_tail`]), so a phrase
 //! running from one message into the next is found as pi finds it in the joined text.
 //!
@@ -33,7 +36,7 @@ pub const DB_FILE: &str = "search.sqlite";
 /// The lock a builder holds while it writes (one builder per database at a time).
 const LOCK_FILE: &str = "search.lock";
 /// Bumped whenever what is indexed changes meaning; a database of another format is rebuilt.
-const FORMAT: i64 = 3;
+const FORMAT: i64 = 4;
 /// Bits of a row id that number the rows of one file.
 pub(crate) const SEQ_BITS: u32 = 24;
 
@@ -67,6 +70,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(
     text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0'
 );
 CREATE TABLE IF NOT EXISTS words(word TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(
+    text, content='', contentless_delete=1, detail=none,
+    tokenize='unicode61 remove_diacritics 0'
+);
+CREATE TABLE IF NOT EXISTS doc_ids(rowid INTEGER PRIMARY KEY);
 ";
 
 const KNOWN_SQL: &str = "SELECT path, id, size, mtime_ns, ino, indexed, torn, next_seq FROM files";
@@ -232,6 +240,7 @@ fn connect(db: &Path) -> rusqlite::Result<Connection> {
         if again != Some(FORMAT) {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS words; DROP TABLE IF EXISTS texts;
+                 DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS doc_ids;
                  DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS files;
                  DROP TABLE IF EXISTS meta;",
             )?;
@@ -633,6 +642,20 @@ fn delete_rows(tx: &Connection, id: i64) -> rusqlite::Result<()> {
         "DELETE FROM entries WHERE rowid >= ?1 AND rowid < ?2",
         params![lo, hi],
     )?;
+    let docs: Vec<i64> = {
+        let mut stmt =
+            tx.prepare_cached("SELECT rowid FROM doc_ids WHERE rowid >= ?1 AND rowid < ?2")?;
+        stmt.query_map(params![lo, hi], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut del = tx.prepare_cached("DELETE FROM docs WHERE rowid = ?1")?;
+    for r in docs {
+        del.execute(params![r])?;
+    }
+    tx.execute(
+        "DELETE FROM doc_ids WHERE rowid >= ?1 AND rowid < ?2",
+        params![lo, hi],
+    )?;
     Ok(())
 }
 
@@ -699,6 +722,10 @@ fn write_file(
             "INSERT INTO entries(rowid, entry_id, offset, len) VALUES (?1, ?2, ?3, ?4)",
         )?;
         let mut word = tx.prepare_cached("INSERT OR IGNORE INTO words(word) VALUES (?1)")?;
+        // The messages written now, as one document of the `docs` table: which sessions
+        // hold a word is read there, from one entry per session instead of one per message.
+        let first_seq = seq;
+        let mut doc = String::new();
         for row in &rows.rows {
             if seq >= 1 << SEQ_BITS {
                 break;
@@ -723,7 +750,18 @@ fn write_file(
             text.execute(params![rowid, indexed])?;
             entry.execute(params![rowid, row.entry_id, row.offset as i64, row.len])?;
             tail = tail_after(&tail, &norm);
+            if !norm.is_empty() {
+                doc.push_str(&norm);
+                doc.push(' ');
+            }
             seq += 1;
+        }
+        if seq > first_seq {
+            let rowid = (id << SEQ_BITS) | first_seq;
+            tx.prepare_cached("INSERT INTO docs(rowid, text) VALUES (?1, ?2)")?
+                .execute(params![rowid, doc])?;
+            tx.prepare_cached("INSERT INTO doc_ids(rowid) VALUES (?1)")?
+                .execute(params![rowid])?;
         }
     }
     // A torn tail is indexed as it is now and read again from the start once it grows.

@@ -54,9 +54,18 @@ pub struct Hit {
     pub modified_ms: f64,
 }
 
-/// The sessions whose messages hold one token: file id → the row shown (the last that
-/// matches), with its entry id and text when the check already read them.
-type Rows = HashMap<i64, (i64, Option<RowText>)>;
+/// The sessions whose messages hold one token: file id → where.
+type Rows = HashMap<i64, Found>;
+
+/// Where a session's messages hold a token.
+enum Found {
+    /// In row `rowid` (the last that matches, as far as the candidates tell), with its
+    /// entry id and text when the check already read them.
+    Row(i64, Option<RowText>),
+    /// Somewhere: the `docs` table names the session only; the row shown is looked up for
+    /// the sessions returned.
+    Session,
+}
 
 /// A row's entry id and text, as [`row_at`] reads them (for a phrase across messages: the
 /// text as indexed, see [`SearchIndex::matching_row`]).
@@ -82,7 +91,7 @@ impl FileFields {
 }
 
 enum Plan {
-    /// Rows of this FTS5 expression match as they are.
+    /// Rows of this FTS5 expression match as they are (and so do `docs` documents).
     Exact(String),
     /// These rows may match; check each against its line.
     Check(Cand),
@@ -225,9 +234,12 @@ impl SearchIndex {
                 .zip(&marks)
                 .find_map(|((n, r), m)| r.get(&file).map(|shown| (n, shown, m.as_ref())));
             let read = match shown {
-                Some((_, (_, Some(read)), m)) => Some((read.clone(), m)),
-                Some((needle, (rowid, None), m)) => self
+                Some((_, Found::Row(_, Some(read)), m)) => Some((read.clone(), m)),
+                Some((needle, Found::Row(rowid, None), m)) => self
                     .shown_row(&hit.path, *rowid, needle)?
+                    .map(|read| (read, m)),
+                Some((needle, Found::Session, m)) => self
+                    .last_matching_row(&hit.path, file, needle)?
                     .map(|read| (read, m)),
                 None => None,
             };
@@ -484,6 +496,15 @@ impl SearchIndex {
         scoped: bool,
         limit: Option<usize>,
     ) -> rusqlite::Result<Rows> {
+        if let Plan::Exact(expr) = plan {
+            match self.sessions_holding(expr, files, scoped) {
+                Ok(out) => return Ok(out),
+                // A word FTS5 splits into several tokens is a phrase, which `docs` (no
+                // positions) refuses: the message rows answer it.
+                Err(e) if e.to_string().contains("detail!=full") => {}
+                Err(e) => return Err(e),
+            }
+        }
         let expr = match plan {
             Plan::Exact(e) | Plan::Check(Cand::Expr(e)) => Some(e.as_str()),
             Plan::Check(Cand::Nothing) => return Ok(Rows::new()),
@@ -518,7 +539,7 @@ impl SearchIndex {
         if matches!(plan, Plan::Exact(_)) {
             return Ok(by_file
                 .into_iter()
-                .map(|(file, rows)| (file, (rows[rows.len() - 1], None)))
+                .map(|(file, rows)| (file, Found::Row(rows[rows.len() - 1], None)))
                 .collect());
         }
         let mut wanted = limit;
@@ -538,6 +559,29 @@ impl SearchIndex {
                 .sort_by(|(fa, _), (fb, _)| modified(fb).total_cmp(&modified(fa)).then(fa.cmp(fb)));
         }
         self.check_in_order(&by_file, needle, wanted)
+    }
+
+    /// The sessions in `files` whose `docs` documents match the FTS5 expression `expr`: one
+    /// entry per session (and write) to read instead of one per message. `scoped` as in
+    /// [`SearchIndex::rows_for`].
+    fn sessions_holding(
+        &self,
+        expr: &str,
+        files: &HashMap<i64, FileFields>,
+        scoped: bool,
+    ) -> rusqlite::Result<Rows> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT rowid FROM docs WHERE docs MATCH ?1")?;
+        let mut out = Rows::new();
+        let mut rows = stmt.query([expr])?;
+        while let Some(r) = rows.next()? {
+            let file = r.get::<_, i64>(0)? >> SEQ_BITS;
+            if !scoped || files.contains_key(&file) {
+                out.insert(file, Found::Session);
+            }
+        }
+        Ok(out)
     }
 
     /// Checks each file's candidate rows (`(file id, its rows in rowid order)`, files in
@@ -564,7 +608,7 @@ impl SearchIndex {
             for &rowid in rows.iter().rev() {
                 if let Some(read) = self.matching_row(&file, rowid, needle)? {
                     // Kept for the snippet only when few are wanted: memory stays small.
-                    out.insert(file_id, (rowid, limit.is_some().then_some(read)));
+                    out.insert(file_id, Found::Row(rowid, limit.is_some().then_some(read)));
                     break;
                 }
             }
@@ -592,6 +636,35 @@ impl SearchIndex {
             }
         }
         self.read_message(&file, rowid)
+    }
+
+    /// The last row of session `file_id` (at `path`) whose message holds `needle`, read from
+    /// the file: most sessions that hold a word hold it in a late message, so few are read.
+    fn last_matching_row(
+        &self,
+        path: &Path,
+        file_id: i64,
+        needle: &Needle,
+    ) -> rusqlite::Result<Option<RowText>> {
+        let Ok(file) = File::open(path) else {
+            return Ok(None);
+        };
+        let rowids: Vec<i64> = self
+            .conn
+            .prepare_cached(
+                "SELECT rowid FROM entries WHERE rowid >= ?1 AND rowid < ?2 ORDER BY rowid DESC",
+            )?
+            .query_map(
+                params![file_id << SEQ_BITS, (file_id + 1) << SEQ_BITS],
+                |r| r.get(0),
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        for rowid in rowids {
+            if let Some(read) = self.matching_row(&file, rowid, needle)? {
+                return Ok(Some(read));
+            }
+        }
+        Ok(None)
     }
 
     /// Row `rowid` of `file` read again from the file (the truth) when `needle` is in it:
