@@ -17,7 +17,7 @@ use syntect::highlighting::ThemeSet;
 use syntect::parsing::SyntaxSet;
 use unicode_width::UnicodeWidthChar;
 
-use super::screen::{split_row, width};
+use super::screen::{split_row, width, word_wrap};
 use super::style;
 
 /// SGR codes of pi's dark theme roles, as the basic colours `style` uses.
@@ -104,7 +104,7 @@ impl Markdown {
                 self.fence = None;
                 out.push(style::with(sgr::MUTED, "```"));
             } else {
-                for row in hard_wrap(line, cols.saturating_sub(2)) {
+                for row in wrap_code(line, cols.saturating_sub(2)) {
                     let shown = fence
                         .highlighter
                         .as_mut()
@@ -527,23 +527,13 @@ fn visible_width(text: &str) -> usize {
     w
 }
 
-/// Cuts `text` into rows of at most `cols` columns (code keeps its spaces).
-fn hard_wrap(text: &str, cols: usize) -> Vec<String> {
-    let cols = cols.max(10);
-    let mut rows = vec![String::new()];
-    let mut used = 0;
-    for c in text.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w > cols {
-            rows.push(String::new());
-            used = 0;
-        }
-        used += w;
-        if let Some(row) = rows.last_mut() {
-            row.push(c);
-        }
-    }
-    rows
+/// Cuts `text` into rows of at most `cols` columns (at least 10) between words where it can
+/// ([`word_wrap`], as pi wraps a code block's lines); code keeps its spaces.
+fn wrap_code(text: &str, cols: usize) -> Vec<String> {
+    word_wrap(text, cols.max(10))
+        .into_iter()
+        .map(|(start, end)| text[start..end].to_owned())
+        .collect()
 }
 
 /// A GFM table drawn with box characters as pi draws it; `None` when the rows are no table
@@ -834,6 +824,26 @@ mod tests {
                 "  # not a heading",
                 "```",
                 "after"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_long_code_line_wraps_between_words_and_keeps_its_spaces() {
+        let rows = plain(render(
+            "```\nlet total = compute(alpha, beta);\nx = averyveryverylongidentifier\n```",
+            24,
+        ));
+        assert_eq!(
+            rows,
+            [
+                "```",
+                "  let total = ",
+                "  compute(alpha, beta);",
+                "  x = ",
+                "  averyveryverylongident",
+                "  ifier",
+                "```"
             ]
         );
     }

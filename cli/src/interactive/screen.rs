@@ -245,6 +245,50 @@ pub fn split_row(text: &str, cols: usize) -> Option<(String, String)> {
     })
 }
 
+/// pi-tui's `wordWrapLine`: `line` cut into rows of at most `room` columns, as byte ranges
+/// (at least one). A row ends after the last whitespace before a word when the word still
+/// fits on the next row, or between two characters where either is wide (CJK breaks
+/// anywhere); a word longer than a row is cut where the row is full.
+pub fn word_wrap(line: &str, room: usize) -> Vec<(usize, usize)> {
+    let mut chunks = Vec::new();
+    let (mut start, mut used) = (0, 0);
+    // Where a row may end: (byte index, columns before it).
+    let mut opportunity: Option<(usize, usize)> = None;
+    let mut chars = line.char_indices().peekable();
+    while let Some((b, c)) = chars.next() {
+        let w = c.width().unwrap_or(0);
+        if used + w > room {
+            match opportunity {
+                Some((at, before)) if used - before + w <= room => {
+                    chunks.push((start, at));
+                    start = at;
+                    used -= before;
+                }
+                _ if start < b => {
+                    chunks.push((start, b));
+                    start = b;
+                    used = 0;
+                }
+                _ => {}
+            }
+            opportunity = None;
+        }
+        used += w;
+        if let Some(&(next_b, next)) = chars.peek() {
+            let breaks = if c.is_whitespace() {
+                !next.is_whitespace()
+            } else {
+                !next.is_whitespace() && (w > 1 || next.width().unwrap_or(0) > 1)
+            };
+            if breaks {
+                opportunity = Some((next_b, used));
+            }
+        }
+    }
+    chunks.push((start, line.len()));
+    chunks
+}
+
 /// pi's `formatTokens` (footer): 999, 1.2k, 45k, 1.5M, 12M.
 pub fn format_tokens(count: u64) -> String {
     let n = count as f64;

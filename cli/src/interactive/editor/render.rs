@@ -51,30 +51,29 @@ pub fn layout(
     let mut at = (rows.len(), indent);
     let mut offset = 0;
     for (i, line) in text.split('\n').enumerate() {
-        let mut row = if i == 0 {
-            prompt.to_owned()
-        } else {
-            " ".repeat(indent)
-        };
-        let mut used = 0;
-        for (b, c) in line.char_indices() {
-            let w = c.width().unwrap_or(0);
-            if used + w > room {
-                rows.push(std::mem::replace(&mut row, " ".repeat(indent)));
-                used = 0;
+        let chunks = super::super::screen::word_wrap(line, room);
+        let last = chunks.len() - 1;
+        for (k, &(start, end)) in chunks.iter().enumerate() {
+            let mut row = if i == 0 && k == 0 {
+                prompt.to_owned()
+            } else {
+                " ".repeat(indent)
+            };
+            let mut used = 0;
+            for (b, c) in line[start..end].char_indices() {
+                if offset + start + b == cursor {
+                    at = (rows.len(), indent + used);
+                }
+                // The text may come from a file or a session (Ctrl+G, /fork): a control
+                // character is shown, never sent to the terminal.
+                row.push(if c.is_control() { '?' } else { c });
+                used += c.width().unwrap_or(0);
             }
-            if offset + b == cursor {
+            if k == last && offset + end == cursor {
                 at = (rows.len(), indent + used);
             }
-            // The text may come from a file or a session (Ctrl+G, /fork): a control
-            // character is shown, never sent to the terminal.
-            row.push(if c.is_control() { '?' } else { c });
-            used += w;
+            rows.push(row);
         }
-        if offset + line.len() == cursor {
-            at = (rows.len(), indent + used);
-        }
-        rows.push(row);
         offset += line.len() + 1;
     }
     rows.extend(menu.iter().cloned());
@@ -268,6 +267,17 @@ mod tests {
         let f = layout(None, "> ", "abcdefgh", 8, &[], 6);
         assert_eq!(f.rows, ["> abcd", "  efgh"]);
         assert_eq!(f.cursor, (1, 6));
+        // Rows end between words, as pi-tui's editor wraps them; the space stays on the
+        // row it ends, and a cursor after it is at the start of the next row.
+        let f = layout(None, "> ", "the quick brown fox", 4, &[], 12);
+        assert_eq!(f.rows, ["> the quick ", "  brown fox"]);
+        assert_eq!(f.cursor, (0, 6));
+        let f = layout(None, "> ", "the quick brown fox", 10, &[], 12);
+        assert_eq!(f.cursor, (1, 2));
+        // A word longer than a row is cut where the row is full.
+        let f = layout(None, "> ", "a verylongword", 14, &[], 8);
+        assert_eq!(f.rows, ["> a ", "  verylo", "  ngword"]);
+        assert_eq!(f.cursor, (2, 8));
         let f = layout(Some("⠋ Working"), "> ", "ab\ncd", 3, &["menu".into()], 40);
         assert_eq!(f.rows, ["", "⠋ Working", "> ab", "  cd", "menu"]);
         assert_eq!(f.cursor, (3, 2));
