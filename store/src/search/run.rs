@@ -32,6 +32,10 @@ use crate::list::modified_ms;
 
 /// Most words ending with a phrase's first run that narrow its candidates.
 const MAX_FIRST_WORDS: usize = 32;
+/// Most hits whose rows are found by reading their sessions' messages (newest first) after
+/// the `docs` table named the sessions; with more, one pass over the message rows names every
+/// session's row at once, which costs less than reading that many sessions.
+const MAX_SESSION_READS: usize = 100;
 /// Most indexed words one infix lookup may expand to before the token reads every line.
 const MAX_EXPANSION: usize = 2000;
 
@@ -188,7 +192,10 @@ impl SearchIndex {
             // One token and a limit: messages are checked newest first until the best
             // `limit` sessions are known.
             let lazy = if needles.len() == 1 { limit } else { None };
-            rows.push(self.rows_for(&plan, needle, &files, scope.is_some(), lazy)?);
+            // Few hits to show: a session's row is found by reading its messages, after
+            // the `docs` table named the sessions.
+            let few = limit.is_some_and(|n| n <= MAX_SESSION_READS);
+            rows.push(self.rows_for(&plan, needle, &files, scope.is_some(), lazy, few)?);
         }
         // pi's score of every session in scope.
         let mut ranked: Vec<(i64, f64, f64)> = files
@@ -483,7 +490,8 @@ impl SearchIndex {
     }
 
     /// The sessions in `files` whose messages hold `needle` (rows of `plan`), each with the
-    /// last row that matches. With `limit`, checking stops once the best `limit` sessions
+    /// last row that matches, or, for an exact plan and `by_session`, only the sessions (from
+    /// the `docs` table). With `limit`, checking stops once the best `limit` sessions
     /// are known: sessions whose name holds the needle rank first whatever their messages
     /// hold, and the rest are checked newest first, so the sessions never checked are ones
     /// that could only rank below those found. `scoped`: `files` is a subset of the index
@@ -495,8 +503,11 @@ impl SearchIndex {
         files: &HashMap<i64, FileFields>,
         scoped: bool,
         limit: Option<usize>,
+        by_session: bool,
     ) -> rusqlite::Result<Rows> {
-        if let Plan::Exact(expr) = plan {
+        if let Plan::Exact(expr) = plan
+            && by_session
+        {
             match self.sessions_holding(expr, files, scoped) {
                 Ok(out) => return Ok(out),
                 // A word FTS5 splits into several tokens is a phrase, which `docs` (no
