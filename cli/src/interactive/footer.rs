@@ -218,6 +218,12 @@ impl Footer {
         };
         let left_width =
             width(&left_plain) + usize::from(!left_plain.is_empty()) + width(&strip(&context));
+        let pwd = style::dim(&super::screen::truncate(&pwd, cols));
+        if left_width > cols {
+            // pi cuts the stats with "..." (its colours go with the cut).
+            let cut = crate::text::truncate(&strip(&left), cols, "...");
+            return vec![pwd, style::dim(&cut)];
+        }
         let mut right = match self.thinking.as_deref() {
             Some("off") => format!("{} • thinking off", self.model.1),
             Some(level) => format!("{} • {level}", self.model.1),
@@ -229,9 +235,19 @@ impl Footer {
                 right = with;
             }
         }
-        let pad = cols.saturating_sub(left_width + width(&right)).max(2);
+        // pi cuts the model side to the room left after two spaces, or drops it; the line
+        // never wraps.
+        let room = cols.saturating_sub(left_width + 2);
+        if width(&right) > room {
+            right = crate::text::truncate(&right, room, "");
+        }
+        let pad = if right.is_empty() {
+            0
+        } else {
+            cols.saturating_sub(left_width + width(&right)).max(2)
+        };
         vec![
-            style::dim(&super::screen::truncate(&pwd, cols)),
+            pwd,
             format!(
                 "{left}{}",
                 style::dim(&format!("{}{right}", " ".repeat(pad)))
@@ -317,6 +333,38 @@ mod tests {
     use super::*;
     use pith_store::SessionEnv;
     use pith_store::session::OpenMode;
+
+    #[test]
+    fn a_narrow_footer_cuts_the_model_side_as_pi_does_and_never_wraps() {
+        let footer = Footer {
+            cwd: "/w".into(),
+            branch: None,
+            name: None,
+            totals: Totals {
+                input: 10,
+                output: 5,
+                ..Totals::default()
+            },
+            context_tokens: Some(0),
+            context_window: 128_000,
+            auto_compact: true,
+            model: ("mock".into(), "mock-model".into()),
+            thinking: Some("medium".into()),
+            show_provider: false,
+        };
+        let plain = |cols: usize| strip(&footer.lines(cols)[1]);
+        // "↑10 ↓5 0.0%/128k (auto)" is 23 columns.
+        assert_eq!(
+            plain(60),
+            format!(
+                "↑10 ↓5 0.0%/128k (auto){}mock-model • medium",
+                " ".repeat(18)
+            )
+        );
+        assert_eq!(plain(32), "↑10 ↓5 0.0%/128k (auto)  mock-mo");
+        assert_eq!(plain(25), "↑10 ↓5 0.0%/128k (auto)");
+        assert_eq!(plain(20), "↑10 ↓5 0.0%/128k ...");
+    }
 
     #[test]
     fn stats_count_every_branch_usage_entries_summaries_and_tool_results() {
