@@ -474,8 +474,10 @@ impl App {
                     _ => None,
                 };
                 let lines = self.transcript.event(&event, columns());
-                // The unfinished line is shown live; finished lines go to the transcript.
-                self.editor.set_live(self.transcript.live());
+                // The unfinished line (and a table still arriving) is shown live; finished
+                // lines go to the transcript.
+                self.editor
+                    .set_live(self.transcript.held_rows(columns()), self.transcript.live());
                 self.show_event(*event, &lines, repeated);
             }
             RuntimeEvent::Notice(n) => self

@@ -197,17 +197,28 @@ impl Markdown {
         self.finish_table(cols)
     }
 
-    fn finish_table(&mut self, cols: usize) -> Vec<String> {
-        if self.table.is_empty() {
-            return Vec::new();
-        }
-        let rows = std::mem::take(&mut self.table);
-        table(&rows, cols).unwrap_or_else(|| {
-            rows.iter()
-                .flat_map(|r| wrap_spans(&inline(r, ""), cols, "", ""))
-                .collect()
-        })
+    /// The rows the table held so far shows when it ends here; the state is kept (a table
+    /// still streaming is drawn live from them).
+    pub fn held_rows(&self, cols: usize) -> Vec<String> {
+        table_rows(&self.table, cols)
     }
+
+    fn finish_table(&mut self, cols: usize) -> Vec<String> {
+        table_rows(&std::mem::take(&mut self.table), cols)
+    }
+}
+
+/// Table source lines as shown: a box-drawn table, or the lines as text when they are no
+/// table (see [`table`]).
+fn table_rows(rows: &[String], cols: usize) -> Vec<String> {
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    table(rows, cols).unwrap_or_else(|| {
+        rows.iter()
+            .flat_map(|r| wrap_spans(&inline(r, ""), cols, "", ""))
+            .collect()
+    })
 }
 
 /// Renders a whole text (a reply shown at once, or the history on `/resume`).

@@ -407,6 +407,16 @@ impl Transcript {
         }
     }
 
+    /// The rows of a table the streaming reply is still sending, drawn as if it ended here
+    /// (pi redraws a growing table as it streams); empty otherwise.
+    pub fn held_rows(&self, cols: usize) -> Vec<String> {
+        if self.block == Some(Block::Text) {
+            self.markdown.held_rows(cols)
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Prints what is left of the streamed block.
     fn flush(&mut self, cols: usize, out: &mut Vec<String>) {
         let pending = std::mem::take(&mut self.pending_escape);

@@ -359,6 +359,35 @@ fn a_long_line_shows_while_it_streams_before_its_newline() {
 }
 
 #[test]
+fn a_table_is_drawn_while_it_streams() {
+    let s = setup("[]");
+    let reply = "Table below.\n\n| Name | Value |\n|---|---|\n| foo | 1 |\n| bar | 22 |\n| baz | 333 |\n\nAfter the table.";
+    let server = pith_tests::pi_oracle::MockLlm::start_with(
+        &s.root,
+        "table",
+        &serde_json::json!([{"text": reply}]),
+        &["--chunk-size", "4", "--chunk-delay-ms", "150"],
+    );
+    local_model(&s, &server);
+    let mut pith = s.start(&["--model", "local/small"]);
+    pith.prompt();
+    pith.line("a table please");
+    // pi redraws the growing table: its header and finished rows show before it ends.
+    pith.expect_screen("│ foo  │ 1     │");
+    let screen = pith.screen();
+    assert!(screen.contains("│ Name │ Value │"), "{screen}");
+    assert!(!screen.contains("333"), "{screen}");
+    pith.expect("After the table.");
+    pith.expect("small");
+    pith.prompt();
+    // Once it ends, the table is in the transcript once.
+    let screen = pith.screen();
+    assert_eq!(screen.matches("│ Name │ Value │").count(), 1, "{screen}");
+    assert!(screen.contains("│ baz  │ 333   │"), "{screen}");
+    assert_eq!(pith.quit(), 0);
+}
+
+#[test]
 fn reload_reads_keybindings_json_again() {
     let s = setup("[]");
     let mut pith = s.start(&[]);

@@ -216,6 +216,8 @@ pub(crate) struct Shared {
     pub(crate) modes: Modes,
     /// The streaming reply's unfinished line, shown above the status until it ends.
     pub(crate) live: String,
+    /// The rows of a table the reply is still sending, drawn above the live line.
+    pub(crate) live_table: Vec<String>,
     /// The queued steering and follow-up messages, by kind, shown below the live line
     /// (pi's pending messages) until they are sent or taken back.
     pub(crate) pending: Vec<(QueueKind, String)>,
@@ -322,7 +324,8 @@ impl Shared {
         // The reply's unfinished line goes above the status, as pi's chat sits above its
         // loader; it moves into the transcript once its line ends. The queued messages
         // follow it, as pi's pending messages do.
-        let mut live = render::live_rows(&self.live, width);
+        let mut live = self.live_table.clone();
+        live.extend(render::live_rows(&self.live, width));
         live.extend(self.pending_rows(width));
         let mut frame = frame;
         frame.cursor.0 += live.len();
@@ -620,6 +623,7 @@ impl Editor {
             keys: Arc::new(keys),
             epoch: Instant::now(),
             live: String::new(),
+            live_table: Vec::new(),
             pending: Vec::new(),
             arguments: Vec::new(),
             scrollback: Scrollback::default(),
@@ -728,12 +732,14 @@ impl Editor {
         });
     }
 
-    /// Shows `text` (the streaming reply's unfinished line, already safe for the terminal)
-    /// above the status line; `""` removes it.
-    pub fn set_live(&self, text: &str) {
+    /// Shows `table` (the rows of a table the reply is still sending, styled) and `text` (the
+    /// streaming reply's unfinished line, already safe for the terminal) above the status
+    /// line; empty ones remove them.
+    pub fn set_live(&self, table: Vec<String>, text: &str) {
         self.with(|s| {
-            if s.live != text {
+            if s.live != text || s.live_table != table {
                 s.live = text.to_owned();
+                s.live_table = table;
                 s.redraw();
             }
         });

@@ -44,6 +44,7 @@ fn harness(initial: &str) -> Harness {
         epoch: Instant::now(),
         modes: super::super::Modes::default(),
         live: String::new(),
+        live_table: Vec::new(),
         pending: Vec::new(),
         arguments: vec![("thinking".into(), vec!["off".into(), "high".into()])],
         scrollback: Default::default(),
