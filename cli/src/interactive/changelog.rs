@@ -111,10 +111,6 @@ fn condensed(notes: &str) -> String {
     )
 }
 
-fn rule(cols: usize) -> String {
-    style::dim(&"─".repeat(cols.min(80)))
-}
-
 impl App {
     /// pi's startup notice: for a new session (not one with messages), the changelog entries
     /// newer than `lastChangelogVersion`, between rules (one line with `collapseChangelog`);
@@ -145,7 +141,7 @@ impl App {
             return Ok(());
         };
         let cols = columns();
-        let mut lines = vec![String::new(), rule(cols)];
+        let mut lines = vec![String::new(), style::border(cols)];
         let collapsed = settings
             .get("collapseChangelog")
             .and_then(Value::as_bool)
@@ -158,7 +154,7 @@ impl App {
             lines.extend(markdown::render(&notes, cols));
             lines.push(String::new());
         }
-        lines.push(rule(cols));
+        lines.push(style::border(cols));
         self.screen.print_lines(&lines);
         Ok(())
     }
@@ -176,12 +172,12 @@ impl App {
         let cols = columns();
         let mut lines = vec![
             String::new(),
-            rule(cols),
+            style::border(cols),
             style::bold(&style::accent("What's New")),
             String::new(),
         ];
         lines.extend(markdown::render(&text, cols));
-        lines.extend([String::new(), rule(cols)]);
+        lines.extend([String::new(), style::border(cols)]);
         self.screen.print_lines(&lines);
     }
 }

@@ -223,9 +223,9 @@ pub fn messages(messages: Vec<AgentMessage>) -> Layout {
     })
 }
 
-/// The dim rule above a session's history (pi's `DynamicBorder` there): at most 80 columns.
+/// The dim rule above a session's history (pi's `DynamicBorder` there).
 pub fn rule() -> Layout {
-    Box::new(|v: &View| vec![String::new(), style::dim(&"─".repeat(v.cols.min(80)))])
+    Box::new(|v: &View| vec![String::new(), style::border(v.cols)])
 }
 
 /// The layout of a tool's result as the transcript shows it when the tool ends: `call`

@@ -72,3 +72,8 @@ pub fn with(codes: &str, text: &str) -> String {
         wrap(text, codes, "0")
     }
 }
+
+/// pi's `DynamicBorder`: a dim rule across all `cols` columns.
+pub fn border(cols: usize) -> String {
+    dim(&"─".repeat(cols.max(1)))
+}

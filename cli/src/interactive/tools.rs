@@ -169,7 +169,9 @@ pub fn result_lines(name: &str, result: &Value, is_error: bool, cols: usize) -> 
         "bash" => {
             let skipped = lines.len().saturating_sub(BASH_PREVIEW);
             if skipped > 0 {
-                out.push(style::muted(&format!("... ({skipped} earlier lines)")));
+                out.push(style::muted(&format!(
+                    "... ({skipped} earlier lines, {EXPAND_HINT})"
+                )));
             }
             out.extend(
                 lines[skipped..]
@@ -361,7 +363,7 @@ mod tests {
         assert_eq!(
             plain(result_lines("bash", &result, false, 80)),
             [
-                "... (3 earlier lines)",
+                "... (3 earlier lines, ctrl+o to expand)",
                 "line 4",
                 "line 5",
                 "line 6",
