@@ -11,7 +11,7 @@ use pith_actors::settings::Settings;
 use pith_events::ThinkingLevel;
 use pith_llm::auth::Credentials;
 use pith_llm::model::{Api, Model};
-use pith_llm::model_registry::{DEFAULT_THINKING_LEVEL, ModelRegistry, clamp_thinking_level};
+use pith_llm::model_registry::{ModelRegistry, clamp_thinking_level};
 
 /// The model of a run.
 pub struct Choice {
@@ -103,13 +103,7 @@ pub fn choose(req: &Request<'_>, agent_dir: &Path, cwd: &Path) -> Result<Choice>
     let api_key = key_for(&model, &creds, &registry, agent_dir)?;
     let requested = asked_level
         .or(suffix_level)
-        .or_else(|| {
-            settings
-                .get("defaultThinkingLevel")
-                .and_then(|v| v.as_str())
-                .and_then(|l| l.parse().ok())
-        })
-        .unwrap_or(DEFAULT_THINKING_LEVEL);
+        .unwrap_or_else(|| settings.default_thinking_level());
     let thinking_level = clamp_thinking_level(&model, requested);
     Ok(Choice {
         model,

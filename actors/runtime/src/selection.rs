@@ -122,11 +122,7 @@ pub(crate) fn choose(session: &Session, current: &Current<'_>, settings: &Settin
         (Some(level), _) => level,
         (None, Some(Some(level))) => level,
         // A recorded level pith cannot read, or none: the user's default.
-        (None, Some(None) | None) => settings
-            .get("defaultThinkingLevel")
-            .and_then(|v| v.as_str())
-            .and_then(|l| l.parse().ok())
-            .unwrap_or(ThinkingLevel::Medium),
+        (None, Some(None) | None) => settings.default_thinking_level(),
     };
     let level = match &selection.models {
         Some(models) => models.clamp(&model, wanted),

@@ -151,6 +151,15 @@ impl Settings {
         Some(v)
     }
 
+    /// `defaultThinkingLevel`: the level a session starts at; pi's default (`medium`) when
+    /// it is unset or names no level.
+    pub fn default_thinking_level(&self) -> pith_events::ThinkingLevel {
+        self.get("defaultThinkingLevel")
+            .and_then(Value::as_str)
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(pith_llm::model_registry::DEFAULT_THINKING_LEVEL)
+    }
+
     /// `compaction.*` with pi's defaults for what is missing. Values are read as JavaScript
     /// would use them: `enabled` by truthiness (`null` counts as absent), token counts from numbers or numeric strings
     /// (fractions round up, which compares the same against whole token counts; negatives

@@ -14,9 +14,11 @@ use pith_llm::model_registry::{clamp_thinking_level, supported_thinking_levels};
 use pith_actors::resources::Resources;
 
 use super::app::{App, Flow, Question};
+use super::editor::keys::Action;
 use super::footer::{session_info, session_stats};
 use super::style;
 use crate::tui::select::{Item, select, select_or_save};
+use pith_actors::settings::Settings;
 
 /// Built-in commands and their `/help` line, in pi's order where pi has them.
 pub const BUILTIN: [(&str, &str); 24] = [
@@ -642,7 +644,7 @@ impl App {
                     Item::new(n.clone(), note)
                 })
                 .collect();
-            match view(move || select_or_save("Select model", items, initial)).await {
+            match view(move || select_or_save("Select model", Vec::new(), items, initial)).await {
                 Ok(Some((i, saved))) => {
                     save_default = saved;
                     picked = names[i].clone();
@@ -718,17 +720,36 @@ impl App {
 
     async fn thinking(&mut self, level: &str) -> Result<()> {
         let model = self.choice.model.clone();
+        let mut save_default = false;
         let level = if level.is_empty() {
-            // pi's thinking selector: the levels this model supports, on the current one.
+            // pi's thinking selector: the levels this model supports, on the current one,
+            // each described, the default marked; Ctrl+S sets the default.
             let supported = supported_thinking_levels(&model);
             let current = self.choice.thinking_level;
+            let cwd = self.rt.current_session().await?.cwd;
+            let default = Settings::load(&self.env.agent_dir, std::path::Path::new(&cwd))
+                .default_thinking_level();
             let initial = supported.iter().position(|l| *l == current).unwrap_or(0);
             let items: Vec<Item> = supported
                 .iter()
-                .map(|l| Item::new(l.as_str(), if *l == current { "✓ current" } else { "" }))
+                .map(|&l| {
+                    let mark = if l == current { "✓ " } else { "  " };
+                    let about = level_description(l);
+                    let note = if l == default {
+                        format!("{about} · default")
+                    } else {
+                        about.to_owned()
+                    };
+                    Item::new(format!("{mark}{l}"), note)
+                })
                 .collect();
-            match view(move || select("Thinking level", items, initial, false)).await {
-                Ok(Some(i)) => supported[i].as_str(),
+            let cycle = self.editor.keys().text(Action::CycleThinking);
+            let about = vec![format!("{cycle} cycles thinking levels in-session")];
+            match view(move || select_or_save("Thinking Level", about, items, initial)).await {
+                Ok(Some((i, saved))) => {
+                    save_default = saved;
+                    supported[i].as_str()
+                }
                 Ok(None) => {
                     self.status(&format!("Thinking level: {current}"));
                     return Ok(());
@@ -751,6 +772,18 @@ impl App {
         };
         let clamped = clamp_thinking_level(model, asked);
         match self.rt.set_thinking_level(clamped).await {
+            Ok(()) if save_default => {
+                self.choice.thinking_level = clamped;
+                // pi's `setThinkingLevel(level, { persist: true })`.
+                match self
+                    .rt
+                    .set_setting("defaultThinkingLevel", clamped.as_str().into())
+                    .await
+                {
+                    Ok(()) => self.status(&format!("Default thinking level: {clamped}")),
+                    Err(e) => self.error(&e.to_string()),
+                }
+            }
             Ok(()) => {
                 self.choice.thinking_level = clamped;
                 if clamped == asked {
@@ -930,6 +963,19 @@ fn osc52(text: &str) -> String {
         "\x1b]52;c;{}\x07",
         base64::engine::general_purpose::STANDARD.encode(text)
     )
+}
+
+/// pi's description of a thinking level in its selector.
+fn level_description(level: ThinkingLevel) -> &'static str {
+    match level {
+        ThinkingLevel::Off => "No reasoning",
+        ThinkingLevel::Minimal => "Very brief reasoning (~1k tokens)",
+        ThinkingLevel::Low => "Light reasoning (~2k tokens)",
+        ThinkingLevel::Medium => "Moderate reasoning (~8k tokens)",
+        ThinkingLevel::High => "Deep reasoning (~16k tokens)",
+        ThinkingLevel::Xhigh => "Extra-high reasoning (~32k tokens)",
+        ThinkingLevel::Max => "Maximum reasoning",
+    }
 }
 
 #[cfg(test)]

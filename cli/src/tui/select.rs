@@ -236,16 +236,19 @@ pub fn select_about(
     Ok(run(state)?.map(|(i, _)| i))
 }
 
-/// [`select`] where Ctrl+S also picks: `Some((index, saved))`, `saved` when it was Ctrl+S
-/// (pi's model selector: set as default).
+/// [`select_about`] where Ctrl+S also picks: `Some((index, saved))`, `saved` when it was
+/// Ctrl+S (pi's model and thinking selectors: set as default).
 ///
 /// Errors: the terminal cannot be taken over or read.
 pub fn select_or_save(
     title: &str,
+    about: Vec<String>,
     items: Vec<Item>,
     initial: usize,
 ) -> Result<Option<(usize, bool)>> {
-    run(SelectState::new(title, items, initial, true).savable())
+    run(SelectState::new(title, items, initial, true)
+        .with_about(about)
+        .savable())
 }
 
 fn run(mut state: SelectState) -> Result<Option<(usize, bool)>> {

@@ -860,11 +860,26 @@ fn model_thinking_and_label_change_the_session() {
     pith.expect("Current model: faux/faux-1");
     pith.prompt();
     pith.line("/thinking");
-    // The offline model does not reason: off is its only level.
-    pith.expect_screen("› off  ✓ current");
+    // The offline model does not reason: off is its only level. Described as pi describes
+    // it, under pi's hint; Ctrl+S sets it as the default.
+    pith.expect_screen("› ✓ off  No reasoning");
+    assert!(
+        pith.screen()
+            .contains("shift+tab cycles thinking levels in-session"),
+        "{}",
+        pith.screen()
+    );
     pith.send("\r");
     pith.expect("Thinking level: off");
     pith.prompt();
+    pith.line("/thinking");
+    pith.expect_screen("› ✓ off  No reasoning");
+    pith.send("\x13");
+    pith.expect("Default thinking level: off");
+    pith.prompt();
+    let settings: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(s.agent.join("settings.json")).unwrap()).unwrap();
+    assert_eq!(settings["defaultThinkingLevel"], "off");
     pith.line("/model faux/faux-1");
     pith.expect("Model: faux-1");
     pith.prompt();
