@@ -185,6 +185,19 @@ impl Pith {
         }
     }
 
+    /// Waits until the visible screen no longer shows `needle`.
+    pub(crate) fn expect_screen_gone(&mut self, needle: &str) {
+        let deadline = Instant::now() + TIMEOUT;
+        while self.screen().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "{needle:?} is still on the screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Waits until the visible screen shows `needle` (full-screen views draw in pieces).
     pub(crate) fn expect_screen(&mut self, needle: &str) {
         let deadline = Instant::now() + TIMEOUT;

@@ -359,6 +359,35 @@ fn a_long_line_shows_while_it_streams_before_its_newline() {
 }
 
 #[test]
+fn ctrl_minus_undoes_an_edit_and_then_a_typed_word_at_a_time() {
+    let s = setup(&format!("[{}]", text_reply("undone")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.send("hello world foo");
+    pith.expect_screen("> hello world foo");
+    // Ctrl+W deletes "foo"; Ctrl+- (0x1f) brings it back.
+    pith.send("\x17");
+    pith.expect_screen_gone("world foo");
+    pith.send("\x1f");
+    pith.expect_screen("> hello world foo");
+    // Then a typed word at a time, with the space before it (pi's undo steps).
+    pith.send("\x1f");
+    pith.expect_screen_gone("foo");
+    let screen = pith.screen();
+    assert!(
+        screen.lines().any(|l| l.trim_end() == "> hello world"),
+        "{screen}"
+    );
+    pith.send("\x1f");
+    pith.expect_screen_gone("world");
+    pith.send(" there\r");
+    pith.expect("undone");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(user_texts(&s.sessions()[0]), ["hello there"]);
+}
+
+#[test]
 fn a_table_is_drawn_while_it_streams() {
     let s = setup("[]");
     let reply = "Table below.\n\n| Name | Value |\n|---|---|\n| foo | 1 |\n| bar | 22 |\n| baz | 333 |\n\nAfter the table.";

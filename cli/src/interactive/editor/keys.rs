@@ -80,6 +80,8 @@ pub enum Action {
     DeleteToLineEnd,
     /// `tui.editor.yank`.
     Yank,
+    /// `tui.editor.undo`.
+    Undo,
     /// `tui.altScreen.pageUp`: full-screen mode's view up a page.
     ScrollPageUp,
     /// `tui.altScreen.pageDown`: down a page.
@@ -303,6 +305,12 @@ pub const ACTIONS: &[(Action, &str, &[&str], &str)] = &[
         &["ctrl+y"],
         "paste the last deleted text",
     ),
+    (
+        Action::Undo,
+        "tui.editor.undo",
+        &["ctrl+-"],
+        "undo the last edit (a typed word at a time)",
+    ),
 ];
 
 /// The effective key bindings: pi's defaults with `keybindings.json` applied.
@@ -504,6 +512,9 @@ pub fn key_string(event: &KeyEvent) -> Option<String> {
     ];
     let key = match event.code {
         KeyCode::Char(' ') => "space".to_owned(),
+        // Ctrl+- (and Ctrl+_) send 0x1f, which crossterm reads as Ctrl+7; pi reads it as
+        // Ctrl+-.
+        KeyCode::Char('7') if flags == [true, false, false, false] => "-".to_owned(),
         KeyCode::Char(c) if c.is_ascii_uppercase() => {
             flags[1] = true;
             c.to_ascii_lowercase().to_string()

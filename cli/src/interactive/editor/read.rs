@@ -180,12 +180,18 @@ impl View {
 }
 
 /// What the thread keeps from read to read.
+#[derive(Default)]
 struct Reader {
     history: History,
     pastes: Pastes,
     /// The last deleted text, for Ctrl+Y.
     killed: String,
     last_idle_escape: Option<Instant>,
+    /// The text before each edit of this read, newest last (pi's undo stack).
+    undo: Vec<Buffer>,
+    /// The last edit typed a character: the next word character joins its undo step, as
+    /// pi coalesces a typed word (a space starts a new step).
+    typing: bool,
 }
 
 /// What a key did.
@@ -207,9 +213,7 @@ pub(crate) fn serve(
 ) {
     let mut reader = Reader {
         history: History::load(history),
-        pastes: Pastes::default(),
-        killed: String::new(),
-        last_idle_escape: None,
+        ..Reader::default()
     };
     loop {
         let req = match requests.recv_timeout(TICK) {
@@ -254,6 +258,8 @@ impl Reader {
                 s.surface.leave();
             }
             s.view = Some(View::new(req.prompt.clone(), &req.initial, req.history));
+            self.undo.clear();
+            self.typing = false;
             // A resize seen by a full-screen view (`/tree`) or while no read was in progress
             // has not laid the transcript out yet.
             if crate::interactive::screen::columns() != s.laid_out {
@@ -359,11 +365,43 @@ impl Reader {
 
     /// Applies `f` to the text (the menu and the history browsing start over).
     fn edit(&mut self, shared: &Arc<Mutex<Shared>>, f: impl FnOnce(&mut Buffer)) {
+        self.edit_step(shared, false, f);
+    }
+
+    /// A typed character: a word's characters are one undo step.
+    fn typed(&mut self, shared: &Arc<Mutex<Shared>>, c: char) {
+        let joins = self.typing && !c.is_whitespace();
+        self.edit_step(shared, joins, |b| b.insert(c.encode_utf8(&mut [0; 4])));
+        self.typing = true;
+    }
+
+    /// Applies an edit; the text before it is an undo step unless `joins` (it continues the
+    /// last step) or nothing changed.
+    fn edit_step(&mut self, shared: &Arc<Mutex<Shared>>, joins: bool, f: impl FnOnce(&mut Buffer)) {
         self.history.reset();
+        self.typing = false;
         if let Some(mut s) = lock(shared)
             && let Some(view) = &mut s.view
         {
+            let before = view.buffer.clone();
             f(&mut view.buffer);
+            if view.buffer.text() != before.text() && !joins {
+                self.undo.push(before);
+            }
+            view.edited();
+        }
+    }
+
+    /// Ctrl+-: the text as it was before the last undo step.
+    fn undo(&mut self, shared: &Arc<Mutex<Shared>>) {
+        self.typing = false;
+        let Some(before) = self.undo.pop() else {
+            return;
+        };
+        if let Some(mut s) = lock(shared)
+            && let Some(view) = &mut s.view
+        {
+            view.buffer = before;
             view.edited();
         }
     }
@@ -396,7 +434,7 @@ impl Reader {
                 .modifiers
                 .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SUPER)
         {
-            self.edit(shared, |b| b.insert(c.encode_utf8(&mut [0; 4])));
+            self.typed(shared, c);
         }
         Outcome::Go
     }
@@ -556,11 +594,13 @@ impl Reader {
                 let killed = self.killed.clone();
                 self.edit(shared, |b| b.insert(&killed));
             }
+            Action::Undo => self.undo(shared),
         }
         Outcome::Go
     }
 
     fn moved(&mut self, shared: &Arc<Mutex<Shared>>, f: impl FnOnce(&mut Buffer)) {
+        self.typing = false;
         if let Some(mut s) = lock(shared)
             && let Some(view) = &mut s.view
         {

@@ -7,9 +7,7 @@ use std::time::Instant;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tokio::sync::mpsc as tokio_mpsc;
 
-use super::super::history::History;
 use super::super::keys::Keybindings;
-use super::super::paste::Pastes;
 use super::super::render::Surface;
 use super::*;
 
@@ -54,12 +52,7 @@ fn harness(initial: &str) -> Harness {
     let (tx, rx) = tokio_mpsc::unbounded_channel();
     Harness {
         shared,
-        reader: Reader {
-            history: History::default(),
-            pastes: Pastes::default(),
-            killed: String::new(),
-            last_idle_escape: None,
-        },
+        reader: Reader::default(),
         tx,
         rx,
         req: ReadRequest {
