@@ -388,6 +388,29 @@ fn ctrl_minus_undoes_an_edit_and_then_a_typed_word_at_a_time() {
 }
 
 #[test]
+fn ctrl_bracket_jumps_to_the_character_typed_next() {
+    let s = setup(&format!("[{}]", text_reply("jumped")));
+    let mut pith = s.start(&[]);
+    pith.prompt();
+    pith.send("hello world");
+    pith.expect_screen("> hello world");
+    // Ctrl+A, Ctrl+] (0x1d) then "w": the cursor goes onto the "w".
+    pith.send("\x01\x1dwX");
+    pith.expect_screen("> hello Xworld");
+    // Ctrl+Alt+] then "h": back onto the "h".
+    pith.send("\x05\x1b\x1dhY");
+    pith.expect_screen("> Yhello Xworld");
+    // A character with no occurrence leaves the cursor where it is.
+    pith.send("\x1dqZ");
+    pith.expect_screen("> YZhello Xworld");
+    pith.send("\r");
+    pith.expect("jumped");
+    pith.idle();
+    assert_eq!(pith.quit(), 0);
+    assert_eq!(user_texts(&s.sessions()[0]), ["YZhello Xworld"]);
+}
+
+#[test]
 fn a_table_is_drawn_while_it_streams() {
     let s = setup("[]");
     let reply = "Table below.\n\n| Name | Value |\n|---|---|\n| foo | 1 |\n| bar | 22 |\n| baz | 333 |\n\nAfter the table.";

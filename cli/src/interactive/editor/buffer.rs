@@ -135,6 +135,23 @@ impl Buffer {
     }
 
     /// Ctrl+A: the start of the current line.
+    /// Moves the cursor onto the next `c` after the character under it (`forward`), or the
+    /// last `c` before it; it stays when there is none (pi's `jumpToChar`).
+    pub fn jump_to(&mut self, c: char, forward: bool) {
+        let found = if forward {
+            let from = self.text[self.cursor..]
+                .chars()
+                .next()
+                .map_or(self.text.len(), |ch| self.cursor + ch.len_utf8());
+            self.text[from..].find(c).map(|i| from + i)
+        } else {
+            self.text[..self.cursor].rfind(c)
+        };
+        if let Some(at) = found {
+            self.cursor = at;
+        }
+    }
+
     pub fn line_start(&mut self) {
         self.cursor = self.line_start_at();
     }

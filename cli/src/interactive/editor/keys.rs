@@ -82,6 +82,11 @@ pub enum Action {
     Yank,
     /// `tui.editor.undo`.
     Undo,
+    /// `tui.editor.jumpForward`: the cursor to the next occurrence of the character typed
+    /// next.
+    JumpForward,
+    /// `tui.editor.jumpBackward`: to the previous one.
+    JumpBackward,
     /// `tui.altScreen.pageUp`: full-screen mode's view up a page.
     ScrollPageUp,
     /// `tui.altScreen.pageDown`: down a page.
@@ -311,6 +316,18 @@ pub const ACTIONS: &[(Action, &str, &[&str], &str)] = &[
         &["ctrl+-"],
         "undo the last edit (a typed word at a time)",
     ),
+    (
+        Action::JumpForward,
+        "tui.editor.jumpForward",
+        &["ctrl+]"],
+        "jump to the next occurrence of the character typed next",
+    ),
+    (
+        Action::JumpBackward,
+        "tui.editor.jumpBackward",
+        &["ctrl+alt+]"],
+        "jump to the previous occurrence of the character typed next",
+    ),
 ];
 
 /// The effective key bindings: pi's defaults with `keybindings.json` applied.
@@ -512,9 +529,10 @@ pub fn key_string(event: &KeyEvent) -> Option<String> {
     ];
     let key = match event.code {
         KeyCode::Char(' ') => "space".to_owned(),
-        // Ctrl+- (and Ctrl+_) send 0x1f, which crossterm reads as Ctrl+7; pi reads it as
-        // Ctrl+-.
-        KeyCode::Char('7') if flags == [true, false, false, false] => "-".to_owned(),
+        // Ctrl+- (and Ctrl+_) send 0x1f and Ctrl+] sends 0x1d, which crossterm reads as
+        // Ctrl+7 and Ctrl+5; pi reads them as Ctrl+- and Ctrl+].
+        KeyCode::Char('7') if flags[0] && !flags[1] && !flags[3] => "-".to_owned(),
+        KeyCode::Char('5') if flags[0] && !flags[1] && !flags[3] => "]".to_owned(),
         KeyCode::Char(c) if c.is_ascii_uppercase() => {
             flags[1] = true;
             c.to_ascii_lowercase().to_string()

@@ -192,6 +192,8 @@ struct Reader {
     /// The last edit typed a character: the next word character joins its undo step, as
     /// pi coalesces a typed word (a space starts a new step).
     typing: bool,
+    /// Ctrl+] (`Some(true)`) or Ctrl+Alt+] (`Some(false)`) waits for the character to jump to.
+    jump: Option<bool>,
 }
 
 /// What a key did.
@@ -423,6 +425,22 @@ impl Reader {
             (Some(name), Some(s)) => s.keys.actions(&name),
             _ => Vec::new(),
         };
+        let plain = !key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SUPER);
+        if let Some(forward) = self.jump.take() {
+            // pi: the jump key again cancels, a character is jumped to, any other key
+            // cancels and does what it does.
+            if actions.contains(&Action::JumpForward) || actions.contains(&Action::JumpBackward) {
+                return Outcome::Go;
+            }
+            if let KeyCode::Char(c) = key.code
+                && plain
+            {
+                self.moved(shared, |b| b.jump_to(c, forward));
+                return Outcome::Go;
+            }
+        }
         for action in actions {
             match self.act(shared, action, req, inputs) {
                 Outcome::Pass => continue,
@@ -430,9 +448,7 @@ impl Reader {
             }
         }
         if let KeyCode::Char(c) = key.code
-            && !key
-                .modifiers
-                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SUPER)
+            && plain
         {
             self.typed(shared, c);
         }
@@ -595,6 +611,8 @@ impl Reader {
                 self.edit(shared, |b| b.insert(&killed));
             }
             Action::Undo => self.undo(shared),
+            Action::JumpForward => self.jump = Some(true),
+            Action::JumpBackward => self.jump = Some(false),
         }
         Outcome::Go
     }
