@@ -476,8 +476,10 @@ impl App {
                 let lines = self.transcript.event(&event, columns());
                 // The unfinished line (and a table still arriving) is shown live; finished
                 // lines go to the transcript.
-                self.editor
-                    .set_live(self.transcript.held_rows(columns()), self.transcript.live());
+                self.editor.set_live(
+                    self.transcript.held_rows(columns()),
+                    &self.transcript.live(),
+                );
                 self.show_event(*event, &lines, repeated);
             }
             RuntimeEvent::Notice(n) => self

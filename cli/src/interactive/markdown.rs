@@ -69,9 +69,13 @@ fn highlighter(lang: &str) -> Option<HighlightLines<'static>> {
     Some(HighlightLines::new(syntax, theme))
 }
 
-/// One code line in the highlighter's colours (24-bit foreground only), or `None` when it
-/// cannot be highlighted.
+/// One code line in the highlighter's colours (foreground only, 24-bit where the terminal
+/// takes it: [`style::truecolor`]), or `None` when it cannot be highlighted.
 fn highlight(h: &mut HighlightLines<'static>, line: &str) -> Option<String> {
+    highlight_in(h, line, style::truecolor())
+}
+
+fn highlight_in(h: &mut HighlightLines<'static>, line: &str, truecolor: bool) -> Option<String> {
     let with_newline = format!("{line}\n");
     let ranges = h.highlight_line(&with_newline, &SYNTAXES).ok()?;
     let mut out = String::new();
@@ -81,11 +85,15 @@ fn highlight(h: &mut HighlightLines<'static>, line: &str) -> Option<String> {
             continue;
         }
         let c = style.foreground;
-        out.push_str(&format!("\x1b[38;2;{};{};{}m{text}", c.r, c.g, c.b));
+        let fg = style::fg_rgb(c.r, c.g, c.b, truecolor);
+        out.push_str(&format!("\x1b[{fg}m{text}"));
     }
     out.push_str("\x1b[0m");
     Some(out)
 }
+
+/// What a code block's rows start with (pi's `codeBlockIndent`).
+const CODE_INDENT: &str = "  ";
 
 /// The renderer's state between lines of one text block.
 #[derive(Debug, Default)]
@@ -104,13 +112,13 @@ impl Markdown {
                 self.fence = None;
                 out.push(style::with(sgr::MUTED, "```"));
             } else {
-                for row in wrap_code(line, cols.saturating_sub(2)) {
+                for row in wrap_code(line, cols.saturating_sub(CODE_INDENT.len())) {
                     let shown = fence
                         .highlighter
                         .as_mut()
                         .and_then(|h| highlight(h, &row))
                         .unwrap_or_else(|| style::with(sgr::CODE_BLOCK, &row));
-                    out.push(format!("  {shown}"));
+                    out.push(format!("{CODE_INDENT}{shown}"));
                 }
             }
             return out;
@@ -195,6 +203,15 @@ impl Markdown {
     pub fn finish(&mut self, cols: usize) -> Vec<String> {
         self.fence = None;
         self.finish_table(cols)
+    }
+
+    /// What a line still streaming is indented by: a code block's indent inside one.
+    pub fn live_indent(&self) -> &'static str {
+        if self.fence.is_some() {
+            CODE_INDENT
+        } else {
+            ""
+        }
     }
 
     /// The rows the table held so far shows when it ends here; the state is kept (a table
@@ -860,9 +877,30 @@ mod tests {
     }
 
     #[test]
+    fn highlight_colours_are_24_bit_only_where_the_terminal_takes_them() {
+        let mut h = highlighter("rust").unwrap_or_else(|| panic!("rust is known"));
+        let deep = highlight_in(&mut h, "let x = 1;", true).unwrap_or_default();
+        assert!(deep.starts_with("\x1b[38;2;"), "{deep:?}");
+        let mut h = highlighter("rust").unwrap_or_else(|| panic!("rust is known"));
+        let shallow = highlight_in(&mut h, "let x = 1;", false).unwrap_or_default();
+        assert!(shallow.starts_with("\x1b[38;5;"), "{shallow:?}");
+        assert!(!shallow.contains("38;2;"), "{shallow:?}");
+        // chalk's ansi256: the colour cube, and the grey ramp for greys.
+        assert_eq!(style::fg_rgb(255, 0, 0, false), "38;5;196");
+        assert_eq!(style::fg_rgb(192, 197, 206, false), "38;5;188");
+        assert_eq!(style::fg_rgb(128, 128, 128, false), "38;5;244");
+        assert_eq!(style::fg_rgb(0, 0, 0, false), "38;5;16");
+    }
+
+    #[test]
     fn known_languages_are_highlighted_and_unknown_ones_are_green() {
         let rows = render("```rust\nfn main() {}\n```\n```nosuchlang\nx\n```", 40);
-        assert!(rows[1].starts_with("  \x1b[38;2;"), "{:?}", rows[1]);
+        let depth = if style::truecolor() { "38;2;" } else { "38;5;" };
+        assert!(
+            rows[1].starts_with(&format!("  \x1b[{depth}")),
+            "{:?}",
+            rows[1]
+        );
         assert!(rows[1].ends_with("\x1b[0m"), "{:?}", rows[1]);
         assert_eq!(plain(vec![rows[1].clone()]), ["  fn main() {}"]);
         assert_eq!(rows[4], "  \x1b[32mx\x1b[0m");

@@ -10,6 +10,32 @@ pub fn enabled() -> bool {
     *ON.get_or_init(|| std::env::var_os("NO_COLOR").is_none())
 }
 
+/// Whether the terminal takes 24-bit colours: `COLORTERM` is `truecolor` or `24bit`, as
+/// pi's chalk decides; otherwise colours go out as the nearest of the 256.
+pub fn truecolor() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("COLORTERM").is_ok_and(|v| v == "truecolor" || v == "24bit"))
+}
+
+/// The SGR parameters of foreground colour `(r, g, b)`: 24-bit, or with `truecolor` off
+/// chalk's nearest xterm-256 colour (`ansi256`).
+pub fn fg_rgb(r: u8, g: u8, b: u8, truecolor: bool) -> String {
+    if truecolor {
+        return format!("38;2;{r};{g};{b}");
+    }
+    let index = if r == g && g == b {
+        match r {
+            0..8 => 16,
+            249.. => 231,
+            _ => (((f64::from(r) - 8.0) / 247.0 * 24.0).round() as u8) + 232,
+        }
+    } else {
+        let level = |c: u8| (f64::from(c) / 255.0 * 5.0).round() as u8;
+        16 + 36 * level(r) + 6 * level(g) + level(b)
+    };
+    format!("38;5;{index}")
+}
+
 fn wrap(text: &str, on: &str, off: &str) -> String {
     if enabled() && !text.is_empty() {
         format!("\x1b[{on}m{text}\x1b[{off}m")

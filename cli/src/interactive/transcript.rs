@@ -399,11 +399,12 @@ impl Transcript {
     /// The streaming reply's line that has not ended yet (already safe for the terminal):
     /// shown live below the transcript, since the transcript prints whole lines; empty when
     /// no reply text is streaming.
-    pub fn live(&self) -> &str {
-        if self.block == Some(Block::Text) {
-            &self.partial
+    pub fn live(&self) -> String {
+        if self.block == Some(Block::Text) && !self.partial.is_empty() {
+            // Inside a code block the line is indented as its rows will be.
+            format!("{}{}", self.markdown.live_indent(), self.partial)
         } else {
-            ""
+            String::new()
         }
     }
 
@@ -554,6 +555,24 @@ mod tests {
             )])),
         };
         assert!(t.event(&end, 20).is_empty());
+    }
+
+    #[test]
+    fn a_line_streaming_in_a_code_block_is_indented_as_its_rows_will_be() {
+        let mut t = text_streaming(40);
+        t.event(
+            &update(StreamKind::TextDelta, 0, Some("```\n    let b")),
+            40,
+        );
+        assert_eq!(t.live(), "      let b");
+        let rows = t.event(&update(StreamKind::TextDelta, 0, Some(" = 2;\n")), 40);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert!(
+            rows[0].starts_with("  ") && rows[0].contains("    let b = 2;"),
+            "{rows:?}"
+        );
+        t.event(&update(StreamKind::TextDelta, 0, Some("```\nafter")), 40);
+        assert_eq!(t.live(), "after");
     }
 
     #[test]
