@@ -2,8 +2,9 @@
 //! `/settings` uses it): the labels in one column, the values aligned beside them, the selected
 //! setting's description below.
 //!
-//! Keys: Up/Down (Ctrl+P/N) move, wrapping around; Enter or Space changes the selected value
-//! to the next of its values (pi cycles them the same way); Esc or Ctrl+C closes. The state
+//! Keys: Up/Down (Ctrl+P/N) move, wrapping around; Enter, or Space while the search is empty,
+//! changes the selected value to the next of its values (pi cycles them the same way); typing
+//! searches the labels (pi-tui's fuzzy filter); Esc or Ctrl+C closes. The state
 //! is a plain struct tests drive with keys; [`show_settings`] is the thin loop on the real
 //! terminal, which hands every change to its caller at once (pi applies each as it is made).
 
@@ -11,7 +12,9 @@ use anyhow::Result;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::text::{Line, Span};
 
-use super::input::{is_cancel, is_confirm, move_in_list};
+use pith_store::search::matching::fuzzy_filter;
+
+use super::input::{LineInput, is_cancel, is_confirm, move_in_list};
 use super::style;
 use super::terminal::Screen;
 
@@ -55,6 +58,11 @@ pub enum SettingsAction {
 pub struct SettingsListState {
     title: String,
     items: Vec<SettingItem>,
+    /// The search typed so far.
+    query: LineInput,
+    /// Indices into `items` that match the search, in the order shown.
+    shown: Vec<usize>,
+    /// Position in `shown`.
     cursor: usize,
     /// Rows available for items.
     page: usize,
@@ -67,7 +75,9 @@ impl SettingsListState {
     pub fn new(title: &str, items: Vec<SettingItem>) -> SettingsListState {
         SettingsListState {
             title: title.to_owned(),
+            shown: (0..items.len()).collect(),
             items,
+            query: LineInput::default(),
             cursor: 0,
             page: 10,
             problem: None,
@@ -95,23 +105,31 @@ impl SettingsListState {
     /// Applies `key`.
     pub fn handle_key(&mut self, key: &KeyEvent) -> SettingsAction {
         self.problem = None;
-        let n = self.items.len();
+        let n = self.shown.len();
         if is_cancel(key) {
             return SettingsAction::Close;
         }
-        if is_confirm(key) || key.code == KeyCode::Char(' ') {
-            let Some(item) = self.items.get_mut(self.cursor) else {
+        if is_confirm(key) || (key.code == KeyCode::Char(' ') && self.query.is_empty()) {
+            let Some(&index) = self.shown.get(self.cursor) else {
                 return SettingsAction::None;
             };
+            let item = &mut self.items[index];
             return match item.next_value() {
                 Some(next) => {
                     item.value = next.to_owned();
-                    SettingsAction::Changed(self.cursor)
+                    SettingsAction::Changed(index)
                 }
                 None => SettingsAction::None,
             };
         }
-        move_in_list(key, &mut self.cursor, n, self.page);
+        if !move_in_list(key, &mut self.cursor, n, self.page) {
+            let before = self.query.value();
+            if self.query.handle_key(key) && self.query.value() != before {
+                let query = self.query.value();
+                self.shown = fuzzy_filter(self.items.iter().map(|i| i.label), &query);
+                self.cursor = 0;
+            }
+        }
         SettingsAction::None
     }
 
@@ -122,6 +140,8 @@ impl SettingsListState {
             rule.clone(),
             Line::styled(format!(" {}", self.title), style::bold()),
             Line::default(),
+            self.query.line(width),
+            Line::default(),
         ];
         let label_width = self
             .items
@@ -130,9 +150,13 @@ impl SettingsListState {
             .max()
             .unwrap_or(0)
             .min(36);
-        let n = self.items.len();
+        let n = self.shown.len();
+        if n == 0 {
+            out.push(Line::styled("  No matching settings", style::dim()));
+        }
         let start = (self.cursor + 1).saturating_sub(self.page);
-        for (pos, item) in self.items.iter().enumerate().skip(start).take(self.page) {
+        for (pos, &index) in self.shown.iter().enumerate().skip(start).take(self.page) {
+            let item = &self.items[index];
             let selected = pos == self.cursor;
             let marker = if selected { "→ " } else { "  " };
             let pad = " ".repeat(label_width.saturating_sub(crate::text::width(item.label)));
@@ -159,7 +183,7 @@ impl SettingsListState {
                 style::dim(),
             ));
         }
-        if let Some(item) = self.items.get(self.cursor) {
+        if let Some(item) = self.shown.get(self.cursor).map(|&i| &self.items[i]) {
             out.push(Line::default());
             for line in wrap_words(&item.description, width.saturating_sub(4).max(10)) {
                 out.push(Line::styled(format!("  {line}"), style::muted()));
@@ -171,7 +195,7 @@ impl SettingsListState {
         }
         out.push(Line::default());
         out.push(Line::styled(
-            "  Enter/Space to change · Esc to cancel",
+            "  Type to search · Enter/Space to change · Esc to cancel",
             style::dim(),
         ));
         out.push(rule);
@@ -279,6 +303,29 @@ mod tests {
         s.handle_key(&key(KeyCode::Down));
         assert_eq!(s.handle_key(&ch(' ')), SettingsAction::Changed(0));
         assert_eq!(s.handle_key(&key(KeyCode::Esc)), SettingsAction::Close);
+    }
+
+    #[test]
+    fn typing_searches_the_labels_and_enter_changes_the_match() {
+        let mut s = SettingsListState::new("Settings", items());
+        for c in "steer".chars() {
+            assert_eq!(s.handle_key(&ch(c)), SettingsAction::None);
+        }
+        // Only "Steering mode" is left, and it is what Enter changes; Space types.
+        assert_eq!(
+            s.handle_key(&key(KeyCode::Enter)),
+            SettingsAction::Changed(1)
+        );
+        assert_eq!(s.handle_key(&ch(' ')), SettingsAction::None);
+        assert_eq!(s.items()[0].value, "true");
+        let view = screen(s.lines(60), 60, 20);
+        assert!(view.contains("Steering mode"), "{view}");
+        assert!(!view.contains("Auto-compact"), "{view}");
+        for c in "zzz".chars() {
+            s.handle_key(&ch(c));
+        }
+        assert!(screen(s.lines(60), 60, 20).contains("No matching settings"));
+        assert_eq!(s.handle_key(&key(KeyCode::Enter)), SettingsAction::None);
     }
 
     #[test]

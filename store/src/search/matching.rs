@@ -155,6 +155,29 @@ pub fn fuzzy_match(query: &str, text: &str) -> Option<f64> {
     fuzzy_score_lower(&query.to_lowercase(), &text.to_lowercase())
 }
 
+/// pi-tui's `fuzzyFilter`: the indices of `texts` that every token of `query` (split at
+/// whitespace and `/`) [`fuzzy_match`]es, best total score first (ties keep their order);
+/// every index for a blank query.
+pub fn fuzzy_filter<'a>(texts: impl IntoIterator<Item = &'a str>, query: &str) -> Vec<usize> {
+    let tokens: Vec<&str> = query
+        .split(|c: char| c.is_whitespace() || c == '/')
+        .filter(|t| !t.is_empty())
+        .collect();
+    let mut found: Vec<(usize, f64)> = texts
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, text)| {
+            let mut total = 0.0;
+            for token in &tokens {
+                total += fuzzy_match(token, text)?;
+            }
+            Some((i, total))
+        })
+        .collect();
+    found.sort_by(|a, b| a.1.total_cmp(&b.1));
+    found.into_iter().map(|(i, _)| i).collect()
+}
+
 fn fuzzy_score_lower(query: &str, text: &str) -> Option<f64> {
     if let Some(score) = fuzzy_score(query, text) {
         return Some(score);
