@@ -61,6 +61,19 @@ pub const BUILTIN: [(&str, &str); 24] = [
     ("exit", "Quit pith"),
 ];
 
+/// pi's `argumentHint`s of the built-in commands, shown before their descriptions in the
+/// `/` menu.
+const ARGUMENT_HINTS: [(&str, &str); 2] = [("model", "<provider/model>"), ("thinking", "<level>")];
+
+/// A command's description as pi-tui's `/` menu shows it: `hint — description`.
+fn with_hint(hint: Option<&str>, description: &str) -> String {
+    match hint {
+        Some(hint) if description.is_empty() => hint.to_owned(),
+        Some(hint) => format!("{hint} — {description}"),
+        None => description.to_owned(),
+    }
+}
+
 /// Everything Tab completes after `/`, with its description: the built-in commands, the
 /// extension commands, then the prompt templates (with their `argument-hint`) and, unless
 /// the `enableSkillCommands` setting is `false`, `skill:name` for each skill, as pi's
@@ -72,7 +85,10 @@ pub fn completions(
 ) -> Vec<(String, String)> {
     let mut names: Vec<(String, String)> = BUILTIN
         .iter()
-        .map(|(n, d)| (n.to_string(), d.to_string()))
+        .map(|(n, d)| {
+            let hint = ARGUMENT_HINTS.iter().find(|(c, _)| c == n).map(|(_, h)| *h);
+            (n.to_string(), with_hint(hint, d))
+        })
         .collect();
     names.extend(
         ext_commands
@@ -94,10 +110,7 @@ pub fn resource_commands(resources: &Resources) -> Vec<(String, String)> {
         .templates
         .iter()
         .map(|t| {
-            let description = match &t.argument_hint {
-                Some(hint) => format!("{hint} — {}", t.description),
-                None => t.description.clone(),
-            };
+            let description = with_hint(t.argument_hint.as_deref(), &t.description);
             (t.name.clone(), description)
         })
         .collect();
@@ -1026,6 +1039,15 @@ mod tests {
         };
         let all = completions(&[], &resources, true);
         assert_eq!(all.len(), BUILTIN.len() + 2);
+        // pi's argument hints come before a built-in command's description.
+        assert!(all.contains(&(
+            "model".to_owned(),
+            "<provider/model> — Select model (opens selector UI)".to_owned()
+        )));
+        assert!(all.contains(&(
+            "thinking".to_owned(),
+            "<level> — Set thinking level".to_owned()
+        )));
         assert_eq!(
             all[BUILTIN.len()..],
             [
