@@ -531,10 +531,11 @@ impl App {
                 tool_name,
                 result,
                 is_error,
+                duration_ms,
                 ..
             } => self.screen.print_layout(
                 lines,
-                scrollback::tool_result(repeated, tool_name, result, is_error),
+                scrollback::tool_result(repeated, tool_name, result, is_error, duration_ms),
             ),
             AgentEvent::MessageStart {
                 message: message @ (AgentMessage::User(_) | AgentMessage::Custom(_)),

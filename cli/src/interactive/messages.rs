@@ -57,7 +57,14 @@ pub fn message_lines(
         }
         AgentMessage::ToolResult(r) => {
             let result = json!({"content": r.content, "details": r.details});
-            let lines = tools::result_view(&r.tool_name, &result, r.is_error, expanded, cols);
+            let lines = tools::result_view(
+                &r.tool_name,
+                &result,
+                r.is_error,
+                expanded,
+                cols,
+                r.duration_ms,
+            );
             if lines.is_empty() {
                 return Vec::new();
             }

@@ -235,9 +235,10 @@ pub fn tool_result(
     name: String,
     result: serde_json::Value,
     is_error: bool,
+    duration_ms: Option<u64>,
 ) -> Layout {
     Box::new(move |v: &View| {
-        let lines = tools::result_view(&name, &result, is_error, v.expanded, v.cols);
+        let lines = tools::result_view(&name, &result, is_error, v.expanded, v.cols, duration_ms);
         let mut out = Vec::new();
         if let Some((call_name, args)) = &call
             && !lines.is_empty()

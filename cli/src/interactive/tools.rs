@@ -129,8 +129,39 @@ pub fn call_lines(name: &str, args: &Value, cols: usize) -> Vec<String> {
 }
 
 /// A tool's result as the transcript shows it: [`result_lines`]' preview, or with `expanded`
-/// (Ctrl+O) the whole text under a `name (full output)` title.
+/// (Ctrl+O) the whole text under a `name (full output)` title; a bash result ends with pi's
+/// `Took 1.2s` when `duration_ms` (how long the tool ran) is known.
 pub fn result_view(
+    name: &str,
+    result: &Value,
+    is_error: bool,
+    expanded: bool,
+    cols: usize,
+    duration_ms: Option<u64>,
+) -> Vec<String> {
+    let mut out = result_body(name, result, is_error, expanded, cols);
+    if let Some(ms) = duration_ms.filter(|_| name == "bash") {
+        out.push(String::new());
+        out.push(style::muted(&format!("Took {}", format_duration(ms))));
+    }
+    out
+}
+
+/// pi's `formatToolDuration`: `4.2s`, `3m 5s`, `1h 2m 3s`.
+fn format_duration(ms: u64) -> String {
+    let seconds = ms as f64 / 1000.0;
+    if seconds < 60.0 {
+        return format!("{seconds:.1}s");
+    }
+    let total = ms / 1000;
+    let (minutes, rest) = (total / 60, total % 60);
+    if minutes < 60 {
+        return format!("{minutes}m {rest}s");
+    }
+    format!("{}h {}m {rest}s", minutes / 60, minutes % 60)
+}
+
+fn result_body(
     name: &str,
     result: &Value,
     is_error: bool,
@@ -353,6 +384,21 @@ mod tests {
         assert_eq!(
             plain(call_lines("mytool", &json!({"a": 1}), 80)),
             [r#"mytool {"a":1}"#]
+        );
+    }
+
+    #[test]
+    fn a_bash_result_ends_with_how_long_it_took() {
+        let result = json!({"content": [{"type": "text", "text": "done"}]});
+        let view = |ms| plain(result_view("bash", &result, false, false, 80, ms));
+        assert_eq!(view(Some(1234)), ["done", "", "Took 1.2s"]);
+        assert_eq!(view(Some(185_000)), ["done", "", "Took 3m 5s"]);
+        assert_eq!(view(Some(3_723_000)), ["done", "", "Took 1h 2m 3s"]);
+        assert_eq!(view(None), ["done"]);
+        // Only bash shows it, as in pi.
+        assert_eq!(
+            plain(result_view("ls", &result, false, false, 80, Some(5))),
+            ["done"]
         );
     }
 

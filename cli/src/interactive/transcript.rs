@@ -107,10 +107,16 @@ impl Transcript {
                 tool_name,
                 result,
                 is_error,
-                ..
+                duration_ms,
             } => {
-                let lines =
-                    tools::result_view(tool_name, result, *is_error, self.expand_tools, cols);
+                let lines = tools::result_view(
+                    tool_name,
+                    result,
+                    *is_error,
+                    self.expand_tools,
+                    cols,
+                    *duration_ms,
+                );
                 if let Some((name, args)) = self.repeated_call(tool_call_id)
                     && !lines.is_empty()
                 {
