@@ -628,32 +628,26 @@ fn delete_file(tx: &Connection, id: i64) -> rusqlite::Result<()> {
 
 fn delete_rows(tx: &Connection, id: i64) -> rusqlite::Result<()> {
     let (lo, hi) = (id << SEQ_BITS, (id + 1) << SEQ_BITS);
-    let rowids: Vec<i64> = {
-        let mut stmt =
-            tx.prepare_cached("SELECT rowid FROM entries WHERE rowid >= ?1 AND rowid < ?2")?;
-        stmt.query_map(params![lo, hi], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?
-    };
-    let mut del = tx.prepare_cached("DELETE FROM texts WHERE rowid = ?1")?;
+    delete_indexed(tx, "entries", "texts", lo, hi)?;
+    delete_indexed(tx, "doc_ids", "docs", lo, hi)
+}
+
+/// Deletes the rows with ids in `lo..hi` from the contentless FTS5 table `fts` (which can
+/// only delete by rowid, so the ids come from the table `ids` that lists them), then from
+/// `ids`. `ids` and `fts` are this module's table names.
+fn delete_indexed(tx: &Connection, ids: &str, fts: &str, lo: i64, hi: i64) -> rusqlite::Result<()> {
+    let rowids: Vec<i64> = tx
+        .prepare_cached(&format!(
+            "SELECT rowid FROM {ids} WHERE rowid >= ?1 AND rowid < ?2"
+        ))?
+        .query_map(params![lo, hi], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut del = tx.prepare_cached(&format!("DELETE FROM {fts} WHERE rowid = ?1"))?;
     for r in rowids {
         del.execute(params![r])?;
     }
     tx.execute(
-        "DELETE FROM entries WHERE rowid >= ?1 AND rowid < ?2",
-        params![lo, hi],
-    )?;
-    let docs: Vec<i64> = {
-        let mut stmt =
-            tx.prepare_cached("SELECT rowid FROM doc_ids WHERE rowid >= ?1 AND rowid < ?2")?;
-        stmt.query_map(params![lo, hi], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?
-    };
-    let mut del = tx.prepare_cached("DELETE FROM docs WHERE rowid = ?1")?;
-    for r in docs {
-        del.execute(params![r])?;
-    }
-    tx.execute(
-        "DELETE FROM doc_ids WHERE rowid >= ?1 AND rowid < ?2",
+        &format!("DELETE FROM {ids} WHERE rowid >= ?1 AND rowid < ?2"),
         params![lo, hi],
     )?;
     Ok(())
