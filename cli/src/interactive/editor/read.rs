@@ -262,6 +262,7 @@ impl Reader {
             s.view = Some(View::new(req.prompt.clone(), &req.initial, req.history));
             self.undo.clear();
             self.typing = false;
+            self.jump = None;
             // A resize seen by a full-screen view (`/tree`) or while no read was in progress
             // has not laid the transcript out yet.
             if crate::interactive::screen::columns() != s.laid_out {
