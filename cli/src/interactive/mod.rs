@@ -115,7 +115,7 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     if let Ok((true, _)) = result {
         // Quitting during a read: the editor's terminal modes (bracketed paste, the kitty
         // keyboard protocol) end with pith, and the shell's prompt goes below the editor's.
-        print!("{}", editor::external::LEAVE);
+        print!("{}", editor::external::leave());
         println!();
     }
     if let Ok((_, Some(command))) = &result

@@ -10,22 +10,34 @@ use ratatui::crossterm::terminal;
 use super::Shared;
 use super::render::write;
 
-/// What a read turns on: bracketed paste, the kitty keyboard protocol's disambiguation and
-/// xterm's `modifyOtherKeys` mode 1, so Shift+Enter differs from Enter where the terminal
-/// supports either (terminals ignore the one they do not know). tmux 3.3 knows only the
-/// second: without it `send-keys S-Enter` arrives as the text "S-Enter", with it as
-/// `CSI 13;2u` (pi-tui falls back to it the same way). Mode 1 rather than pi's 2 because mode 2
-/// makes xterm send Ctrl+letters as `CSI 27;…~`, which the key reader does not parse.
-pub const ENTER: &str = "\x1b[?2004h\x1b[>1u\x1b[>4;1m";
-/// What undoes [`ENTER`].
-pub const LEAVE: &str = "\x1b[>4;0m\x1b[<u\x1b[?2004l";
+/// What a read turns on: bracketed paste and the kitty keyboard protocol's disambiguation
+/// (so Shift+Enter differs from Enter where the terminal supports it; others ignore the
+/// sequence), and inside tmux also xterm's `modifyOtherKeys` mode 1: tmux 3.3 knows no kitty
+/// protocol and without it typed `send-keys S-Enter` as the text "S-Enter"; with it tmux sends
+/// `CSI 13;2u` (pi-tui falls back to it the same way). Only inside tmux, because a terminal such
+/// as xterm answers it with `CSI 27;…~` sequences, which the key reader does not parse.
+pub fn enter() -> &'static str {
+    if std::env::var_os("TMUX").is_some() {
+        "\x1b[?2004h\x1b[>1u\x1b[>4;1m"
+    } else {
+        "\x1b[?2004h\x1b[>1u"
+    }
+}
+/// What undoes [`enter`].
+pub fn leave() -> &'static str {
+    if std::env::var_os("TMUX").is_some() {
+        "\x1b[>4;0m\x1b[<u\x1b[?2004l"
+    } else {
+        "\x1b[<u\x1b[?2004l"
+    }
+}
 
 /// Takes the terminal back from the editor: the area erased, output held, cooked mode.
 fn pause(shared: &Arc<Mutex<Shared>>) {
     if let Ok(mut s) = shared.lock() {
         let mut out = String::new();
         s.surface.erase(&mut out);
-        out.push_str(LEAVE);
+        out.push_str(leave());
         write(&out);
         s.yield_screen();
         s.held = Some(Vec::new());
@@ -42,7 +54,7 @@ fn resume(shared: &Arc<Mutex<Shared>>) {
         super::Modes::apply(s.modes.between.as_ref());
         let _ = terminal::enable_raw_mode();
         let held = s.held.take().unwrap_or_default();
-        let mut out = String::from(ENTER);
+        let mut out = String::from(enter());
         // Full-screen mode shows held output from the scrollback instead.
         if s.fullscreen.is_none() {
             for text in held {
@@ -120,7 +132,7 @@ pub fn continued(shared: &Arc<Mutex<Shared>>) {
     let _ = terminal::disable_raw_mode();
     super::Modes::apply(s.modes.between.as_ref());
     let _ = terminal::enable_raw_mode();
-    write(ENTER);
+    write(enter());
     s.reclaim();
     s.redraw();
 }

@@ -12,7 +12,7 @@ use tokio::sync::mpsc as tokio_mpsc;
 
 use super::buffer::Buffer;
 use super::complete::{argument_matches, menu_rows, path_completion, slash_matches};
-use super::external::{self, ENTER, LEAVE};
+use super::external::{self, enter, leave};
 use super::files;
 use super::history::History;
 use super::keys::{Action, key_string};
@@ -250,7 +250,7 @@ impl Reader {
         if let Err(e) = terminal::enable_raw_mode() {
             return Input::Failed(e.to_string());
         }
-        write(ENTER);
+        write(enter());
         if let Some(mut s) = lock(shared) {
             let mut out = String::new();
             s.surface.erase(&mut out);
@@ -359,7 +359,7 @@ impl Reader {
                     s.surface.erase(&mut out);
                 }
             }
-            out.push_str(LEAVE);
+            out.push_str(leave());
             write(&out);
         }
         let _ = terminal::disable_raw_mode();
