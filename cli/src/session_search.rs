@@ -261,7 +261,7 @@ fn write_hits(out: &mut impl Write, hits: &[Hit]) -> Result<()> {
         let id = hit.session_id.as_deref().unwrap_or("?");
         let target = match &hit.entry_id {
             Some(e) => format!("{}@{}", printable(id), printable(e)),
-            None => printable(id),
+            None => printable(id).into_owned(),
         };
         writeln!(out, "{target}  {}", hit.path.display())?;
         writeln!(out, "    {}", printable(&hit.snippet))?;

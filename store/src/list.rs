@@ -396,14 +396,15 @@ pub fn all_session_files(sessions_root: &Path) -> Vec<PathBuf> {
 /// [`all_session_files`] with each file's [`Stamp`], read once for the order and the
 /// listing index alike.
 pub(crate) fn all_session_files_stamped(sessions_root: &Path) -> Vec<(PathBuf, Option<Stamp>)> {
-    let files: Vec<PathBuf> = session_dirs(sessions_root)
-        .iter()
-        .flat_map(|d| jsonl_files(d))
-        .collect();
-    let stamps = stamps(&files);
-    let mut files: Vec<(f64, PathBuf, Option<Stamp>)> = files
+    // Folder by folder on two threads: reading the folders one after the other was a third of
+    // an indexed listing of 10,000 sessions, and the stats another third.
+    let dirs = session_dirs(sessions_root);
+    let per_folder = map_in_order(&dirs, 2, |dir| stamped_files(dir));
+    let mut files: Vec<(f64, PathBuf, Option<Stamp>)> = per_folder
         .into_iter()
-        .zip(stamps)
+        .zip(&dirs)
+        // Reading a folder cannot panic; if a thread did, the folder is read again here.
+        .flat_map(|(listed, dir)| listed.unwrap_or_else(|| stamped_files(dir)))
         .map(|(p, stamp)| {
             // pi compares the mtime in seconds as a float; a file that cannot be read sorts last.
             let mtime = stamp.map_or(f64::NEG_INFINITY, |(_, ns)| {
@@ -419,6 +420,13 @@ pub(crate) fn all_session_files_stamped(sessions_root: &Path) -> Vec<(PathBuf, O
             .then_with(|| b.file_name().cmp(&a.file_name()))
     });
     files.into_iter().map(|(_, p, s)| (p, s)).collect()
+}
+
+/// [`jsonl_files`] of `dir`, each with its [`Stamp`].
+pub(crate) fn stamped_files(dir: &Path) -> Vec<(PathBuf, Option<Stamp>)> {
+    let files = jsonl_files(dir);
+    let stamps = stamps(&files);
+    files.into_iter().zip(stamps).collect()
 }
 
 /// (size in bytes, mtime in ns) of a file: what the listing index keys on besides the path.
@@ -603,36 +611,53 @@ pub(crate) fn read_all_with(
     read: fn(&Path) -> Result<SessionInfo>,
     read_one: &(dyn Fn(&Path) + Sync),
 ) -> Vec<Result<SessionInfo>> {
-    let results: Vec<Mutex<Option<Result<SessionInfo>>>> =
-        files.iter().map(|_| Mutex::new(None)).collect();
+    map_in_order(&files, LIST_THREADS, |path| {
+        let info = read(path);
+        read_one(path);
+        info
+    })
+    .into_iter()
+    .zip(&files)
+    .map(|(result, path)| {
+        result.unwrap_or_else(|| {
+            Err(Error::io(
+                path,
+                std::io::Error::other("listing thread failed"),
+            ))
+        })
+    })
+    .collect()
+}
+
+/// `f` of each of `items` on up to `threads` threads, each taking the next item when it is
+/// free; results in `items` order, `None` where `f` panicked.
+fn map_in_order<I: Sync, T: Send>(
+    items: &[I],
+    threads: usize,
+    f: impl Fn(&I) -> T + Sync,
+) -> Vec<Option<T>> {
+    let results: Vec<Mutex<Option<T>>> = items.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
-    let threads = LIST_THREADS.min(files.len()).max(1);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(path) = files.get(i) else { break };
-                    let info = read(path);
-                    read_one(path);
-                    if let Ok(mut slot) = results[i].lock() {
-                        *slot = Some(info);
-                    }
-                }
-            });
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            let value = f(item);
+            if let Ok(mut slot) = results[i].lock() {
+                *slot = Some(value);
+            }
         }
+    };
+    std::thread::scope(|scope| {
+        // The calling thread is one of the workers.
+        for _ in 1..threads.min(items.len()) {
+            scope.spawn(work);
+        }
+        work();
     });
     results
         .into_iter()
-        .zip(files)
-        .map(|(slot, path)| {
-            slot.into_inner().ok().flatten().unwrap_or_else(|| {
-                Err(Error::io(
-                    path,
-                    std::io::Error::other("listing thread failed"),
-                ))
-            })
-        })
+        .map(|slot| slot.into_inner().ok().flatten())
         .collect()
 }
 

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::list::{
-    Listing, SessionInfo, Skipped, Stamp, all_session_files_stamped, jsonl_files, read_all_with,
-    stamp, stamps,
+    Listing, SessionInfo, Skipped, Stamp, all_session_files_stamped, read_all_with, stamp,
+    stamped_files,
 };
 
 /// File name of the listing index inside the folder's [`crate::dirs::index_dir`].
@@ -133,11 +133,17 @@ fn save(index: &Path, files: Vec<Cached>) {
 /// the index is updated.
 /// The result equals the uncached listing except that `allMessagesText` is empty.
 fn list_files(
-    stamped: Vec<(PathBuf, Option<Stamp>)>,
+    stamped: impl FnOnce() -> Vec<(PathBuf, Option<Stamp>)>,
     index: &Path,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Listing {
-    let cached = load(index);
+    // The index is read while the folders are: each was a fifth of an indexed listing.
+    let (cached, stamped) = std::thread::scope(|scope| {
+        let loading = scope.spawn(|| load(index));
+        let stamped = stamped();
+        // Decoding cannot panic; if it did, the index is rebuilt as if it were missing.
+        (loading.join().unwrap_or_default(), stamped)
+    });
     let cached_count = cached.len();
     let (files, stamps): (Vec<PathBuf>, Vec<Option<Stamp>>) = stamped.into_iter().unzip();
     // Index hits are moved out of the loaded index, not copied: at 100,000 sessions two
@@ -227,13 +233,7 @@ pub fn list_indexed_with_progress(
     dir: &Path,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Listing {
-    let files = jsonl_files(dir);
-    let stamps = stamps(&files);
-    let mut listing = list_files(
-        files.into_iter().zip(stamps).collect(),
-        &index_path(agent_dir, dir),
-        progress,
-    );
+    let mut listing = list_files(|| stamped_files(dir), &index_path(agent_dir, dir), progress);
     listing
         .unreadable_folders
         .extend(crate::list::folder_problem(dir));
@@ -253,7 +253,7 @@ pub fn list_all_indexed_with_progress(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Listing {
     let mut listing = list_files(
-        all_session_files_stamped(sessions_root),
+        || all_session_files_stamped(sessions_root),
         &index_path(agent_dir, sessions_root),
         progress,
     );
