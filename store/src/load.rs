@@ -65,15 +65,26 @@ pub enum Bodies {
     /// for the tree, and [`LoadedLog::elided`] says where the whole line is, to be read back
     /// for the entries a context needs. For opening a big file for one context.
     Elided {
-        /// Bodies shorter than this (bytes of JSON) are kept; [`Bodies::ELIDED`] uses 512,
-        /// below which a second read saves nothing.
+        /// Bodies shorter than this (bytes of JSON) are kept; [`Bodies::for_context`] uses
+        /// 512, below which a second read saves nothing.
         from_bytes: usize,
+        /// Lines that start at this byte offset of the file or later keep their bodies
+        /// (`u64::MAX`: none do).
+        kept_from: u64,
     },
 }
 
 impl Bodies {
-    /// [`Bodies::Elided`] with the threshold pith uses.
-    pub const ELIDED: Bodies = Bodies::Elided { from_bytes: 512 };
+    /// [`Bodies::Elided`] as pith opens a `len`-byte file for the context at its last entry:
+    /// bodies of 512 bytes and more left out, but those in the last quarter of the file kept,
+    /// since that context mostly reads them: reading and checking them a second time was a
+    /// fifth of opening a 100 MiB session, and keeping them costs a quarter of the file.
+    pub fn for_context(len: u64) -> Bodies {
+        Bodies::Elided {
+            from_bytes: 512,
+            kept_from: len - len / 4,
+        }
+    }
 }
 
 /// A message entry whose body was left out by [`Bodies::Elided`].
@@ -335,7 +346,14 @@ impl Body {
     /// Takes in one parsed line after the header (no migration pending): an entry, an
     /// entry without its body, or a warning saying why it is none.
     fn add(&mut self, text: &str, scanned: &Scanned, line: usize, offset: Option<u64>) {
-        if let (Bodies::Elided { from_bytes }, Some(offset)) = (self.bodies, offset)
+        if let (
+            Bodies::Elided {
+                from_bytes,
+                kept_from,
+            },
+            Some(offset),
+        ) = (self.bodies, offset)
+            && offset < kept_from
             && let Some(cut) = skeleton(text, scanned, from_bytes)
             // A line that scanned as an entry always gives one; if not, it is kept whole.
             && let Ok(entry) = Entry::parse(&cut, line)

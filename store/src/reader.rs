@@ -5,14 +5,15 @@
 //! verdicts while holding at most one line (plus a 64 KiB buffer) at a time, and reports every
 //! line it rejects with its number instead of dropping it silently.
 
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::ops::ControlFlow;
 
 use crate::scan::{self, Scanned};
 use pith_events::js::{is_js_whitespace, js_trim};
 
-/// Buffer size of the reader; lines longer than this are still read whole.
-const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// Buffer size of the reader (bytes read at a time); lines longer than this are still read
+/// whole, the buffer growing to hold them.
+const READ_BUFFER_BYTES: usize = 256 * 1024;
 
 /// One non-blank line, as the reader judged it.
 #[derive(Debug)]
@@ -83,8 +84,7 @@ pub fn read_lines_after<R: Read>(
     after_content: bool,
     mut on_line: impl FnMut(LineEvent<'_>) -> ControlFlow<()>,
 ) -> io::Result<ReadSummary> {
-    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, source);
-    let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    let mut lines = Lines::new(source);
     let mut summary = ReadSummary {
         ends_with_newline: true,
         ..ReadSummary::default()
@@ -95,23 +95,15 @@ pub fn read_lines_after<R: Read>(
     // retried trimmed if it turns out to be the last non-blank line.
     let mut deferred: Option<(usize, String, String, Option<u64>)> = None;
     let mut line_no = 0;
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf)?;
-        if n == 0 {
-            break;
-        }
+    while let Some((raw, newline)) = lines.next_line()? {
         line_no += 1;
         let line_start = summary.bytes;
-        summary.bytes += n as u64;
-        summary.ends_with_newline = buf.last() == Some(&b'\n');
-        if summary.ends_with_newline {
-            buf.pop();
-        }
+        summary.bytes += (raw.len() + usize::from(newline)) as u64;
+        summary.ends_with_newline = newline;
         // Valid UTF-8 is the rule; Node's decoder turns invalid bytes into U+FFFD.
-        let text = match std::str::from_utf8(&buf) {
+        let text = match std::str::from_utf8(raw) {
             Ok(s) => std::borrow::Cow::Borrowed(s),
-            Err(_) => String::from_utf8_lossy(&buf),
+            Err(_) => String::from_utf8_lossy(raw),
         };
         let lossless = matches!(text, std::borrow::Cow::Borrowed(_));
         let mut text: &str = &text;
@@ -120,7 +112,7 @@ pub fn read_lines_after<R: Read>(
         }
         // Only the start is ever trimmed before scanning, so the text begins that many bytes
         // into the line.
-        let offset = lossless.then(|| line_start + (buf.len() - text.len()) as u64);
+        let offset = lossless.then(|| line_start + (raw.len() - text.len()) as u64);
         if js_trim(text).is_empty() {
             continue;
         }
@@ -182,6 +174,68 @@ pub fn read_lines_after<R: Read>(
         };
     }
     Ok(summary)
+}
+
+/// The lines of a source, each borrowed from one buffer that holds a chunk of the source (or
+/// a line longer than that), so a line is never copied on its way to the scanner.
+struct Lines<R> {
+    source: R,
+    buf: Vec<u8>,
+    /// Start of the next line in `buf`.
+    start: usize,
+    /// Bytes of `buf` that hold data.
+    filled: usize,
+    eof: bool,
+}
+
+impl<R: Read> Lines<R> {
+    fn new(source: R) -> Lines<R> {
+        Lines {
+            source,
+            buf: vec![0; READ_BUFFER_BYTES],
+            start: 0,
+            filled: 0,
+            eof: false,
+        }
+    }
+
+    /// The next line without its `\n`, and whether it had one; `None` at the end.
+    ///
+    /// Errors: the source's, but for `Interrupted`, which is retried.
+    fn next_line(&mut self) -> io::Result<Option<(&[u8], bool)>> {
+        // Bytes of the pending line already searched for a newline.
+        let mut searched = 0;
+        loop {
+            let pending = &self.buf[self.start + searched..self.filled];
+            if let Some(i) = memchr::memchr(b'\n', pending) {
+                let (from, to) = (self.start, self.start + searched + i);
+                self.start = to + 1;
+                return Ok(Some((&self.buf[from..to], true)));
+            }
+            searched = self.filled - self.start;
+            if self.eof {
+                if searched == 0 {
+                    return Ok(None);
+                }
+                let from = self.start;
+                self.start = self.filled;
+                return Ok(Some((&self.buf[from..self.filled], false)));
+            }
+            // Keep the pending line's start, and room for more of it.
+            self.buf.copy_within(self.start..self.filled, 0);
+            self.filled -= self.start;
+            self.start = 0;
+            if self.filled == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            match self.source.read(&mut self.buf[self.filled..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

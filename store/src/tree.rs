@@ -76,7 +76,8 @@ impl SessionTree {
     pub fn new(entries: Vec<Entry>) -> (SessionTree, Vec<Warning>) {
         let mut tree = SessionTree::default();
         let mut warnings = Vec::new();
-        for entry in entries {
+        tree.by_id.reserve(entries.len());
+        for (index, entry) in entries.iter().enumerate() {
             if entry.kind() == &EntryType::Message
                 && entry.message_raw().is_none_or(|m| m == "null")
             {
@@ -88,8 +89,10 @@ impl SessionTree {
                     ),
                 });
             }
-            tree.push_unresolved(entry);
+            tree.note(entry, index);
         }
+        // The loaded entries are the tree's, in file order: kept in place, not moved one by one.
+        tree.entries = entries;
         tree.parent = (0..tree.entries.len())
             .map(|i| tree.resolve_parent(i))
             .collect();
@@ -99,15 +102,19 @@ impl SessionTree {
     }
 
     fn push_unresolved(&mut self, entry: Entry) {
-        let index = self.entries.len();
+        self.note(&entry, self.entries.len());
+        self.entries.push(entry);
+    }
+
+    /// Records what the tree keeps about `entry`, which is (or is about to be) at `index`.
+    fn note(&mut self, entry: &Entry, index: usize) {
         self.by_id.insert(entry.id_shared().clone(), index);
         self.has_assistant |= entry.is_assistant_message();
         self.has_conversation |= entry.kind() == &EntryType::Message
             && matches!(entry.role(), Some(Role::User | Role::Assistant));
         if entry.kind() == &EntryType::Label {
-            self.apply_label(&entry);
+            self.apply_label(entry);
         }
-        self.entries.push(entry);
     }
 
     /// Appends an entry (written with the current leaf as its parent) and makes it the leaf;

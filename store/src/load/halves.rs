@@ -83,6 +83,17 @@ fn read_body(
     end: u64,
     bodies: Bodies,
 ) -> std::io::Result<(Body, ReadSummary)> {
+    // The part's offsets count from its start.
+    let bodies = match bodies {
+        Bodies::Elided {
+            from_bytes,
+            kept_from,
+        } => Bodies::Elided {
+            from_bytes,
+            kept_from: kept_from.saturating_sub(start),
+        },
+        Bodies::Kept => Bodies::Kept,
+    };
     let mut body = Body::new(bodies);
     let summary = read_lines_after(Part::new(file, start, end), true, |event| {
         body.line(event);
@@ -193,7 +204,11 @@ mod tests {
         std::fs::write(&path, &data).expect("write");
         let file = File::open(&path).expect("open");
         let len = data.len() as u64;
-        for bodies in [Bodies::Kept, Bodies::Elided { from_bytes: 100 }] {
+        let elided = |kept_from| Bodies::Elided {
+            from_bytes: 100,
+            kept_from,
+        };
+        for bodies in [Bodies::Kept, elided(u64::MAX), elided(len / 2), elided(0)] {
             let whole =
                 load_from_with(data.as_slice(), &path, bodies, &mut || "id".into()).expect("loads");
             let mut split_runs = 0;

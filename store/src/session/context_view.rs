@@ -42,7 +42,9 @@ impl ContextView {
         env: &SessionEnv,
         pick: impl FnOnce(&SessionTree) -> std::result::Result<Leaf, E>,
     ) -> Result<std::result::Result<ContextView, E>> {
-        ContextView::open_with(path, env, Bodies::ELIDED, pick)
+        // A missing file is the load's error to report.
+        let len = std::fs::metadata(path).map_or(0, |m| m.len());
+        ContextView::open_with(path, env, Bodies::for_context(len), pick)
     }
 
     /// [`ContextView::open`] leaving out the bodies `bodies` says (tests leave out every
@@ -127,31 +129,79 @@ fn read_bodies(
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut needed = crate::context::entries_read(tree, leaf);
     needed.sort_unstable();
+    let wanted: Vec<&Elided> = elided
+        .iter()
+        .filter(|at| needed.binary_search(&at.index).is_ok())
+        .collect();
+    // Checking a body is most of the time here (a context can hold 20 MiB of them): on two
+    // threads when there is much to read, split where half of the bytes are.
+    let bytes: usize = wanted.iter().map(|at| at.len).sum();
+    let split = if bytes >= TWO_THREADS_FROM {
+        let mut seen = 0;
+        wanted
+            .iter()
+            .position(|at| {
+                seen += at.len;
+                seen >= bytes / 2
+            })
+            .map_or(wanted.len(), |i| i + 1)
+    } else {
+        wanted.len()
+    };
+    let (first, second) = wanted.split_at(split);
+    let entries: &SessionTree = tree;
+    let (a, b) = std::thread::scope(|scope| {
+        let b = (!second.is_empty()).then(|| scope.spawn(|| bodies_of(&file, entries, second)));
+        let a = bodies_of(&file, entries, first);
+        // The thread only reads; a panic there is a bug to surface, not to hide.
+        let b = b.map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (a, b.unwrap_or(Ok(Some(Vec::new()))))
+    });
+    let (Some(a), Some(b)) = (
+        a.map_err(|e| Error::io(path, e))?,
+        b.map_err(|e| Error::io(path, e))?,
+    ) else {
+        return Ok(false);
+    };
+    for (index, entry) in a.into_iter().chain(b) {
+        tree.replace_body(index, entry);
+    }
+    Ok(true)
+}
+
+/// Bodies of this many bytes and more are read back on two threads.
+const TWO_THREADS_FROM: usize = 4 << 20;
+
+/// The whole entries at `wanted`, each checked against what the tree holds of it; `None`
+/// when one is no longer what the first read saw.
+fn bodies_of(
+    file: &File,
+    tree: &SessionTree,
+    wanted: &[&Elided],
+) -> std::io::Result<Option<Vec<(usize, Entry)>>> {
+    let mut out = Vec::with_capacity(wanted.len());
     let mut buf = Vec::new();
-    for at in elided {
-        if needed.binary_search(&at.index).is_err() {
-            continue;
-        }
+    for at in wanted {
         buf.resize(at.len, 0);
         match file.read_exact_at(&mut buf, at.offset) {
             Ok(()) => {}
             // Shorter than the first read saw: it changed.
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
-            Err(e) => return Err(Error::io(path, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(e),
         }
         let Some(old) = tree.entries().get(at.index) else {
-            return Ok(false);
+            return Ok(None);
         };
         let Ok(text) = std::str::from_utf8(&buf) else {
-            return Ok(false);
+            return Ok(None);
         };
         let Ok(entry) = Entry::parse(text, old.line()) else {
-            return Ok(false);
+            return Ok(None);
         };
         if entry.id() != old.id() || entry.parent() != old.parent() || entry.kind() != old.kind() {
-            return Ok(false);
+            return Ok(None);
         }
-        tree.replace_body(at.index, entry);
+        out.push((at.index, entry));
     }
-    Ok(true)
+    Ok(Some(out))
 }

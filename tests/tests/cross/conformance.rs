@@ -143,12 +143,17 @@ fn a_context_view_answers_as_the_whole_session_at_every_leaf() {
             .chain((0..session.entries().len()).map(Leaf::At));
         for leaf in leaves {
             // Every body left out, so that every one the context reads is read back.
-            let view =
-                ContextView::open_with(&view_copy, &env, Bodies::Elided { from_bytes: 0 }, |_| {
-                    Ok::<_, ()>(leaf)
-                })
-                .expect("opens")
-                .expect("leaf");
+            let view = ContextView::open_with(
+                &view_copy,
+                &env,
+                Bodies::Elided {
+                    from_bytes: 0,
+                    kept_from: u64::MAX,
+                },
+                |_| Ok::<_, ()>(leaf),
+            )
+            .expect("opens")
+            .expect("leaf");
             assert_eq!(
                 view.context().to_json(),
                 session.context_at(leaf).to_json(),
@@ -186,10 +191,18 @@ fn a_context_view_rereads_a_file_that_changed_under_it() {
     let after = format!("{header}\n{}\n", user(&"b".repeat(1000)));
     std::fs::write(&file, &before).expect("write");
     let env = env(tmp.path());
-    let view = ContextView::open_with(&file, &env, Bodies::Elided { from_bytes: 0 }, |tree| {
-        std::fs::write(&file, &after).expect("rewrite");
-        Ok::<_, ()>(tree.leaf())
-    })
+    let view = ContextView::open_with(
+        &file,
+        &env,
+        Bodies::Elided {
+            from_bytes: 0,
+            kept_from: u64::MAX,
+        },
+        |tree| {
+            std::fs::write(&file, &after).expect("rewrite");
+            Ok::<_, ()>(tree.leaf())
+        },
+    )
     .expect("opens")
     .expect("leaf");
     let context = view.context().to_json();
