@@ -374,23 +374,22 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 /// so the lowest flag is exact.
 #[inline]
 fn first_stop(w: u64) -> usize {
-    let quote = w ^ (ONES * u64::from(b'"'));
-    let slash = w ^ (ONES * u64::from(b'\\'));
-    let flags = ((quote.wrapping_sub(ONES) & !quote)
-        | (slash.wrapping_sub(ONES) & !slash)
-        | (w.wrapping_sub(ONES * 0x20) & !w))
-        & HIGHS;
+    let flags = (quote_or_backslash_flags(w) | (w.wrapping_sub(ONES * 0x20) & !w)) & HIGHS;
     (flags.trailing_zeros() / 8) as usize
 }
 
-/// [`first_stop`] without control characters: offset (0..8) of the first `"` or `\\` in
-/// `w`, or 8.
+/// [`first_stop`] for text without control characters: the first `"` or `\\` only.
 #[inline]
 fn first_quote_or_backslash(w: u64) -> usize {
+    ((quote_or_backslash_flags(w) & HIGHS).trailing_zeros() / 8) as usize
+}
+
+/// The flags of [`first_stop`] for `"` and `\\` (high bits of each byte; unmasked).
+#[inline]
+fn quote_or_backslash_flags(w: u64) -> u64 {
     let quote = w ^ (ONES * u64::from(b'"'));
     let slash = w ^ (ONES * u64::from(b'\\'));
-    let flags = ((quote.wrapping_sub(ONES) & !quote) | (slash.wrapping_sub(ONES) & !slash)) & HIGHS;
-    (flags.trailing_zeros() / 8) as usize
+    (quote.wrapping_sub(ONES) & !quote) | (slash.wrapping_sub(ONES) & !slash)
 }
 
 /// Whether `b` holds no byte below 0x20, so that no string in it can hold a control
@@ -439,27 +438,12 @@ fn scan_string_in(b: &[u8], i: usize, clean: bool) -> Result<usize, ScanError> {
     }
 }
 
-/// What follows a backslash: 1 for a one-character escape, 2 for `u`, 0 for anything else.
-/// A table, not a `match`: a large session's text holds an escape every 15 bytes, and the
-/// `match`'s jump mispredicted.
-const ESCAPES: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut k = 0;
-    let simple = *b"\"\\/bfnrt";
-    while k < simple.len() {
-        t[simple[k] as usize] = 1;
-        k += 1;
-    }
-    t[b'u' as usize] = 2;
-    t
-};
-
 /// Checks the escape at `j` (a backslash); returns the offset after it.
 #[inline]
 fn escape(b: &[u8], j: usize) -> Result<usize, ScanError> {
-    match b.get(j + 1).map(|&c| ESCAPES[usize::from(c)]) {
-        Some(1) => Ok(j + 2),
-        Some(2) => match b.get(j + 2..j + 6) {
+    match b.get(j + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(j + 2),
+        Some(b'u') => match b.get(j + 2..j + 6) {
             Some(h) if h.iter().all(u8::is_ascii_hexdigit) => Ok(j + 6),
             _ => err(j, "invalid \\u escape"),
         },
