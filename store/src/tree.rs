@@ -101,11 +101,6 @@ impl SessionTree {
         (tree, warnings)
     }
 
-    fn push_unresolved(&mut self, entry: Entry) {
-        self.note(&entry, self.entries.len());
-        self.entries.push(entry);
-    }
-
     /// Records what the tree keeps about `entry`, which is (or is about to be) at `index`.
     fn note(&mut self, entry: &Entry, index: usize) {
         self.by_id.insert(entry.id_shared().clone(), index);
@@ -120,8 +115,9 @@ impl SessionTree {
     /// Appends an entry (written with the current leaf as its parent) and makes it the leaf;
     /// returns its index. Used by the session and by mirrors of it (the projection).
     pub fn push(&mut self, entry: Entry) -> usize {
-        self.push_unresolved(entry);
-        let index = self.entries.len() - 1;
+        let index = self.entries.len();
+        self.note(&entry, index);
+        self.entries.push(entry);
         let parent = self.resolve_parent(index);
         self.parent.push(parent);
         self.leaf = Some(index);
