@@ -79,6 +79,10 @@ pub(crate) struct Rpc {
     resources: std::sync::Arc<pith_actors::resources::Resources>,
 }
 
+/// How many agent events in a row the loop handles before it looks at stdin and signals
+/// without waiting (a few milliseconds of a flooding reply).
+const EVENTS_BEFORE_INPUT: usize = 256;
+
 async fn serve(args: RunArgs) -> Result<ExitCode> {
     // Before startup, so a signal during it already ends with pi's status.
     let mut signals = Signals::new()?;
@@ -121,11 +125,31 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
         resources,
     };
     let mut lines = framing::read_lines();
+    // Events go first, so a response follows the events emitted before it; but a flooding
+    // reply keeps events always ready, and input and signals would never be looked at (stdin
+    // closed mid-flood went unseen for the whole reply). After a run of events, they get a
+    // turn: a look that does not wait.
+    let mut run_of_events = 0usize;
     let status: u8 = loop {
+        if run_of_events >= EVENTS_BEFORE_INPUT {
+            run_of_events = 0;
+            tokio::select! {
+                biased;
+                status = signals.next() => break status,
+                line = lines.recv() => match line {
+                    Some(line) => rpc.on_line(&line, &mut events).await,
+                    None => break 0,
+                },
+                () = std::future::ready(()) => {}
+            }
+        }
         tokio::select! {
             biased;
             event = events.recv() => match event {
-                Some(event) => rpc.on_event(event),
+                Some(event) => {
+                    rpc.on_event(event);
+                    run_of_events += 1;
+                }
                 None => {
                     eprintln!("pith: the runtime stopped unexpectedly");
                     break 1;
@@ -142,7 +166,10 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
                 rpc.out.line(&response);
             }
             line = lines.recv() => match line {
-                Some(line) => rpc.on_line(&line, &mut events).await,
+                Some(line) => {
+                    run_of_events = 0;
+                    rpc.on_line(&line, &mut events).await;
+                }
                 None => break 0,
             },
             status = signals.next() => break status,
