@@ -50,7 +50,9 @@ fn env() -> SessionEnv {
 
 /// Open a file for its context alone, as `pith session context` does: every line checked,
 /// only the bodies the context reads kept (pi 1.6.0, whole process: 1.39 s for s100mb; see
-/// `scripts/bench-open` for the whole-process run beside pi).
+/// `scripts/bench-open` for the whole-process run beside pi). For s100mb the first sample
+/// reads the file whole and keeps its outline (`pith_store::outline`), the others read
+/// through it, as every open of the unchanged file after the first does.
 #[divan::bench(args = ["s1k", "s10k", "s100mb", "s100k"], sample_count = 5, sample_size = 1)]
 fn open_for_context(bencher: Bencher, name: &str) {
     let Some(path) = single(name) else { return };

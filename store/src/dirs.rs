@@ -86,13 +86,39 @@ pub fn index_dir(agent_dir: &Path, folder: &Path) -> PathBuf {
         .or_else(|_| std::path::absolute(folder))
         .unwrap_or_else(|_| folder.to_owned());
     let text = folder.to_string_lossy();
+    let hash = path_hash(&text);
+    let name: String = encode_cwd(&text).chars().take(96).collect();
+    agent_dir.join("index").join(format!("{name}-{hash:016x}"))
+}
+
+/// FNV-1a of a path's text: what names pith's caches of a folder or file apart.
+pub(crate) fn path_hash(text: &str) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for b in text.as_bytes() {
         hash ^= u64::from(*b);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
-    let name: String = encode_cwd(&text).chars().take(96).collect();
-    agent_dir.join("index").join(format!("{name}-{hash:016x}"))
+    hash
+}
+
+/// Writes one of pith's rebuildable caches (an index, an outline) at `path` atomically, so a
+/// concurrent reader sees the old file or the new one, never half of one; not fsynced, since
+/// a cache lost in a crash is rebuilt. Returns whether it was written: a cache that cannot be
+/// written is simply not kept.
+pub(crate) fn keep_cache(path: &Path, bytes: &[u8]) -> bool {
+    let Some(dir) = path.parent() else {
+        return false;
+    };
+    if ensure_dir(dir).is_err() {
+        return false;
+    }
+    let Ok(mut tmp) = tempfile::Builder::new()
+        .prefix(".pith-cache")
+        .tempfile_in(dir)
+    else {
+        return false;
+    };
+    std::io::Write::write_all(&mut tmp, bytes).is_ok() && tmp.persist(path).is_ok()
 }
 
 /// `<timestamp with : and . replaced by ->_<session id>.jsonl` (spec: format.md §1.4).

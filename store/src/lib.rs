@@ -40,6 +40,7 @@ pub mod list_index;
 pub mod llm;
 pub mod load;
 pub mod migrate;
+pub mod outline;
 pub mod reader;
 pub mod scan;
 pub mod search;

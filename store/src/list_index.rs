@@ -112,20 +112,7 @@ fn save(index: &Path, files: Vec<Cached>) {
     ) else {
         return;
     };
-    // Atomic, so a concurrent lister reads the old or the new index, never half of one.
-    let Some(dir) = index.parent() else { return };
-    if crate::dirs::ensure_dir(dir).is_err() {
-        return;
-    }
-    let Ok(mut tmp) = tempfile::Builder::new()
-        .prefix(".pith-list-index")
-        .tempfile_in(dir)
-    else {
-        return;
-    };
-    if std::io::Write::write_all(&mut tmp, &bytes).is_ok() {
-        let _ = tmp.persist(index);
-    }
+    crate::dirs::keep_cache(index, &bytes);
 }
 
 /// Lists `stamped` (files with their [`Stamp`]) through the index at `index`: cached entries

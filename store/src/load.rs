@@ -81,11 +81,23 @@ impl Bodies {
     /// fifth of opening a 100 MiB session, and keeping them costs a quarter of the file.
     pub fn for_context(len: u64) -> Bodies {
         Bodies::Elided {
-            from_bytes: 512,
+            from_bytes: ELIDED_FROM_BYTES,
             kept_from: len - len / 4,
         }
     }
+
+    /// [`Bodies::Elided`] as pith opens a file whose outline it keeps (`crate::outline`):
+    /// every body of 512 bytes and more left out.
+    pub fn for_outline() -> Bodies {
+        Bodies::Elided {
+            from_bytes: ELIDED_FROM_BYTES,
+            kept_from: u64::MAX,
+        }
+    }
 }
+
+/// The size (bytes of JSON) from which a message body is worth leaving out of a first read.
+const ELIDED_FROM_BYTES: usize = 512;
 
 /// A message entry whose body was left out by [`Bodies::Elided`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

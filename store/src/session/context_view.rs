@@ -10,6 +10,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::time::SystemTime;
 
 use super::{Session, tree_of};
 use crate::context::{SessionContext, build_session_context};
@@ -17,6 +18,7 @@ use crate::entry::Entry;
 use crate::env::SessionEnv;
 use crate::error::{Error, Result};
 use crate::load::{Bodies, Elided, Loaded, Warning, load_file_with};
+use crate::outline::{self, FileStamp};
 use crate::session::OpenMode;
 use crate::tree::{Leaf, SessionTree};
 
@@ -35,6 +37,11 @@ impl ContextView {
     /// A blank file has no entries. A file that needs a migration is opened as
     /// [`Session::open`] opens it with [`OpenMode::Inspect`] (and so migrated on disk).
     ///
+    /// A file of [`outline::FROM_BYTES`] and more is read through its outline under
+    /// `env.agent_dir` when one is kept for the unchanged file, and its outline is kept
+    /// otherwise (see [`crate::outline`]): the next open reads only the bodies the context
+    /// needs.
+    ///
     /// Errors: as [`Session::open`]; `pick`'s error is returned as `Ok(Err(_))`. If the file
     /// changes under the second read, the whole file is read again with every body.
     pub fn open<E>(
@@ -43,8 +50,28 @@ impl ContextView {
         pick: impl FnOnce(&SessionTree) -> std::result::Result<Leaf, E>,
     ) -> Result<std::result::Result<ContextView, E>> {
         // A missing file is the load's error to report.
-        let len = std::fs::metadata(path).map_or(0, |m| m.len());
-        ContextView::open_with(path, env, Bodies::for_context(len), pick)
+        let stamp = std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| FileStamp::of(&m));
+        let Some(stamp) = stamp.filter(|s| s.size() >= outline::FROM_BYTES) else {
+            let len = stamp.map_or(0, |s| s.size());
+            return ContextView::open_with(path, env, Bodies::for_context(len), pick);
+        };
+        if let Some(log) = outline::read(&env.agent_dir, path, stamp) {
+            return ContextView::from_loaded(path, env, Loaded::Log(Box::new(log)), pick);
+        }
+        if !stamp.settled(SystemTime::now()) {
+            // Its outline would not be kept: read the last quarter's bodies at once.
+            return ContextView::open_with(path, env, Bodies::for_context(stamp.size()), pick);
+        }
+        let loaded = load_file_with(path, Bodies::for_outline(), &mut || env.ids.entry_id())?;
+        if let Loaded::Log(log) = &loaded
+            && std::fs::metadata(path).is_ok_and(|m| FileStamp::of(&m) == stamp)
+        {
+            outline::keep(&env.agent_dir, path, stamp, log);
+        }
+        ContextView::from_loaded(path, env, loaded, pick)
     }
 
     /// [`ContextView::open`] leaving out the bodies `bodies` says (tests leave out every
@@ -57,7 +84,18 @@ impl ContextView {
         bodies: Bodies,
         pick: impl FnOnce(&SessionTree) -> std::result::Result<Leaf, E>,
     ) -> Result<std::result::Result<ContextView, E>> {
-        let log = match load_file_with(path, bodies, &mut || env.ids.entry_id())? {
+        let loaded = load_file_with(path, bodies, &mut || env.ids.entry_id())?;
+        ContextView::from_loaded(path, env, loaded, pick)
+    }
+
+    /// The view over `loaded`, the load of `path`, reading back the bodies it left out.
+    fn from_loaded<E>(
+        path: &Path,
+        env: &SessionEnv,
+        loaded: Loaded,
+        pick: impl FnOnce(&SessionTree) -> std::result::Result<Leaf, E>,
+    ) -> Result<std::result::Result<ContextView, E>> {
+        let log = match loaded {
             Loaded::Blank(_) => {
                 let tree = SessionTree::default();
                 return Ok(pick(&tree).map(|leaf| ContextView {

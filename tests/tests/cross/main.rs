@@ -9,5 +9,6 @@ mod conformance;
 mod divergences;
 mod import_cycles;
 mod listing;
+mod outline;
 mod properties;
 mod search;

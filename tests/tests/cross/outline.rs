@@ -1,0 +1,189 @@
+//! Opening a large session for one context through its outline (`pith_store::outline`): the
+//! answer is the whole session's on the first open, from the outline on the next, and after
+//! the file changed, damaged outlines and fresh files included.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use pith_store::env::{RandomIds, SystemClock};
+use pith_store::outline::{self, FileStamp};
+use pith_store::{ContextView, OpenMode, Session, SessionEnv};
+
+fn env(tmp: &Path) -> SessionEnv {
+    SessionEnv {
+        agent_dir: tmp.join("agent"),
+        clock: Arc::new(SystemClock),
+        ids: Arc::new(RandomIds),
+    }
+}
+
+/// A session over [`outline::FROM_BYTES`]: turns with large bodies, a compaction half way,
+/// a label, an invalid line and a line that is not an entry.
+fn big_session() -> String {
+    let mut out = String::from(
+        r#"{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}"#,
+    );
+    out.push('\n');
+    let body = "tool output with \\\"quotes\\\" and \\\\ slashes ".repeat(60);
+    let mut parent = "null".to_owned();
+    let mut i = 0;
+    while (out.len() as u64) < outline::FROM_BYTES + (1 << 20) {
+        let (id, role) = (
+            format!("e{i}"),
+            if i % 2 == 0 { "user" } else { "assistant" },
+        );
+        let line = if role == "user" {
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":"turn {i}: {body}","timestamp":1}}}}"#
+            )
+        } else {
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2025-01-01T00:00:02.000Z","message":{{"role":"assistant","content":[{{"type":"text","text":"reply {i}: {body}"}}],"api":"x","provider":"x","model":"m","usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"stop","timestamp":2}}}}"#
+            )
+        };
+        out.push_str(&line);
+        out.push('\n');
+        if i == 4000 {
+            out.push_str(&format!(
+                r#"{{"type":"compaction","id":"c1","parentId":"{id}","timestamp":"2025-01-01T00:00:03.000Z","summary":"the story so far","firstKeptEntryId":"e3990","tokensBefore":1000}}"#
+            ));
+            out.push('\n');
+            out.push_str("{not json\n[1,2]\n");
+            parent = "\"c1\"".to_owned();
+        } else {
+            parent = format!("\"{id}\"");
+        }
+        if i == 4100 {
+            out.push_str(&format!(
+                r#"{{"type":"label","id":"l1","parentId":{parent},"timestamp":"2025-01-01T00:00:04.000Z","targetId":"e4001","label":"here"}}"#
+            ));
+            out.push('\n');
+            parent = "\"l1\"".to_owned();
+        }
+        i += 1;
+    }
+    out
+}
+
+fn settle(path: &Path) {
+    let old = SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(old))
+        .expect("set mtime");
+}
+
+fn stamp(path: &Path) -> FileStamp {
+    FileStamp::of(&std::fs::metadata(path).expect("stat"))
+}
+
+/// The context at the last entry and the warnings, through a [`ContextView`] and through
+/// the whole session.
+fn both(path: &Path, env: &SessionEnv) -> ((String, String), (String, String)) {
+    let view = ContextView::open(path, env, |tree| Ok::<_, ()>(tree.leaf()))
+        .expect("opens")
+        .expect("leaf");
+    let session = Session::open(path, None, None, OpenMode::Inspect, env).expect("opens");
+    (
+        (view.context().to_json(), format!("{:?}", view.warnings())),
+        (
+            session.context_at(session.tree().leaf()).to_json(),
+            format!("{:?}", session.warnings()),
+        ),
+    )
+}
+
+fn outlines(env: &SessionEnv) -> usize {
+    std::fs::read_dir(env.agent_dir.join("index").join("outlines"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_large_session_opens_through_its_outline_with_the_whole_sessions_answer() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = env(tmp.path());
+    let path = tmp.path().join("big.jsonl");
+    std::fs::write(&path, big_session()).expect("write");
+    settle(&path);
+
+    // First open: read whole, outline kept.
+    let (view, whole) = both(&path, &env);
+    assert_eq!(view, whole);
+    assert!(
+        whole.0.contains("the story so far"),
+        "compaction in context"
+    );
+    assert!(whole.1.contains("line: 4004"), "{}", whole.1);
+    assert!(outline::read(&env.agent_dir, &path, stamp(&path)).is_some());
+    assert_eq!(outlines(&env), 1);
+
+    // Second open: from the outline, the same answer.
+    let (again, _) = both(&path, &env);
+    assert_eq!(again, whole);
+
+    // Appended to: the outline no longer holds; the new entry is in the context.
+    let leaf = {
+        let s = Session::open(&path, None, None, OpenMode::Inspect, &env).expect("opens");
+        s.entries().last().expect("entries").id().to_owned()
+    };
+    let mut grown = std::fs::read_to_string(&path).expect("read");
+    grown.push_str(&format!(
+        r#"{{"type":"message","id":"late","parentId":"{leaf}","timestamp":"2025-01-01T00:00:05.000Z","message":{{"role":"user","content":"appended later","timestamp":5}}}}"#
+    ));
+    grown.push('\n');
+    std::fs::write(&path, grown).expect("append");
+    settle(&path);
+    assert!(outline::read(&env.agent_dir, &path, stamp(&path)).is_none());
+    let (view, whole) = both(&path, &env);
+    assert_eq!(view, whole);
+    assert!(view.0.contains("appended later"));
+    assert_eq!(outlines(&env), 1, "one outline per file");
+
+    // A damaged outline is read past and replaced.
+    let dir = env.agent_dir.join("index").join("outlines");
+    for e in std::fs::read_dir(&dir).expect("outlines") {
+        std::fs::write(e.expect("entry").path(), b"not an outline").expect("damage");
+    }
+    let (view, whole) = both(&path, &env);
+    assert_eq!(view, whole);
+    assert!(outline::read(&env.agent_dir, &path, stamp(&path)).is_some());
+}
+
+#[test]
+fn a_file_changed_moments_ago_gets_no_outline() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = env(tmp.path());
+    let path = tmp.path().join("big.jsonl");
+    std::fs::write(&path, big_session()).expect("write");
+    let (view, whole) = both(&path, &env);
+    assert_eq!(view, whole);
+    assert_eq!(outlines(&env), 0);
+}
+
+#[test]
+fn at_most_kept_outlines_stay() {
+    use pith_store::load::{Bodies, Loaded, load_file_with};
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = env(tmp.path());
+    for n in 0..outline::KEPT + 2 {
+        let path = tmp.path().join(format!("s{n}.jsonl"));
+        std::fs::write(
+            &path,
+            format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"s{n}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/p\"}}\n"
+            ),
+        )
+        .expect("write");
+        settle(&path);
+        let Ok(Loaded::Log(log)) = load_file_with(&path, Bodies::for_outline(), &mut || "x".into())
+        else {
+            panic!("not a session");
+        };
+        outline::keep(&env.agent_dir, &path, stamp(&path), &log);
+        assert!(outline::read(&env.agent_dir, &path, stamp(&path)).is_some());
+    }
+    assert_eq!(outlines(&env), outline::KEPT);
+}
