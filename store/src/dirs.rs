@@ -101,6 +101,9 @@ pub(crate) fn path_hash(text: &str) -> u64 {
     hash
 }
 
+/// Prefix of the temporary files [`keep_cache`] writes before renaming them into place.
+pub(crate) const CACHE_TEMP_PREFIX: &str = ".pith-cache";
+
 /// Writes one of pith's rebuildable caches (an index, an outline) at `path` atomically, so a
 /// concurrent reader sees the old file or the new one, never half of one; not fsynced, since
 /// a cache lost in a crash is rebuilt. Returns whether it was written: a cache that cannot be
@@ -113,7 +116,7 @@ pub(crate) fn keep_cache(path: &Path, bytes: &[u8]) -> bool {
         return false;
     }
     let Ok(mut tmp) = tempfile::Builder::new()
-        .prefix(".pith-cache")
+        .prefix(CACHE_TEMP_PREFIX)
         .tempfile_in(dir)
     else {
         return false;

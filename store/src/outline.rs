@@ -7,9 +7,10 @@
 //! The JSONL file stays the truth. An outline is used only while the file's device, inode,
 //! size, mtime and ctime all equal what they were when it was read, and the bodies read back
 //! for a context are checked against it (`session/context_view.rs`). Outlines are written
-//! only for files whose mtime is [`SETTLED`] old (a write within the same timestamp tick as
-//! the read would go unseen) and only when the file's stamp is the same before and after the
-//! read. A missing, corrupt or other-format outline is ignored and replaced; one that cannot
+//! only for files whose mtime and ctime are [`SETTLED`] old (a change within the same
+//! timestamp tick as the read would go unseen) and only when the file's stamp is the same
+//! before and after the read. An outline carries a CRC-32 of its content and every offset in
+//! it is checked against the file's size: a damaged outline is read past, never trusted. A missing, corrupt or other-format outline is ignored and replaced; one that cannot
 //! be written is not kept. At most [`KEPT`] outlines are kept, the oldest removed first.
 
 use std::fs::Metadata;
@@ -65,18 +66,19 @@ impl FileStamp {
         self.size
     }
 
-    /// Whether the mtime is at least [`SETTLED`] before `now`: a write after that moves the
-    /// mtime to a later tick, so it cannot go unseen (the mtime is what a write updates; the
-    /// ctime also moves when only metadata changes).
+    /// Whether both the mtime and the ctime are at least [`SETTLED`] before `now`: a change
+    /// after that moves the ctime to a later tick, so it cannot go unseen, even where
+    /// timestamps count whole seconds and the mtime was set back.
     pub fn settled(&self, now: SystemTime) -> bool {
         let Ok(since) = now.duration_since(SystemTime::UNIX_EPOCH) else {
             return false;
         };
-        let Ok(secs) = u64::try_from(self.mtime.0) else {
-            return false;
+        let old_enough = |(secs, nanos): (i64, i64)| {
+            u64::try_from(secs).is_ok_and(|secs| {
+                Duration::new(secs, u32::try_from(nanos).unwrap_or(0)) + SETTLED <= since
+            })
         };
-        let at = Duration::new(secs, u32::try_from(self.mtime.1).unwrap_or(0));
-        at + SETTLED <= since
+        old_enough(self.mtime) && old_enough(self.ctime)
     }
 }
 
@@ -123,13 +125,27 @@ fn canonical(path: &Path) -> Option<String> {
 pub fn read(agent_dir: &Path, path: &Path, stamp: FileStamp) -> Option<LoadedLog> {
     let canonical = canonical(path)?;
     let bytes = std::fs::read(outline_path(agent_dir, &canonical)).ok()?;
+    let (content, sum) = bytes.split_last_chunk::<4>()?;
+    if crc32fast::hash(content) != u32::from_le_bytes(*sum) {
+        return None;
+    }
     let (file, _) =
-        bincode::serde::decode_from_slice::<OutlineFile, _>(&bytes, bincode::config::standard())
+        bincode::serde::decode_from_slice::<OutlineFile, _>(content, bincode::config::standard())
             .ok()?;
     if file.format != FORMAT || file.path != canonical || file.stamp != stamp {
         return None;
     }
     drop(bytes);
+    let in_file = |&(index, offset, len): &(usize, u64, usize)| {
+        index < file.entries.len()
+            && u64::try_from(len)
+                .ok()
+                .and_then(|len| offset.checked_add(len))
+                .is_some_and(|end| end <= stamp.size)
+    };
+    if !file.elided.iter().all(in_file) {
+        return None;
+    }
     let header = Header::parse(&file.header).ok()?;
     let entries = entries_of(&file.entries)?;
     let (bytes, ends_with_newline, has_content, lines, trimmed_last) = file.summary;
@@ -218,24 +234,39 @@ pub fn keep(agent_dir: &Path, path: &Path, stamp: FileStamp, log: &LoadedLog) {
             .map(|e| (e.index, e.offset, e.len))
             .collect(),
     };
-    let Ok(bytes) = bincode::serde::encode_to_vec(&file, bincode::config::standard()) else {
+    let Ok(mut bytes) = bincode::serde::encode_to_vec(&file, bincode::config::standard()) else {
         return;
     };
+    let sum = crc32fast::hash(&bytes);
+    bytes.extend_from_slice(&sum.to_le_bytes());
     if crate::dirs::keep_cache(&outline_path(agent_dir, &canonical), &bytes) {
         prune(&outlines_dir(agent_dir));
     }
 }
 
-/// Removes the least recently written outlines beyond [`KEPT`].
+/// Removes the least recently written outlines beyond [`KEPT`], and temporary files a
+/// killed writer left behind ([`crate::dirs::CACHE_TEMP_PREFIX`], an hour old).
 fn prune(dir: &Path) {
     let Ok(read) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut outlines: Vec<(SystemTime, PathBuf)> = read
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".bin"))
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .collect();
+    let now = SystemTime::now();
+    let mut outlines: Vec<(SystemTime, PathBuf)> = Vec::new();
+    for e in read.filter_map(Result::ok) {
+        let Some(modified) = e.metadata().ok().and_then(|m| m.modified().ok()) else {
+            continue;
+        };
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".bin") {
+            outlines.push((modified, e.path()));
+        } else if name.starts_with(crate::dirs::CACHE_TEMP_PREFIX)
+            && now
+                .duration_since(modified)
+                .is_ok_and(|age| age > Duration::from_secs(3600))
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
     if outlines.len() <= KEPT {
         return;
     }

@@ -66,13 +66,18 @@ fn big_session() -> String {
     out
 }
 
-fn settle(path: &Path) {
+/// Makes `paths` settled ([`outline::SETTLED`] old by mtime and ctime): the mtime set an
+/// hour back, then a wait for the ctime, which nothing can set back.
+fn settle(paths: &[&Path]) {
     let old = SystemTime::now() - Duration::from_secs(3600);
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .and_then(|f| f.set_modified(old))
-        .expect("set mtime");
+    for path in paths {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_modified(old))
+            .expect("set mtime");
+    }
+    std::thread::sleep(outline::SETTLED + Duration::from_millis(100));
 }
 
 fn stamp(path: &Path) -> FileStamp {
@@ -107,7 +112,7 @@ fn a_large_session_opens_through_its_outline_with_the_whole_sessions_answer() {
     let env = env(tmp.path());
     let path = tmp.path().join("big.jsonl");
     std::fs::write(&path, big_session()).expect("write");
-    settle(&path);
+    settle(&[&path]);
 
     // First open: read whole, outline kept.
     let (view, whole) = both(&path, &env);
@@ -135,15 +140,30 @@ fn a_large_session_opens_through_its_outline_with_the_whole_sessions_answer() {
     ));
     grown.push('\n');
     std::fs::write(&path, grown).expect("append");
-    settle(&path);
+    settle(&[&path]);
     assert!(outline::read(&env.agent_dir, &path, stamp(&path)).is_none());
     let (view, whole) = both(&path, &env);
     assert_eq!(view, whole);
     assert!(view.0.contains("appended later"));
     assert_eq!(outlines(&env), 1, "one outline per file");
 
-    // A damaged outline is read past and replaced.
+    // One byte changed inside the outline (a summary's text, say): the checksum refuses it.
     let dir = env.agent_dir.join("index").join("outlines");
+    let only = std::fs::read_dir(&dir)
+        .expect("outlines")
+        .next()
+        .expect("one")
+        .expect("entry")
+        .path();
+    let mut bytes = std::fs::read(&only).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    std::fs::write(&only, &bytes).expect("damage");
+    assert!(outline::read(&env.agent_dir, &path, stamp(&path)).is_none());
+    let (view, whole) = both(&path, &env);
+    assert_eq!(view, whole);
+
+    // A damaged outline is read past and replaced.
     for e in std::fs::read_dir(&dir).expect("outlines") {
         std::fs::write(e.expect("entry").path(), b"not an outline").expect("damage");
     }
@@ -168,22 +188,34 @@ fn at_most_kept_outlines_stay() {
     use pith_store::load::{Bodies, Loaded, load_file_with};
     let tmp = tempfile::tempdir().expect("tmp");
     let env = env(tmp.path());
-    for n in 0..outline::KEPT + 2 {
-        let path = tmp.path().join(format!("s{n}.jsonl"));
+    let paths: Vec<_> = (0..outline::KEPT + 2)
+        .map(|n| tmp.path().join(format!("s{n}.jsonl")))
+        .collect();
+    for (n, path) in paths.iter().enumerate() {
         std::fs::write(
-            &path,
+            path,
             format!(
                 "{{\"type\":\"session\",\"version\":3,\"id\":\"s{n}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/p\"}}\n"
             ),
         )
         .expect("write");
-        settle(&path);
-        let Ok(Loaded::Log(log)) = load_file_with(&path, Bodies::for_outline(), &mut || "x".into())
+    }
+    // A temporary file a killed writer left an hour ago goes too.
+    let dir = env.agent_dir.join("index").join("outlines");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let leftover = dir.join(".pith-cache-killed");
+    std::fs::write(&leftover, b"half an outline").expect("write");
+    let mut all: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+    all.push(&leftover);
+    settle(&all);
+    for path in &paths {
+        let Ok(Loaded::Log(log)) = load_file_with(path, Bodies::for_outline(), &mut || "x".into())
         else {
             panic!("not a session");
         };
-        outline::keep(&env.agent_dir, &path, stamp(&path), &log);
-        assert!(outline::read(&env.agent_dir, &path, stamp(&path)).is_some());
+        outline::keep(&env.agent_dir, path, stamp(path), &log);
+        assert!(outline::read(&env.agent_dir, path, stamp(path)).is_some());
     }
+    assert!(!leftover.exists(), "the leftover stays");
     assert_eq!(outlines(&env), outline::KEPT);
 }
