@@ -126,9 +126,9 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
     };
     let mut lines = framing::read_lines();
     // Events go first, so a response follows the events emitted before it; but a flooding
-    // reply keeps events always ready, and input and signals would never be looked at (stdin
-    // closed mid-flood went unseen for the whole reply). After a run of events, they get a
-    // turn: a look that does not wait.
+    // reply keeps events always ready, and signals, responses and input would never be looked
+    // at (stdin closed mid-flood went unseen for the whole reply). After a run of events, they
+    // get a turn: a look that does not wait.
     let mut run_of_events = 0usize;
     let status: u8 = loop {
         if run_of_events >= EVENTS_BEFORE_INPUT {
@@ -136,6 +136,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
             tokio::select! {
                 biased;
                 status = signals.next() => break status,
+                Some(response) = finished.recv() => rpc.on_finished(response).await,
                 line = lines.recv() => match line {
                     Some(line) => rpc.on_line(&line, &mut events).await,
                     None => break 0,
@@ -155,16 +156,7 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
                     break 1;
                 }
             },
-            Some(response) = finished.recv() => {
-                let switched = matches!(
-                    response.command.as_ref().and_then(|c| c.as_str()),
-                    Some("new_session" | "switch_session" | "fork" | "clone")
-                );
-                if switched && response.success {
-                    rpc.follow_session().await;
-                }
-                rpc.out.line(&response);
-            }
+            Some(response) = finished.recv() => rpc.on_finished(response).await,
             line = lines.recv() => match line {
                 Some(line) => {
                     run_of_events = 0;
@@ -190,6 +182,19 @@ async fn serve(args: RunArgs) -> Result<ExitCode> {
 }
 
 impl Rpc {
+    /// Writes the response of a command that ran in the background; after a switch of
+    /// session, the loop follows the new one first.
+    async fn on_finished(&mut self, response: Response) {
+        let switched = matches!(
+            response.command.as_ref().and_then(|c| c.as_str()),
+            Some("new_session" | "switch_session" | "fork" | "clone")
+        );
+        if switched && response.success {
+            self.follow_session().await;
+        }
+        self.out.line(&response);
+    }
+
     fn on_event(&mut self, event: RuntimeEvent) {
         match event {
             RuntimeEvent::Agent(mut event) => {
