@@ -24,11 +24,11 @@ use pith_events::{
     AgentMessage, AssistantMessage, CompactionPlan, CompactionResult, EntryType, ExtensionEvent,
     ModelRef, ThinkingLevel, Usage,
 };
+use pith_store::Leaf;
 use pith_store::compaction::{
     CompactionPreparation, CompactionSettings, estimate_context_tokens, estimate_tokens,
     prepare_compaction,
 };
-use pith_store::{Leaf, SessionTree};
 
 use crate::RuntimeError;
 use crate::envelope::{Envelope, MessageKind, Origin};
@@ -197,7 +197,7 @@ impl Compactor {
         let Leaf::At(leaf) = snapshot.leaf else {
             return Err(RuntimeError::NothingToCompact);
         };
-        let first_kept_entry_id = snapshot.entries[leaf].id().to_owned();
+        let first_kept_entry_id = snapshot.entries()[leaf].id().to_owned();
         let tokens_before = match args.projection.context(from).await {
             Ok(ctx) => estimate_context_tokens(&ctx.messages).tokens,
             Err(_) => 0,
@@ -228,10 +228,9 @@ impl Compactor {
         let Leaf::At(leaf) = snapshot.leaf else {
             return Err(Refusal::Nothing(false));
         };
-        let (mut tree, _) = SessionTree::new(snapshot.entries);
-        tree.set_leaf(Leaf::At(leaf));
+        let tree = &snapshot.tree;
         let path = tree.path_to(leaf);
-        let Some(prep) = prepare_compaction(&tree, &path, &args.settings) else {
+        let Some(prep) = prepare_compaction(tree, &path, &args.settings) else {
             let last_is_compaction = tree.entries()[leaf].kind() == &EntryType::Compaction;
             return Err(Refusal::Nothing(last_is_compaction));
         };

@@ -380,7 +380,7 @@ impl Extensions {
                 .writer
                 .snapshot(from)
                 .await
-                .map(|s| s.entries)
+                .map(|s| s.entries().to_vec())
                 .unwrap_or_default(),
             None => Vec::new(),
         };

@@ -5,6 +5,8 @@
 //! compaction or a leaf move refolds from the path. Its answer always equals
 //! `pith_store::build_session_context` on the same log (tested on every conformance case).
 
+use std::sync::Arc;
+
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use pith_events::{AgentMessage, AssistantMessage, EntryType, ModelRef};
@@ -41,10 +43,9 @@ pub enum ProjectionMsg {
     },
     /// Replace everything (start, restart).
     Load {
-        /// Every entry, in file order.
-        entries: Vec<Entry>,
-        /// The leaf.
-        leaf: Leaf,
+        /// The writer's tree (every entry in file order, the leaf), shared: the projection
+        /// takes its own copy, which is cheaper than building one from the entries.
+        tree: Arc<SessionTree>,
     },
     /// Answered with the current context.
     GetContext {
@@ -214,10 +215,8 @@ impl Actor for Projection {
                 state.tree.set_leaf(leaf);
                 state.refold();
             }
-            ProjectionMsg::Load { entries, leaf } => {
-                let (tree, _) = SessionTree::new(entries);
-                state.tree = tree;
-                state.tree.set_leaf(leaf);
+            ProjectionMsg::Load { tree } => {
+                state.tree = Arc::unwrap_or_clone(tree);
                 state.refold();
             }
             ProjectionMsg::GetContext { reply } => {

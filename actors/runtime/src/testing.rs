@@ -57,8 +57,7 @@ impl Parts {
         from.cast(
             &projection,
             ProjectionMsg::Load {
-                entries: Vec::new(),
-                leaf: pith_store::Leaf::Root,
+                tree: session.shared_tree(),
             },
         );
         let (writer, _) = Actor::spawn(
@@ -146,7 +145,7 @@ impl Parts {
     pub async fn log(&self) -> Vec<String> {
         let snapshot = self.writer.snapshot(&self.from()).await.expect("snapshot");
         snapshot
-            .entries
+            .entries()
             .iter()
             .map(|e| match e.decode_message() {
                 Some(Ok(m)) => m.role().to_owned(),

@@ -137,7 +137,7 @@ impl TreeNavigator {
     ) -> Result<Navigated, RuntimeError> {
         let snapshot = args.writer.snapshot(from).await?;
         let old_leaf = snapshot.leaf;
-        let (tree, _) = SessionTree::new(snapshot.entries);
+        let tree = &snapshot.tree;
         let old_leaf_id = match old_leaf {
             Leaf::At(i) => Some(tree.entries()[i].id().to_owned()),
             Leaf::Root => None,
@@ -151,7 +151,7 @@ impl TreeNavigator {
         let target = tree
             .index_of(&target_id)
             .ok_or_else(|| pith_store::Error::EntryNotFound(target_id.clone()))?;
-        let (left_behind, common) = collect_entries_for_branch_summary(&tree, old_leaf, target);
+        let (left_behind, common) = collect_entries_for_branch_summary(tree, old_leaf, target);
         let id_of = |i: usize| tree.entries()[i].id().to_owned();
         let asked = ExtensionEvent::SessionBeforeTree {
             target_id: target_id.clone(),
@@ -176,8 +176,7 @@ impl TreeNavigator {
         let summary = match supplied {
             Some(s) => Some((s.summary, s.details, None, true)),
             None if options.summarize && !left_behind.is_empty() => {
-                let summary =
-                    Self::branch_summary(args, &tree, &left_behind, &options, abort).await;
+                let summary = Self::branch_summary(args, tree, &left_behind, &options, abort).await;
                 // pi: an aborted summary cancels the move, and nothing is written.
                 if abort.is_cancelled() {
                     return Ok(Navigated {

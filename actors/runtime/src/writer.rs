@@ -6,11 +6,13 @@
 //! for an append and then asks the projection sees it folded in. fsync at turn end
 //! ([`WriterMsg::Sync`]) and when the actor stops.
 
+use std::sync::Arc;
+
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde_json::Value;
 
 use pith_events::{AgentMessage, ModelRef, ThinkingLevel, UserContent};
-use pith_store::{Entry, Header, Leaf, Session};
+use pith_store::{Entry, Header, Leaf, Session, SessionTree};
 
 use crate::RuntimeError;
 use crate::envelope::{CallError, Envelope, MessageKind, Origin};
@@ -119,14 +121,23 @@ impl Append {
 pub struct Snapshot {
     /// The header.
     pub header: Header,
-    /// Every entry in file order.
-    pub entries: Vec<Entry>,
-    /// The leaf's index, or the root.
+    /// Every entry in file order, with the index, labels and leaf, as they were when the
+    /// snapshot was taken: shared with the writer, copied only if the session changes while
+    /// the snapshot is held.
+    pub tree: Arc<SessionTree>,
+    /// The tree's leaf (its index, or the root).
     pub leaf: Leaf,
     /// The session file (may not exist yet).
     pub session_file: Option<std::path::PathBuf>,
     /// The session's cwd.
     pub cwd: String,
+}
+
+impl Snapshot {
+    /// Every entry in file order.
+    pub fn entries(&self) -> &[Entry] {
+        self.tree.entries()
+    }
 }
 
 /// Messages of the SessionWriter.
@@ -243,7 +254,7 @@ impl SessionWriter {
     fn snapshot(session: &Session) -> Snapshot {
         Snapshot {
             header: session.header().clone(),
-            entries: session.entries().to_vec(),
+            tree: session.shared_tree(),
             leaf: session.tree().leaf(),
             session_file: session.session_file().map(ToOwned::to_owned),
             cwd: session.cwd().to_owned(),

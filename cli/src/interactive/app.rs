@@ -704,7 +704,7 @@ impl App {
         let snap = self.rt.snapshot().await?;
         Ok(Session::from_snapshot(
             snap.header,
-            snap.entries,
+            snap.tree,
             snap.leaf,
             &snap.cwd,
             None,
@@ -727,8 +727,8 @@ impl App {
     pub(super) async fn opened_at_hit_notice(&mut self) -> Result<()> {
         let snapshot = self.rt.snapshot().await?;
         let later = match snapshot.leaf {
-            pith_store::tree::Leaf::At(i) => snapshot.entries.len().saturating_sub(i + 1),
-            pith_store::tree::Leaf::Root => snapshot.entries.len(),
+            pith_store::tree::Leaf::At(i) => snapshot.entries().len().saturating_sub(i + 1),
+            pith_store::tree::Leaf::Root => snapshot.entries().len(),
         };
         if later > 0 {
             self.status(&format!(

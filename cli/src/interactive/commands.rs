@@ -818,8 +818,7 @@ impl App {
     /// second `/label` clears the label the first one set.
     async fn label(&mut self, text: &str) -> Result<()> {
         let snapshot = self.rt.snapshot().await?;
-        let (mut tree, _) = pith_store::SessionTree::new(snapshot.entries);
-        tree.set_leaf(snapshot.leaf);
+        let tree = &snapshot.tree;
         let target = match tree.leaf() {
             pith_store::Leaf::At(leaf) => tree
                 .path_to(leaf)

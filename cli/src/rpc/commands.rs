@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 use pith_actors::runtime::{RuntimeError, RuntimeHandle};
 use pith_actors::settings::{QueueMode, Settings};
 use pith_events::{BashExecutionMessage, ImageContent, SessionStart};
-use pith_store::SessionTree;
 
 use super::Rpc;
 use super::command::Command;
@@ -430,7 +429,7 @@ impl Rpc {
         let snapshot = self.rt.snapshot().await.map_err(failed)?;
         let context = self.rt.context().await.map_err(failed)?;
         let settings = Settings::load(&self.env.agent_dir, Path::new(&snapshot.cwd));
-        let (tree, _) = SessionTree::new(snapshot.entries.clone());
+        let tree = &snapshot.tree;
         let mut state = serde_json::Map::new();
         state.insert("model".into(), json!(self.models.current));
         state.insert("thinkingLevel".into(), json!(self.models.thinking));

@@ -69,8 +69,7 @@ fn context_usage(snapshot: &Snapshot, messages: &[AgentMessage], model: &Model) 
     if window == 0 {
         return None;
     }
-    let (mut tree, _) = SessionTree::new(snapshot.entries.clone());
-    tree.set_leaf(snapshot.leaf);
+    let tree = &snapshot.tree;
     let branch = tree.get_branch(None);
     if let Some(at) = branch
         .iter()
@@ -101,7 +100,7 @@ fn context_usage(snapshot: &Snapshot, messages: &[AgentMessage], model: &Model) 
 /// order) with its text blocks joined, empty ones left out.
 pub fn fork_messages(snapshot: &Snapshot) -> Value {
     let messages: Vec<Value> = snapshot
-        .entries
+        .entries()
         .iter()
         .filter(|e| e.kind() == &EntryType::Message)
         .filter_map(|e| match e.decode_message() {
@@ -154,7 +153,7 @@ fn leaf_id(tree: &SessionTree) -> Value {
 ///
 /// Errors: `Entry not found: <id>` for an unknown `since`.
 pub fn entries(snapshot: &Snapshot, since: Option<&str>) -> Result<Value, String> {
-    let (tree, _) = SessionTree::new(snapshot.entries.clone());
+    let tree = &snapshot.tree;
     let start = match since {
         None => 0,
         Some(id) => {
@@ -164,14 +163,14 @@ pub fn entries(snapshot: &Snapshot, since: Option<&str>) -> Result<Value, String
         }
     };
     let entries: Vec<Value> = tree.entries()[start..].iter().map(entry_json).collect();
-    Ok(json!({"entries": entries, "leafId": leaf_id(&tree)}))
+    Ok(json!({"entries": entries, "leafId": leaf_id(tree)}))
 }
 
 /// `get_tree` (pi ≥ 0.80.3): `{tree, leafId}`, root nodes `{entry, children, label?,
 /// labelTimestamp?}` in file order, children by timestamp. Built without recursion, so a
 /// session thousands of entries deep costs no stack.
 pub fn tree(snapshot: &Snapshot) -> Value {
-    let (tree, _) = SessionTree::new(snapshot.entries.clone());
+    let tree = &snapshot.tree;
     let shape = tree.get_tree();
     let entries = tree.entries();
     // Nodes are finished children first: post-order over an explicit stack.
@@ -205,5 +204,5 @@ pub fn tree(snapshot: &Snapshot) -> Value {
         done[i] = Some(Value::Object(node));
     }
     let roots: Vec<Value> = shape.roots.iter().filter_map(|&r| done[r].take()).collect();
-    json!({"tree": roots, "leafId": leaf_id(&tree)})
+    json!({"tree": roots, "leafId": leaf_id(tree)})
 }

@@ -1,6 +1,8 @@
 //! pi's append API (spec: tree-and-context.md §2.1): every append creates an entry whose parent
 //! is the leaf, makes it the leaf and persists it (spec: format.md §7).
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use pith_events::js::to_js_json;
@@ -48,7 +50,7 @@ impl Session {
                 "pith wrote an invalid entry: {why}"
             )))
         })?;
-        self.tree.push(entry);
+        Arc::make_mut(&mut self.tree).push(entry);
         self.flush()?;
         Ok(id)
     }
@@ -344,8 +346,8 @@ impl Session {
     ) -> Result<String> {
         let from_id = self.tree.leaf_id().unwrap_or("root").to_owned();
         match from {
-            Some(id) => self.tree.branch(id)?,
-            None => self.tree.reset_leaf(),
+            Some(id) => Arc::make_mut(&mut self.tree).branch(id)?,
+            None => Arc::make_mut(&mut self.tree).reset_leaf(),
         }
         let summary = summary.to_owned();
         self.append(|id, parent_id, timestamp| {

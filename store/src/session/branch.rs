@@ -2,6 +2,7 @@
 //! divergences.md "Writing").
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -110,7 +111,7 @@ impl Session {
             previous_file,
         ));
         let (tree, warnings) = SessionTree::new(kept);
-        self.tree = tree;
+        self.tree = Arc::new(tree);
         self.warnings = warnings;
         self.log = self
             .session_dir

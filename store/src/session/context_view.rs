@@ -10,6 +10,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::{Session, tree_of};
@@ -150,7 +151,7 @@ fn whole<E>(
         Err(e) => return Ok(Err(e)),
     };
     Ok(Ok(ContextView {
-        tree: session.tree,
+        tree: Arc::unwrap_or_clone(session.tree),
         leaf,
         warnings: session.warnings,
     }))

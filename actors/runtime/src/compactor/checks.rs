@@ -8,7 +8,6 @@ use pith_events::{
 };
 use pith_llm::overflow::is_context_overflow;
 use pith_store::Leaf;
-use pith_store::SessionTree;
 use pith_store::compaction::{calculate_context_tokens, estimate_context_tokens, should_compact};
 
 use super::{
@@ -66,10 +65,8 @@ impl Compactor {
         let Leaf::At(leaf) = snapshot.leaf else {
             return false;
         };
-        let (mut tree, _) = SessionTree::new(snapshot.entries.clone());
-        tree.set_leaf(Leaf::At(leaf));
-        let path = tree.path_to(leaf);
-        pith_store::compaction::prepare_compaction(&tree, &path, &args.settings).is_some()
+        let path = snapshot.tree.path_to(leaf);
+        pith_store::compaction::prepare_compaction(&snapshot.tree, &path, &args.settings).is_some()
     }
 
     /// pi's `_checkCompaction` (compaction.md §3): whether `reply` overflowed the context or
@@ -120,7 +117,7 @@ impl Compactor {
         let Leaf::At(leaf) = snapshot.leaf else {
             return None;
         };
-        let (tree, _) = SessionTree::new(snapshot.entries.clone());
+        let tree = &snapshot.tree;
         let path: Vec<&pith_store::Entry> = tree
             .path_to(leaf)
             .into_iter()

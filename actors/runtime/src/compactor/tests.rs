@@ -53,7 +53,7 @@ async fn compacting_with_a_given_summary_needs_an_entry_and_keeps_the_leaf() {
     let leaf = parts.writer.append(&from, user).await.unwrap();
     let id = with("the summary").await.unwrap().unwrap();
     let snapshot = parts.writer.snapshot(&from).await.unwrap();
-    let entry: serde_json::Value = serde_json::from_str(snapshot.entries[1].raw()).unwrap();
+    let entry: serde_json::Value = serde_json::from_str(snapshot.entries()[1].raw()).unwrap();
     assert_eq!(entry["id"], id.as_str());
     assert_eq!(entry["summary"], "the summary");
     assert_eq!(entry["firstKeptEntryId"], leaf.as_str());

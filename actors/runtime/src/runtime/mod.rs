@@ -503,14 +503,15 @@ impl Runtime {
                     && let Ok(snap) = sub.writer.snapshot(from).await
                 {
                     let leaf_id = match snap.leaf {
-                        Leaf::At(i) => Some(snap.entries[i].id().to_owned()),
+                        Leaf::At(i) => Some(snap.entries()[i].id().to_owned()),
                         Leaf::Root => None,
                     };
+                    let entries = snap.entries().len();
                     let _ = reply.send(CurrentSession {
                         session_file: snap.session_file,
                         session_id: snap.header.id().to_owned(),
                         cwd: snap.cwd,
-                        entries: snap.entries.len(),
+                        entries,
                         leaf_id,
                         model: sub.model.clone(),
                         thinking_level: sub.thinking_level,

@@ -190,7 +190,7 @@ pub(super) fn from_snapshot(
 ) -> Session {
     Session::from_snapshot(
         snapshot.header,
-        snapshot.entries,
+        snapshot.tree,
         snapshot.leaf,
         cwd,
         dir.as_deref(),

@@ -59,15 +59,12 @@ impl Runtime {
         let session_file = session.session_file().map(Path::to_owned);
         let session_dir = session.session_dir().map(Path::to_owned);
         let cwd = session.cwd().to_owned();
-        let loaded = session.entries().to_vec();
-        let leaf = session.tree().leaf();
         let (projection, _) =
             Actor::spawn_linked(None, Projection, session_id.clone(), cell.clone()).await?;
         from.cast(
             &projection,
             ProjectionMsg::Load {
-                entries: loaded,
-                leaf,
+                tree: session.shared_tree(),
             },
         );
         let projection = ProjectionRef(projection);
@@ -161,12 +158,12 @@ impl Runtime {
         let (agent, _) = Actor::spawn_linked(None, Agent, agent_args, cell.clone()).await?;
         extensions.set_agent(agent.clone());
         // session_start, with the log so extensions can restore their state from it.
-        let entries = writer.snapshot(from).await?.entries;
+        let snapshot = writer.snapshot(from).await?;
         let started = ExtensionEvent::SessionStart {
             reason,
             previous_session_file: previous,
         };
-        extensions.tell(from, started, &entries).await;
+        extensions.tell(from, started, snapshot.entries()).await;
         state.notify(RuntimeEvent::SessionStarted {
             reason,
             session_file: session_file.clone(),

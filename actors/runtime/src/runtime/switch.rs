@@ -42,7 +42,7 @@ impl Runtime {
         let fork_target: Option<Option<String>> = match &start {
             SessionStart::Fork { entry_id } => {
                 let entry = snapshot
-                    .entries
+                    .entries()
                     .iter()
                     .rev()
                     .find(|e| e.id() == entry_id)
@@ -55,7 +55,7 @@ impl Runtime {
                 Some(entry.parent().id().map(str::to_owned))
             }
             SessionStart::Clone => match snapshot.leaf {
-                Leaf::At(i) => Some(Some(snapshot.entries[i].id().to_owned())),
+                Leaf::At(i) => Some(Some(snapshot.entries()[i].id().to_owned())),
                 Leaf::Root => return Err(RuntimeError::NothingToClone),
             },
             _ => None,

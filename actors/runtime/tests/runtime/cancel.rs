@@ -129,9 +129,9 @@ async fn abort_cancels_a_branch_summary_within_100ms_and_the_leaf_stays() {
     let tmp = tempfile::tempdir().unwrap();
     let (rt, _events, provider) = stalled_after_two_prompts(tmp.path()).await;
     let snap = rt.snapshot().await.unwrap();
-    let leaf = snap.entries.last().unwrap().id().to_owned();
+    let leaf = snap.entries().last().unwrap().id().to_owned();
     let first_prompt = snap
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains(r#""text":"one""#))
         .unwrap()

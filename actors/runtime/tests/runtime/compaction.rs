@@ -539,7 +539,7 @@ async fn a_reply_in_the_same_millisecond_as_a_compaction_still_counts() {
     let snapshot = rt.snapshot().await.unwrap();
     rt.shutdown().await.unwrap();
     let compactions: Vec<String> = snapshot
-        .entries
+        .entries()
         .iter()
         .filter(|e| e.kind() == &pith_events::EntryType::Compaction)
         .map(|e| {

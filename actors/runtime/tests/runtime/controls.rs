@@ -40,7 +40,7 @@ async fn model_thinking_name_and_label_changes_are_recorded_and_take_effect() {
     rt.wait_idle().await.unwrap();
     let snapshot = rt.snapshot().await.unwrap();
     let first_reply = snapshot
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains("\"one\""))
         .unwrap()
@@ -70,7 +70,7 @@ async fn model_thinking_name_and_label_changes_are_recorded_and_take_effect() {
         ]
     );
     let tail: Vec<serde_json::Value> = snapshot
-        .entries
+        .entries()
         .iter()
         .map(|e| serde_json::from_str::<serde_json::Value>(e.raw()).unwrap())
         .filter(|e| e["type"] != "message")

@@ -418,7 +418,7 @@ impl Scenario {
     /// The id of the first entry whose line contains every one of `parts`.
     async fn entry(&self, parts: &[&str]) -> String {
         let snap = self.rt.snapshot().await.unwrap();
-        snap.entries
+        snap.entries()
             .iter()
             .find(|e| parts.iter().all(|p| e.raw().contains(p)))
             .unwrap()
@@ -432,7 +432,7 @@ impl Scenario {
     /// without the model and thinking-level changes.
     async fn kinds(&self) -> Vec<String> {
         let snap = self.rt.snapshot().await.unwrap();
-        snap.entries
+        snap.entries()
             .iter()
             .map(|e| serde_json::from_str::<Value>(e.raw()).unwrap())
             .filter_map(|v| match v["type"].as_str().unwrap() {
@@ -723,7 +723,7 @@ async fn replay_l_three_crashes_disable() {
     // Healthy: the call without the gate read the file.
     let snap = s.rt.snapshot().await.unwrap();
     let last_result = snap
-        .entries
+        .entries()
         .iter()
         .rev()
         .find(|e| e.raw().contains(r#""role":"toolResult""#))

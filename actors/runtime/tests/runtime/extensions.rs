@@ -110,13 +110,13 @@ async fn extensions_cancel_or_supply_compaction_and_branch_summaries() {
     let compaction = rt.compact(None).await.unwrap();
     let snap = rt.snapshot().await.unwrap();
     let r1 = snap
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains(r#""text":"r1""#))
         .unwrap()
         .id()
         .to_owned();
-    let leaf = snap.entries.last().unwrap().id().to_owned();
+    let leaf = snap.entries().last().unwrap().id().to_owned();
     let cancelled = rt
         .navigate_tree(
             &r1,
@@ -130,7 +130,7 @@ async fn extensions_cancel_or_supply_compaction_and_branch_summaries() {
         .unwrap();
     assert!(cancelled.cancelled);
     assert_eq!(
-        rt.snapshot().await.unwrap().entries.last().unwrap().id(),
+        rt.snapshot().await.unwrap().entries().last().unwrap().id(),
         leaf
     );
     let moved = rt
@@ -227,7 +227,7 @@ async fn an_extension_actor_that_dies_is_started_again_alone_and_the_session_goe
         .snapshot()
         .await
         .unwrap()
-        .entries
+        .entries()
         .iter()
         .filter_map(|e| {
             let v: serde_json::Value = serde_json::from_str(e.raw()).ok()?;

@@ -129,7 +129,7 @@ impl Extension for Second {
 }
 
 fn lines(snap: &pith_actors::writer::Snapshot) -> Vec<Value> {
-    snap.entries
+    snap.entries()
         .iter()
         .map(|e| serde_json::from_str::<Value>(e.raw()).unwrap())
         .filter(|v| {

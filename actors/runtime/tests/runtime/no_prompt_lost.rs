@@ -104,7 +104,7 @@ async fn play(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Fork => {
                 let snapshot = rt.snapshot().await.unwrap();
                 let user = snapshot
-                    .entries
+                    .entries()
                     .iter()
                     .rev()
                     .find(|e| matches!(e.decode_message(), Some(Ok(AgentMessage::User(_)))));

@@ -62,7 +62,7 @@ async fn a_process_tool_and_command_follow_the_branch_through_tree() {
     // Back to the first result: the list is what that branch says.
     let snap = rt.snapshot().await.unwrap();
     let first = snap
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains(r#""toolCallId":"t1""#) && e.raw().contains("toolResult"))
         .unwrap()
@@ -131,7 +131,7 @@ async fn send_message_with_trigger_turn_starts_a_run_when_idle() {
         .snapshot()
         .await
         .unwrap()
-        .entries
+        .entries()
         .iter()
         .map(|e| {
             let v: serde_json::Value = serde_json::from_str(e.raw()).unwrap();
@@ -280,7 +280,7 @@ async fn a_process_cancels_forks_and_switches_and_supplies_the_compaction_summar
     }
     let snap = rt.snapshot().await.unwrap();
     let user = snap
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains(r#""role":"user""#))
         .unwrap()
@@ -298,7 +298,7 @@ async fn a_process_cancels_forks_and_switches_and_supplies_the_compaction_summar
         .snapshot()
         .await
         .unwrap()
-        .entries
+        .entries()
         .iter()
         .map(|e| serde_json::from_str(e.raw()).unwrap())
         .collect();

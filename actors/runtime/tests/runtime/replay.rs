@@ -138,7 +138,7 @@ impl Replay {
     /// The projection equals the full fold of the writer's log.
     async fn check_projection(&self) {
         let snap = self.rt.snapshot().await.unwrap();
-        let (mut tree, _) = SessionTree::new(snap.entries.clone());
+        let (mut tree, _) = SessionTree::new(snap.entries().to_vec());
         tree.set_leaf(snap.leaf);
         assert_eq!(self.rt.context().await.unwrap(), fold(&tree, tree.leaf()));
     }
@@ -242,7 +242,7 @@ async fn replay_compaction_fork_and_clone() {
     r.check_projection().await;
     let snap = r.rt.snapshot().await.unwrap();
     let second = snap
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains("\"text\":\"second\""))
         .unwrap()
@@ -324,7 +324,7 @@ async fn replay_tree_with_and_without_a_summary() {
         r.until_idle().await;
     }
     let id_of = |snap: &pith_actors::writer::Snapshot, needle: &str| {
-        snap.entries
+        snap.entries()
             .iter()
             .find(|e| e.raw().contains(needle))
             .unwrap()
@@ -522,7 +522,7 @@ async fn replay_extension_supplied_summaries() {
     r.until("compaction_end").await;
     let snap = r.rt.snapshot().await.unwrap();
     let one = snap
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains(r#""text":"one""#))
         .unwrap()

@@ -19,7 +19,7 @@ async fn switches_keep_extension_state_in_the_log_and_forks_can_be_vetoed() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let user_id = {
         let snap = rt.snapshot().await.unwrap();
-        snap.entries
+        snap.entries()
             .iter()
             .find(|e| e.raw().contains("\"text\":\"second\""))
             .unwrap()
@@ -162,7 +162,7 @@ async fn new_starts_in_the_current_sessions_project_and_import_copies() {
         .snapshot()
         .await
         .unwrap()
-        .entries
+        .entries()
         .iter()
         .map(|e| e.kind().as_str().to_owned())
         .collect();

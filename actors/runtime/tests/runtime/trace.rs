@@ -120,7 +120,7 @@ async fn every_actor_appears_by_name_and_runs_requests_and_tools_are_spans() {
     run_names(&mut events).await;
     let first = rt.snapshot().await.unwrap();
     let prompt = first
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains(r#""text":"go""#))
         .unwrap()

@@ -25,7 +25,7 @@ async fn tree_navigation_summarizes_the_branch_left_behind_and_returns_the_promp
     }
     let snap = rt.snapshot().await.unwrap();
     let id_of = |needle: &str| {
-        snap.entries
+        snap.entries()
             .iter()
             .find(|e| e.raw().contains(needle))
             .unwrap()
@@ -35,7 +35,7 @@ async fn tree_navigation_summarizes_the_branch_left_behind_and_returns_the_promp
     let (two, r1, leaf) = (
         id_of(r#""text":"two""#),
         id_of(r#""text":"r1""#),
-        snap.entries.last().unwrap().id().to_owned(),
+        snap.entries().last().unwrap().id().to_owned(),
     );
 
     // No-op and unknown targets write nothing.
@@ -140,18 +140,18 @@ async fn tree_navigation_without_a_summary_only_moves_the_leaf() {
     run_names(&mut events).await;
     let snap = rt.snapshot().await.unwrap();
     let first = snap
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains(r#""text":"first""#))
         .unwrap();
     let parent = snap
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains("thinking_level_change"))
         .unwrap()
         .id()
         .to_owned();
-    let count = snap.entries.len();
+    let count = snap.entries().len();
     // The first prompt's parent is the thinking level entry pi writes at the start, so the
     // leaf goes there, not to the root (tree-and-context.md §9).
     let moved = rt
@@ -164,7 +164,7 @@ async fn tree_navigation_without_a_summary_only_moves_the_leaf() {
     );
     assert_eq!(moved.summary_entry_id, None);
     let after = rt.snapshot().await.unwrap();
-    assert_eq!(after.entries.len(), count);
+    assert_eq!(after.entries().len(), count);
     assert_eq!(rt.context().await.unwrap().messages.len(), 0);
     rt.shutdown().await.unwrap();
     assert_eq!(provider.requests.lock().unwrap().len(), 1);
@@ -195,7 +195,7 @@ async fn tree_navigation_keeps_the_thinking_level_and_records_no_change() {
     }
     let snap = rt.snapshot().await.unwrap();
     let first_prompt = snap
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains(r#""text":"one""#))
         .unwrap()
@@ -257,7 +257,7 @@ async fn a_failed_branch_summary_request_is_retried_with_pis_events() {
     }
     let snap = rt.snapshot().await.unwrap();
     let r1 = snap
-        .entries
+        .entries()
         .iter()
         .find(|e| e.raw().contains(r#""text":"r1""#))
         .unwrap()
