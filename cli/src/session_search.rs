@@ -98,6 +98,10 @@ pub fn build_index(env: &SessionEnv, scope: &Scope) -> Result<()> {
 /// entry that matched and a snippet (or a JSON array of them). While the index is being
 /// built the answer covers what is indexed, and stderr says how much that is.
 ///
+/// A damaged index file (a corrupt page SQLite finds while searching) is thrown away and the
+/// search answered as with no index yet: it is rebuilt, waited for with `wait`, else in the
+/// background while the answer says it is partial.
+///
 /// Errors: the index cannot be opened; stdout fails.
 pub fn search(
     env: &SessionEnv,
@@ -112,11 +116,37 @@ pub fn search(
     if let pith_store::search::Query::Invalid(why) = &parsed {
         anyhow::bail!("invalid regex: {why}");
     }
+    match search_with(env, scope, &parsed, json, wait, limit, out) {
+        Err(e)
+            if e.downcast_ref::<pith_store::Error>()
+                .is_some_and(pith_store::Error::is_damaged_index) =>
+        {
+            let index = SearchIndex::open(&env.agent_dir, &scope.folder)?;
+            eprintln!(
+                "pith: the search index {} is damaged; it is rebuilt.",
+                index.path().display()
+            );
+            drop(index.rebuild()?);
+            search_with(env, scope, &parsed, json, wait, limit, out)
+        }
+        done => done,
+    }
+}
+
+fn search_with(
+    env: &SessionEnv,
+    scope: &Scope,
+    parsed: &pith_store::search::Query,
+    json: bool,
+    wait: bool,
+    limit: Option<usize>,
+    out: &mut impl Write,
+) -> Result<()> {
     let dirs = scope.dirs(&env.agent_dir);
     let index = SearchIndex::open(&env.agent_dir, &scope.folder)?;
     if wait {
         build_index(env, scope)?;
-        let hits = index.search(&parsed, dirs.as_deref(), limit)?;
+        let hits = index.search(parsed, dirs.as_deref(), limit)?;
         return write_answer(out, &hits, json);
     }
     // The freshness check (a readdir and a stat of every session file) and the search run
@@ -126,14 +156,14 @@ pub fn search(
     let (fresh, early) = std::thread::scope(|threads| {
         let fresh = threads.spawn(|| freshen(index, scope, dirs.as_deref()));
         let early = SearchIndex::open_at(&db)
-            .and_then(|early| early.search(&parsed, dirs.as_deref(), limit));
+            .and_then(|early| early.search(parsed, dirs.as_deref(), limit));
         (fresh.join(), early)
     });
     let fresh = fresh.map_err(|_| anyhow::anyhow!("the search index check failed"))?;
     let (index, coverage, changed) = fresh?;
     let hits = match early {
         Ok(hits) if !changed => hits,
-        _ => index.search(&parsed, dirs.as_deref(), limit)?,
+        _ => index.search(parsed, dirs.as_deref(), limit)?,
     };
     if !coverage.complete() {
         eprintln!(

@@ -109,6 +109,20 @@ impl Error {
             cause: source,
         }
     }
+
+    /// Whether this is a search index whose file is damaged (SQLite finds a corrupt page, or
+    /// no database at all): it is to be rebuilt, not reported.
+    pub fn is_damaged_index(&self) -> bool {
+        matches!(self, Error::Index { cause, .. } if is_broken(cause))
+    }
+}
+
+/// SQLite's word for a damaged database file (a corrupt page, or not a database at all).
+pub(crate) fn is_broken(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
 }
 
 /// The store's result type.

@@ -397,6 +397,68 @@ fn session_commands_take_an_id_prefix_like_session_does() {
         .stderr(predicate::str::contains("zzzz-no-such-id"));
 }
 
+/// A search index whose pages are damaged (the schema readable, every table page garbage)
+/// is thrown away and rebuilt by the next search, with or without `--wait`: the answer is
+/// the right one, never SQLite's "malformed" error.
+#[test]
+fn session_search_rebuilds_a_damaged_index() {
+    let agent = tempfile::tempdir().unwrap();
+    let project = agent.path().join("sessions").join("--w-p--");
+    fs::create_dir_all(&project).unwrap();
+    for i in 0..6 {
+        let lines = [
+            format!(
+                r#"{{"type":"session","version":3,"id":"S-{i}","timestamp":"2025-01-01T00:00:0{i}.000Z","cwd":"/w/p"}}"#
+            ),
+            format!(
+                r#"{{"type":"message","id":"u{i}","parentId":null,"timestamp":"2025-01-01T00:00:0{i}.000Z","message":{{"role":"user","content":"hello world number {i}","timestamp":1}}}}"#
+            ),
+        ];
+        fs::write(project.join(format!("s{i}.jsonl")), lines.join("\n") + "\n").unwrap();
+    }
+    let found = |wait: bool| -> usize {
+        let mut cmd = pith(agent.path());
+        cmd.args(["session", "search", "--all", "--json", "\"hello world\""]);
+        if wait {
+            cmd.arg("--wait");
+        }
+        let out = cmd.assert().success().get_output().stdout.clone();
+        let hits: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        hits.as_array().map_or(0, Vec::len)
+    };
+    assert_eq!(found(true), 6);
+    // The root page of one table: the file still opens, and SQLite finds the damage only
+    // when a search reads that table.
+    let damage = |table: &str| {
+        let db = fs::read_dir(agent.path().join("index"))
+            .unwrap()
+            .map(|d| d.unwrap().path().join("search.sqlite"))
+            .find(|p| p.is_file())
+            .expect("the index file");
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let page_size: u64 = conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap();
+        let root: u64 = conn
+            .query_row(
+                "SELECT rootpage FROM sqlite_master WHERE name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .unwrap();
+        drop(conn);
+        let mut bytes = fs::read(&db).unwrap();
+        let at = ((root - 1) * page_size) as usize;
+        bytes[at..at + page_size as usize].fill(0xff);
+        fs::write(&db, bytes).unwrap();
+    };
+    damage("entries");
+    assert_eq!(found(true), 6, "with --wait");
+    damage("texts_data");
+    // Without --wait six files are few enough to index before answering.
+    assert_eq!(found(false), 6, "without --wait");
+}
+
 /// `pith session search`: builds the index under the agent dir, finds a phrase in an
 /// assistant text, names the entry; `--json` says the same; nothing is written beside the
 /// sessions; `list --json` streams pi's SessionInfo with allMessagesText.

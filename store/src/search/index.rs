@@ -25,11 +25,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::query::normalize;
 use super::rows::{FileRows, read_rows, tail_after, with_tail};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, is_broken};
 
 /// File name of the database inside the folder's [`crate::dirs::index_dir`].
 pub const DB_FILE: &str = "search.sqlite";
@@ -190,13 +190,6 @@ pub struct SearchIndex {
 }
 
 /// Whether `e` says the database file is damaged (then it is rebuilt).
-fn is_broken(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
-    )
-}
-
 fn db_error(db: &Path, e: rusqlite::Error) -> Error {
     Error::Index {
         path: db.to_owned(),
