@@ -18,25 +18,35 @@ use serde_json::{Value, json};
 /// text, joined by spaces).
 fn plain_texts(path: &Path) -> Vec<String> {
     let mut texts = message_texts_and_fields(path);
+    if texts.is_empty() {
+        return texts;
+    }
     let messages = texts.split_off(3).join(" ");
     texts.push(messages);
     texts
 }
 
-/// The id, the cwd, the latest name (empty when none), then each message's text.
+/// The id, the cwd, the latest name (empty when none), then each message's text. As pi's
+/// listing: the first JSON line must be the header, else the file is no session (nothing).
 fn message_texts_and_fields(path: &Path) -> Vec<String> {
     let body = std::fs::read_to_string(path).unwrap_or_default();
     let mut out = vec![String::new(); 3];
     let mut name: Option<String> = None;
+    let mut header = false;
     for line in body.lines() {
         let Ok(v) = serde_json::from_str::<Value>(line.trim()) else {
             continue;
         };
-        match v["type"].as_str() {
-            Some("session") => {
-                out[0] = v["id"].as_str().unwrap_or("").to_owned();
-                out[1] = v["cwd"].as_str().unwrap_or("").to_owned();
+        if !header {
+            if v["type"] != "session" || !v["id"].is_string() {
+                return Vec::new();
             }
+            header = true;
+            out[0] = v["id"].as_str().unwrap_or("").to_owned();
+            out[1] = v["cwd"].as_str().unwrap_or("").to_owned();
+            continue;
+        }
+        match v["type"].as_str() {
             Some("session_info") => {
                 name = v["name"]
                     .as_str()
@@ -858,5 +868,64 @@ proptest! {
                 prop_assert_eq!(index_word(&index, w), scan_word(root.path(), w), "word {:?}", w);
             }
         }
+    }
+}
+
+/// Files as pi's listing reads them (the helper of issue 17's trial found each): a legacy
+/// file's messages without ids are searched, a second header line changes nothing, and a
+/// file whose first JSON line is not a header is no session, so nothing in it is found.
+#[test]
+fn search_reads_files_as_the_listing_does() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = root.path().join("--w--");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let write = |name: &str, lines: &[&str]| {
+        let path = dir.join(name);
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+        path
+    };
+    let legacy = write(
+        "legacy.jsonl",
+        &[
+            r#"{"type":"session","id":"legacy-1","timestamp":"2024-06-01T10:00:00.000Z","cwd":"/srv/app"}"#,
+            r#"{"type":"message","timestamp":"2024-06-01T10:00:01.000Z","message":{"role":"user","content":"list files please","timestamp":1717236001000}}"#,
+        ],
+    );
+    let two = write(
+        "two.jsonl",
+        &[
+            r#"{"type":"session","version":3,"id":"0195aaaa-0000-7000-8000-000000000001","timestamp":"2024-06-01T10:00:00.000Z","cwd":"/first/cwd"}"#,
+            r#"{"type":"message","id":"00000001","parentId":null,"timestamp":"2024-06-01T10:00:01.000Z","message":{"role":"user","content":"hello"}}"#,
+            r#"{"type":"session","version":3,"id":"0195bbbb-0000-7000-8000-000000000002","timestamp":"2024-06-01T10:00:00.000Z","cwd":"/second/cwd"}"#,
+        ],
+    );
+    write(
+        "message-first.jsonl",
+        &[
+            "not json at all",
+            r#"{"type":"message","id":"00000001","parentId":null,"timestamp":"2024-06-01T10:00:01.000Z","message":{"role":"user","content":"orphan text"}}"#,
+            r#"{"type":"session","version":3,"id":"0195cccc-0000-7000-8000-000000000003","timestamp":"2024-06-01T10:00:00.000Z","cwd":"/w"}"#,
+        ],
+    );
+    let index = synced(agent.path(), root.path());
+    let found = |phrase: &str| index_phrase(&index, phrase);
+    assert_eq!(found("list files"), BTreeSet::from([legacy.clone()]));
+    let hits = index
+        .search(&pith_store::search::parse_query("list"), None, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(hits.len(), 1);
+    assert_eq!(
+        (hits[0].path.clone(), hits[0].entry_id.clone()),
+        (legacy, None)
+    );
+    assert_eq!(found("/first/cwd"), BTreeSet::from([two.clone()]));
+    assert_eq!(found("/second/cwd"), BTreeSet::new());
+    assert_eq!(found("0195bbbb"), BTreeSet::new());
+    assert_eq!(found("orphan text"), BTreeSet::new());
+    assert_eq!(found("0195cccc"), BTreeSet::new());
+    // Each answer is also what the plain scan (pi's rules, read apart from the index) says.
+    for p in ["list files", "/first/cwd", "/second/cwd", "orphan text"] {
+        assert_eq!(found(p), scan_phrase(root.path(), p), "{p}");
     }
 }

@@ -36,7 +36,7 @@ pub const DB_FILE: &str = "search.sqlite";
 /// The lock a builder holds while it writes (one builder per database at a time).
 const LOCK_FILE: &str = "search.lock";
 /// Bumped whenever what is indexed changes meaning; a database of another format is rebuilt.
-const FORMAT: i64 = 4;
+const FORMAT: i64 = 6;
 /// Bits of a row id that number the rows of one file.
 pub(crate) const SEQ_BITS: u32 = 24;
 

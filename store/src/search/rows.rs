@@ -14,7 +14,7 @@ use pith_events::js::js_trim;
 /// One searchable text and where its line is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextRow {
-    /// The entry's id; `None` for the header.
+    /// The entry's id; `None` for an entry without one (a legacy file's).
     pub entry_id: Option<String>,
     /// The text as the session holds it (not normalised).
     pub text: String,
@@ -52,9 +52,10 @@ enum Line {
     Header { id: String, cwd: String, time: f64 },
     /// A `session_info` entry: its trimmed name (empty when it clears the name).
     Name { name: String },
-    /// A user or assistant message with content: its text (maybe empty) and activity time.
+    /// A user or assistant message with content: its entry id (none in a legacy file, whose
+    /// entries pi still reads), text (maybe empty) and activity time.
     Message {
-        entry_id: String,
+        entry_id: Option<String>,
         text: String,
         activity: Option<f64>,
     },
@@ -66,9 +67,7 @@ impl Line {
     /// rows (pi's `allMessagesText` holds messages only).
     fn into_row(self) -> Option<(Option<String>, String)> {
         match self {
-            Line::Message { entry_id, text, .. } if !text.is_empty() => {
-                Some((Some(entry_id), text))
-            }
+            Line::Message { entry_id, text, .. } if !text.is_empty() => Some((entry_id, text)),
             _ => None,
         }
     }
@@ -110,6 +109,9 @@ pub fn read_rows(file: &mut File, from: u64) -> io::Result<FileRows> {
     };
     let mut buf = Vec::with_capacity(4096);
     let mut offset = from;
+    // pi's rule, as the listing reads it (`list::InfoBuilder`): the first line that is JSON
+    // must be a session header, else the file is no session; later header lines are nothing.
+    let mut header_seen = from > 0;
     loop {
         buf.clear();
         let n = reader.read_until(b'\n', &mut buf)?;
@@ -119,7 +121,22 @@ pub fn read_rows(file: &mut File, from: u64) -> io::Result<FileRows> {
         let terminated = buf.last() == Some(&b'\n');
         let len = if terminated { n - 1 } else { n };
         let line = String::from_utf8_lossy(&buf[..len]);
-        let parsed = line_of(&line, offset == 0);
+        let mut parsed = line_of(&line, offset == 0);
+        if !header_seen {
+            match parsed {
+                Some(Line::Header { .. }) => header_seen = true,
+                // Read again from the start if it changes.
+                _ if is_json(&line, offset == 0) => {
+                    return Ok(FileRows {
+                        torn: true,
+                        ..FileRows::default()
+                    });
+                }
+                _ => {}
+            }
+        } else if matches!(parsed, Some(Line::Header { .. })) {
+            parsed = None;
+        }
         match &parsed {
             Some(Line::Header { id, cwd, time }) => {
                 out.session_id = Some(id.clone());
@@ -164,6 +181,12 @@ pub fn text_of_line(line: &str, first: bool) -> Option<(Option<String>, String)>
     line_of(line, first).and_then(Line::into_row)
 }
 
+/// Whether `line` holds one JSON value (blank and broken lines are skipped, as pi skips them).
+fn is_json(line: &str, first: bool) -> bool {
+    let line = if first { js_trim(line) } else { line.trim() };
+    !line.is_empty() && scan::scan(line.as_bytes()).is_ok()
+}
+
 fn line_of(line: &str, first: bool) -> Option<Line> {
     let line = if first { js_trim(line) } else { line.trim() };
     if line.is_empty() {
@@ -178,19 +201,15 @@ fn line_of(line: &str, first: bool) -> Option<Line> {
     let kind = string_at(m.kind);
     match kind.as_deref() {
         Some("session") => {
-            let id = string_at(m.id)?;
-            let header = crate::header::Header::parse(scanned.value.of(line)).ok();
-            let cwd = header
-                .as_ref()
-                .and_then(|h| h.cwd().map(str::to_owned))
-                .unwrap_or_default();
-            let time = match header.as_ref().and_then(|h| h.timestamp()) {
+            // What the listing takes for a header (a string id among other things).
+            let header = crate::header::Header::parse(scanned.value.of(line)).ok()?;
+            let time = match header.timestamp() {
                 Some(serde_json::Value::String(s)) => pith_events::js::date_parse(s),
                 _ => f64::NAN,
             };
             Some(Line::Header {
-                id: id.into_owned(),
-                cwd,
+                id: header.id().to_owned(),
+                cwd: header.cwd().unwrap_or_default().to_owned(),
                 time,
             })
         }
@@ -206,12 +225,12 @@ fn line_of(line: &str, first: bool) -> Option<Line> {
             if role != "user" && role != "assistant" {
                 return None;
             }
-            let id = string_at(m.id)?;
+            let id = string_at(m.id);
             let view = MessageView::<true>::read(m.message?.of(line))?;
             let text = view.content?.text();
             let entry_ts = string_at(m.timestamp);
             Some(Line::Message {
-                entry_id: id.into_owned(),
+                entry_id: id.map(|id| id.into_owned()),
                 text,
                 activity: activity_time(view.timestamp, entry_ts.as_deref()),
             })
