@@ -929,3 +929,63 @@ fn search_reads_files_as_the_listing_does() {
         assert_eq!(found(p), scan_phrase(root.path(), p), "{p}");
     }
 }
+
+/// A file rewritten in place is read again whole: with the same size and its mtime put back
+/// (only the ctime tells), and rewritten with the first lines the same length plus one more
+/// (it looks like an append: same inode, grown, a line end where the last read stopped).
+#[test]
+fn a_file_rewritten_in_place_is_read_again() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = write_session(
+        root.path(),
+        "--p--",
+        1,
+        &[
+            ("user", "alpha one".into()),
+            ("assistant", "second words".into()),
+        ],
+    );
+    let index = synced(agent.path(), root.path());
+    assert_eq!(
+        index_phrase(&index, "alpha one"),
+        BTreeSet::from([path.clone()])
+    );
+    drop(index);
+    let mtime = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rewrite = |from: &str, to: &str, extra: Option<String>| {
+        let body = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let mut body = body.replace(from, to);
+        if let Some(line) = extra {
+            body.push_str(&line);
+        }
+        // In place: same inode, truncated and written again.
+        std::fs::write(&path, body).unwrap_or_else(|e| panic!("{e}"));
+    };
+    rewrite("alpha one", "bravo one", None);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(mtime))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let index = synced(agent.path(), root.path());
+    assert_eq!(
+        index_phrase(&index, "bravo one"),
+        BTreeSet::from([path.clone()])
+    );
+    assert_eq!(index_phrase(&index, "alpha one"), BTreeSet::new());
+    drop(index);
+    let extra =
+        json!({"type":"message","id":"zz","parentId":null,"timestamp":"2025-01-01T00:00:09.000Z",
+        "message":{"role":"user","content":"a third line","timestamp":9}})
+        .to_string()
+            + "\n";
+    rewrite("bravo one", "delta one", Some(extra));
+    let index = synced(agent.path(), root.path());
+    for p in ["delta one", "bravo one", "a third line", "second words"] {
+        assert_eq!(index_phrase(&index, p), scan_phrase(root.path(), p), "{p}");
+    }
+    assert_eq!(index_phrase(&index, "delta one"), BTreeSet::from([path]));
+}

@@ -54,8 +54,10 @@ CREATE TABLE IF NOT EXISTS files(
     tail TEXT,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL DEFAULT 0,
     ino INTEGER NOT NULL,
     indexed INTEGER NOT NULL,
+    checked INTEGER NOT NULL DEFAULT 0,
     torn INTEGER NOT NULL,
     next_seq INTEGER NOT NULL
 );
@@ -77,7 +79,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(
 CREATE TABLE IF NOT EXISTS doc_ids(rowid INTEGER PRIMARY KEY);
 ";
 
-const KNOWN_SQL: &str = "SELECT path, id, size, mtime_ns, ino, indexed, torn, next_seq FROM files";
+const KNOWN_SQL: &str =
+    "SELECT path, id, size, mtime_ns, ino, indexed, torn, next_seq, ctime_ns, checked FROM files";
 
 fn read_known(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Known)> {
     Ok((
@@ -87,11 +90,13 @@ fn read_known(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Known)> {
             stamp: Stamp {
                 size: r.get::<_, i64>(2)? as u64,
                 mtime_ns: r.get(3)?,
+                ctime_ns: r.get(8)?,
                 ino: r.get::<_, i64>(4)? as u64,
             },
             indexed: r.get::<_, i64>(5)? as u64,
             torn: r.get(6)?,
             next_seq: r.get(7)?,
+            checked: r.get::<_, i64>(9)? as u32,
         },
     ))
 }
@@ -101,6 +106,8 @@ fn read_known(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Known)> {
 pub(crate) struct Stamp {
     pub(crate) size: u64,
     pub(crate) mtime_ns: i64,
+    /// Any write moves it, and no one can set it back (an edit with the mtime put back).
+    pub(crate) ctime_ns: i64,
     pub(crate) ino: u64,
 }
 
@@ -116,6 +123,10 @@ impl Stamp {
                 .st_mtime
                 .saturating_mul(1_000_000_000)
                 .saturating_add(i64::try_from(st.st_mtime_nsec).ok()?),
+            ctime_ns: st
+                .st_ctime
+                .saturating_mul(1_000_000_000)
+                .saturating_add(i64::try_from(st.st_ctime_nsec).ok()?),
             ino: st.st_ino,
         })
     }
@@ -135,6 +146,8 @@ struct Known {
     indexed: u64,
     torn: bool,
     next_seq: i64,
+    /// [`ends_checksum`] of the first `indexed` bytes.
+    checked: u32,
 }
 
 /// One file to (re)index.
@@ -424,7 +437,8 @@ impl SearchIndex {
         let mtime = |w: &Work| Stamp::of(&w.path).map_or(0, |s| s.mtime_ns);
         work.sort_by_cached_key(|w| std::cmp::Reverse(mtime(w)));
         let next = AtomicUsize::new(0);
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Option<(Stamp, u64, FileRows)>)>(2);
+        let (tx, rx) =
+            std::sync::mpsc::sync_channel::<(usize, Option<(Stamp, u64, FileRows, u32)>)>(2);
         let work_ref = &work;
         let failed: Mutex<Option<Error>> = Mutex::new(None);
         std::thread::scope(|scope| {
@@ -456,8 +470,8 @@ impl SearchIndex {
             for (i, read) in rx {
                 let w = &work_ref[i];
                 let result = match read {
-                    Some((stamp, from, rows)) => {
-                        write_file(&txn, w, stamp, from, rows, &mut seen_words)
+                    Some((stamp, from, rows, checked)) => {
+                        write_file(&txn, w, (stamp, checked), from, rows, &mut seen_words)
                     }
                     None => match &w.known {
                         Some(k) => delete_file(&txn, k.id),
@@ -558,8 +572,9 @@ fn plan_against(files: &[PathBuf], known: Vec<(String, Known)>, drop_unseen: boo
         let known = hit.map(|i| known[i].1.clone());
         let from = match &known {
             Some(k) if k.stamp == stamp => continue,
-            // Appended to: same file, grown, the last read ended on a line end.
-            Some(k) if k.stamp.ino == stamp.ino && stamp.size >= k.indexed && !k.torn => k.indexed,
+            // Appended to: same file, grown, the last read ended on a line end. A file that
+            // changed without growing was rewritten: read again whole.
+            Some(k) if k.stamp.ino == stamp.ino && stamp.size > k.indexed && !k.torn => k.indexed,
             _ => 0,
         };
         plan.work.push(Work {
@@ -594,23 +609,45 @@ pub fn index_folder(agent_dir: &Path, folder: &Path) -> PathBuf {
     }
 }
 
-fn read_work(w: &Work) -> Option<(Stamp, u64, FileRows)> {
+/// Bytes at each end of what was read that an append must leave as they were.
+const CHECK_BYTES: u64 = 4096;
+
+/// CRC-32 of the first and the last [`CHECK_BYTES`] of the first `len` bytes of `file`: an
+/// append keeps them; a rewrite that only looks like one (same inode, grown) almost never
+/// does. `None`: the file is shorter than `len` now.
+fn ends_checksum(file: &File, len: u64) -> Option<u32> {
+    use std::os::unix::fs::FileExt;
+    let head = len.min(CHECK_BYTES);
+    let tail_from = len.saturating_sub(CHECK_BYTES).max(head);
+    let mut buf = vec![0u8; usize::try_from(head + (len - tail_from)).ok()?];
+    let (first, last) = buf.split_at_mut(usize::try_from(head).ok()?);
+    file.read_exact_at(first, 0).ok()?;
+    file.read_exact_at(last, tail_from).ok()?;
+    Some(crc32fast::hash(&buf))
+}
+
+/// Reads what `w` asks for: the stamp taken before reading, where the read started, the rows,
+/// and the [`ends_checksum`] of what was read.
+fn read_work(w: &Work) -> Option<(Stamp, u64, FileRows, u32)> {
     // Stamped before reading: a line appended while reading is read again next time, never
     // missed.
     let stamp = Stamp::of(&w.path)?;
     let mut file = File::open(&w.path).ok()?;
     let mut from = w.from;
     if from > 0 {
-        // Only an append keeps the bytes before `from`; the line end there must still be one.
+        // Only an append keeps the bytes before `from`: the line end there must still be one,
+        // and both ends of them what they were.
         let mut b = [0u8; 1];
         if std::os::unix::fs::FileExt::read_exact_at(&file, &mut b, from - 1).is_err()
             || b[0] != b'\n'
+            || ends_checksum(&file, from) != w.known.as_ref().map(|k| k.checked)
         {
             from = 0;
         }
     }
     let rows = read_rows(&mut file, from).ok()?;
-    Some((stamp, from, rows))
+    let checked = ends_checksum(&file, rows.indexed_to).unwrap_or(0);
+    Some((stamp, from, rows, checked))
 }
 
 fn delete_file(tx: &Connection, id: i64) -> rusqlite::Result<()> {
@@ -668,7 +705,7 @@ pub(crate) fn is_ascii_separator(c: char) -> bool {
 fn write_file(
     tx: &Connection,
     w: &Work,
-    stamp: Stamp,
+    (stamp, checked): (Stamp, u32),
     from: u64,
     rows: FileRows,
     seen_words: &mut HashSet<String>,
@@ -754,12 +791,14 @@ fn write_file(
     // A torn tail is indexed as it is now and read again from the start once it grows.
     tx.execute(
         "UPDATE files SET dir = ?2, size = ?3, mtime_ns = ?4, ino = ?5, indexed = ?6, torn = ?7,
-             next_seq = ?8, session_id = COALESCE(?9, session_id), cwd = COALESCE(?10, cwd),
+             next_seq = ?8,
+             session_id = CASE WHEN ?12 THEN ?9 ELSE COALESCE(?9, session_id) END,
+             cwd = CASE WHEN ?12 THEN ?10 ELSE COALESCE(?10, cwd) END,
              name = CASE WHEN ?11 IS NULL THEN name ELSE NULLIF(?11, '') END,
              header_ms = CASE WHEN ?12 THEN ?13 ELSE COALESCE(?13, header_ms) END,
              activity_ms = CASE WHEN ?12 OR activity_ms IS NULL THEN ?14
                                 ELSE max(activity_ms, COALESCE(?14, activity_ms)) END,
-             tail = ?15
+             tail = ?15, ctime_ns = ?16, checked = ?17
              WHERE id = ?1",
         params![
             id,
@@ -777,7 +816,9 @@ fn write_file(
             full,
             rows.header_ms,
             rows.activity_ms,
-            tail
+            tail,
+            stamp.ctime_ns,
+            i64::from(checked)
         ],
     )?;
     Ok(())
