@@ -9,7 +9,7 @@
 
 use regex::{Regex, RegexBuilder};
 
-use pith_events::js::is_js_whitespace;
+use pith_events::js::{is_js_whitespace, js_trim};
 
 /// One token of a token query.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,12 +35,14 @@ pub enum Query {
 /// Parses `query` (pi's `parseSearchQuery`): `re:` prefix ⇒ regex; otherwise tokens, where a
 /// quote starts and ends a phrase; unbalanced quotes ⇒ plain whitespace tokens (quotes kept).
 pub fn parse_query(query: &str) -> Query {
-    let trimmed = query.trim();
+    // JavaScript's whitespace throughout (`trim()`, `/\s/`), not Rust's: U+0085 is not
+    // one, U+FEFF is.
+    let trimmed = js_trim(query);
     if trimmed.is_empty() {
         return Query::Tokens(Vec::new());
     }
     if let Some(pattern) = trimmed.strip_prefix("re:") {
-        let pattern = pattern.trim();
+        let pattern = js_trim(pattern);
         if pattern.is_empty() {
             return Query::Invalid("Empty regex".into());
         }
@@ -53,7 +55,7 @@ pub fn parse_query(query: &str) -> Query {
     let mut buf = String::new();
     let mut in_quote = false;
     let flush = |buf: &mut String, tokens: &mut Vec<Token>, phrase: bool| {
-        let v = buf.trim().to_owned();
+        let v = js_trim(buf).to_owned();
         buf.clear();
         if !v.is_empty() {
             tokens.push(if phrase {
@@ -69,7 +71,7 @@ pub fn parse_query(query: &str) -> Query {
             in_quote = !in_quote;
             continue;
         }
-        if !in_quote && ch.is_whitespace() {
+        if !in_quote && is_js_whitespace(ch) {
             flush(&mut buf, &mut tokens, false);
             continue;
         }
@@ -78,7 +80,8 @@ pub fn parse_query(query: &str) -> Query {
     if in_quote {
         return Query::Tokens(
             trimmed
-                .split_whitespace()
+                .split(is_js_whitespace)
+                .filter(|t| !t.is_empty())
                 .map(|t| Token::Fuzzy(t.to_owned()))
                 .collect(),
         );
@@ -295,5 +298,21 @@ mod tests {
         assert_eq!(normalize("  Hello\u{a0}\n\tWORLD  x "), "hello world x");
         assert!(contains_phrase("say HELLO\n   world!", "hello world"));
         assert!(!contains_phrase("hello-world", "hello world"));
+    }
+
+    #[test]
+    fn whitespace_is_javascript_s() {
+        // U+0085 is no JavaScript whitespace: it stays in the phrase; U+FEFF is one.
+        let Query::Tokens(t) = parse_query("\"\u{85}lexer\"") else {
+            panic!("tokens")
+        };
+        assert_eq!(t, [Token::Phrase("\u{85}lexer".into())]);
+        let Query::Tokens(t) = parse_query("\u{feff}lexer\u{feff}parser") else {
+            panic!("tokens")
+        };
+        assert_eq!(
+            t,
+            [Token::Fuzzy("lexer".into()), Token::Fuzzy("parser".into())]
+        );
     }
 }
