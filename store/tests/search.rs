@@ -989,3 +989,33 @@ fn a_file_rewritten_in_place_is_read_again() {
     }
     assert_eq!(index_phrase(&index, "delta one"), BTreeSet::from([path]));
 }
+
+/// A query without a needle (`""`, as pi's parseSearchQuery drops an empty phrase) keeps
+/// every session, as pi's filter does, newest first; an invalid regex matches none.
+#[test]
+fn an_empty_phrase_matches_every_session() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    corpus(root.path(), 7, 3);
+    let index = synced(agent.path(), root.path());
+    let all: BTreeSet<PathBuf> = all_session_files(root.path()).into_iter().collect();
+    for q in [r#""""#, r#"" ""#] {
+        let hits = index
+            .search(&pith_store::search::parse_query(q), None, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            hits.iter().map(|h| h.path.clone()).collect::<BTreeSet<_>>(),
+            all,
+            "{q}"
+        );
+        assert!(
+            hits.windows(2)
+                .all(|w| w[0].modified_ms >= w[1].modified_ms),
+            "{q}: newest first"
+        );
+    }
+    let invalid = index
+        .search(&pith_store::search::parse_query("re:("), None, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(invalid.is_empty());
+}

@@ -159,7 +159,7 @@ impl SearchIndex {
     /// crosses last); a regex matches within one message, so each hit can name its entry.
     ///
     /// The answer covers what is indexed; pair it with [`SearchIndex::coverage`] while a build
-    /// runs. An empty or invalid query matches nothing.
+    /// runs. An invalid query matches nothing; one without a needle (`""`) every session.
     ///
     /// Errors: [`crate::Error::Index`].
     pub fn search(
@@ -178,9 +178,9 @@ impl SearchIndex {
         dirs: Option<&[PathBuf]>,
         limit: Option<usize>,
     ) -> rusqlite::Result<Vec<Hit>> {
-        // An empty query (no needle) matches nothing here: the picker lists every session
-        // for it without searching.
-        let Some(needles) = needles(query).filter(|n| !n.is_empty()) else {
+        // An invalid regex matches nothing; a query with no needle (blank, or only empty
+        // phrases) matches every session, newest first, as pi's filter keeps them all.
+        let Some(needles) = needles(query) else {
             return Ok(Vec::new());
         };
         let marks: Vec<Option<SearchRegex>> = needles.iter().map(mark_regex).collect();
