@@ -1019,3 +1019,70 @@ fn an_empty_phrase_matches_every_session() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(invalid.is_empty());
 }
+
+/// Sessions of equal score and `modified` come in pi's listing order: file mtime, newest
+/// first, then file name descending; with a limit, those are the ones kept.
+#[test]
+fn ties_come_in_the_listing_order() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = root.path().join("--w--");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let when = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_735_689_600);
+    // Indexed one by one in name order, so the index's own order (file ids) is a, b, c, d.
+    let names = ["a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"];
+    for (i, name) in names.iter().enumerate() {
+        let lines = [
+            json!({"type":"session","version":3,"id":format!("s{i}"),"timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}).to_string(),
+            json!({"type":"message","id":"m1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",
+                "message":{"role":"user","content":"the same words","timestamp":1_735_689_601_000_i64}}).to_string(),
+        ];
+        let path = dir.join(name);
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+        // c.jsonl is the newest file; the others share one mtime.
+        let mtime = if *name == "c.jsonl" {
+            when + std::time::Duration::from_secs(5)
+        } else {
+            when
+        };
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .and_then(|f| f.set_modified(mtime))
+            .unwrap_or_else(|e| panic!("{e}"));
+        drop(synced(agent.path(), root.path()));
+    }
+    let index = synced(agent.path(), root.path());
+    let order_of = |query: &str, limit: Option<usize>| -> Vec<String> {
+        index
+            .search(&pith_store::search::parse_query(query), None, limit)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .map(|h| {
+                h.path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    let order = |limit: Option<usize>| order_of("\"same words\"", limit);
+    assert_eq!(order(None), ["c.jsonl", "d.jsonl", "b.jsonl", "a.jsonl"]);
+    assert_eq!(order(Some(2)), ["c.jsonl", "d.jsonl"]);
+    for query in ["same", "re:sam[e]", "ame", "\"same\" words"] {
+        assert_eq!(
+            order_of(query, Some(3)),
+            ["c.jsonl", "d.jsonl", "b.jsonl"],
+            "{query}"
+        );
+    }
+    let listed: Vec<String> = all_session_files(root.path())
+        .into_iter()
+        .map(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(order(None), listed, "the listing reads them in this order");
+}

@@ -79,6 +79,9 @@ type RowText = (Option<String>, String);
 struct FileFields {
     /// pi's `modified` (ms): what ties between equal scores are broken by, newest first.
     modified_ms: f64,
+    /// The file's mtime (ns): the order pi's listing read the files in, newest first, which
+    /// its stable sort keeps among sessions of equal score and `modified`.
+    mtime_ns: i64,
     session_id: Option<String>,
     name: Option<String>,
     cwd: String,
@@ -209,11 +212,19 @@ impl SearchIndex {
                 Some((f, total, ff.modified_ms))
             })
             .collect();
+        let mtime = |f: &i64| files.get(f).map_or(0, |ff| ff.mtime_ns);
         ranked.sort_by(|a, b| {
             a.1.total_cmp(&b.1)
                 .then_with(|| b.2.total_cmp(&a.2))
+                .then_with(|| mtime(&b.0).cmp(&mtime(&a.0)))
                 .then_with(|| a.0.cmp(&b.0))
         });
+        self.order_ties_by_name(
+            &mut ranked,
+            limit.unwrap_or(usize::MAX),
+            |r| r.0,
+            |a, b| a.1 == b.1 && a.2.total_cmp(&b.2).is_eq() && mtime(&a.0) == mtime(&b.0),
+        )?;
         if let Some(n) = limit {
             ranked.truncate(n);
         }
@@ -259,6 +270,46 @@ impl SearchIndex {
         Ok(out)
     }
 
+    /// Sessions of equal score, `modified` and mtime come out of pi's listing by file name,
+    /// descending: orders each run of `items` (sorted but for that) whose neighbours are
+    /// `tied`, among the first `upto` (rare, so the names are read only for them). `file`:
+    /// an item's file id.
+    fn order_ties_by_name<T: Copy>(
+        &self,
+        items: &mut [T],
+        upto: usize,
+        file: impl Fn(&T) -> i64,
+        tied: impl Fn(&T, &T) -> bool,
+    ) -> rusqlite::Result<()> {
+        let cut = upto.min(items.len());
+        let mut path_stmt = self
+            .conn
+            .prepare_cached("SELECT path FROM files WHERE id = ?1")?;
+        let mut start = 0;
+        while start < cut {
+            let first = items[start];
+            let end = start
+                + items[start..]
+                    .iter()
+                    .take_while(|x| tied(x, &first))
+                    .count();
+            if end - start > 1 {
+                let mut named = Vec::with_capacity(end - start);
+                for item in &items[start..end] {
+                    let path: String = path_stmt.query_row(params![file(item)], |r| r.get(0))?;
+                    let name = Path::new(&path).file_name().map(|n| n.to_owned());
+                    named.push((name, *item));
+                }
+                named.sort_by(|a, b| b.0.cmp(&a.0));
+                for (slot, (_, item)) in items[start..end].iter_mut().zip(named) {
+                    *slot = item;
+                }
+            }
+            start = end.max(start + 1);
+        }
+        Ok(())
+    }
+
     /// The short fields of every indexed file in scope (`None`: all), by file id.
     fn file_fields(
         &self,
@@ -284,6 +335,7 @@ impl SearchIndex {
                         header_ms.unwrap_or(f64::NAN),
                         mtime_ns as f64 / 1e6,
                     ),
+                    mtime_ns,
                     session_id: r.get(2)?,
                     name: r.get(3)?,
                     cwd: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
@@ -565,9 +617,24 @@ impl SearchIndex {
                 .collect();
             wanted = Some(n.saturating_sub(in_name.len()));
             by_file.retain(|(f, _)| !in_name.contains(f));
+            // The order the ranking gives sessions of one score (see `search_inner`), so the
+            // first `wanted` found are the ones it keeps.
             let modified = |f: &i64| files.get(f).map_or(0.0, |ff| ff.modified_ms);
-            by_file
-                .sort_by(|(fa, _), (fb, _)| modified(fb).total_cmp(&modified(fa)).then(fa.cmp(fb)));
+            let mtime = |f: &i64| files.get(f).map_or(0, |ff| ff.mtime_ns);
+            by_file.sort_by(|(fa, _), (fb, _)| {
+                modified(fb)
+                    .total_cmp(&modified(fa))
+                    .then_with(|| mtime(fb).cmp(&mtime(fa)))
+                    .then(fa.cmp(fb))
+            });
+            self.order_ties_by_name(
+                &mut by_file,
+                usize::MAX,
+                |f| f.0,
+                |a, b| {
+                    modified(&a.0).total_cmp(&modified(&b.0)).is_eq() && mtime(&a.0) == mtime(&b.0)
+                },
+            )?;
         }
         self.check_in_order(&by_file, needle, wanted)
     }
