@@ -1086,3 +1086,23 @@ fn ties_come_in_the_listing_order() {
         .collect();
     assert_eq!(order(None), listed, "the listing reads them in this order");
 }
+
+/// FTS5 folds `ſ` (U+017F) to `s`, pi's toLowerCase keeps it: `stop` is not in `ſtop`.
+#[test]
+fn a_long_s_is_not_an_s() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let long = write_session(root.path(), "--p--", 1, &[("user", "ſtop the ship".into())]);
+    let plain = write_session(root.path(), "--p--", 2, &[("user", "stopper here".into())]);
+    let index = synced(agent.path(), root.path());
+    for limit in [None, Some(10)] {
+        let hits: BTreeSet<PathBuf> = index
+            .search(&pith_store::search::parse_query("stop"), None, limit)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .map(|h| h.path)
+            .collect();
+        assert_eq!(hits, BTreeSet::from([plain.clone()]), "{limit:?}");
+    }
+    assert_eq!(index_phrase(&index, "ſtop"), BTreeSet::from([long]));
+}

@@ -370,8 +370,13 @@ impl SearchIndex {
                     && !only.left
                     && !only.right
                 {
-                    // Letters and digits only: the rows with a word containing it, exactly.
+                    // Letters and digits only: the rows with a word containing it, exactly;
+                    // but FTS5 folds `ſ` (U+017F) to `s` where pi's toLowerCase keeps it, so
+                    // with such a word indexed, rows found for an `s` are checked.
                     return Ok(match self.infix(Some(only.text))? {
+                        Cand::Expr(e) if only.text.contains('s') && self.holds_long_s()? => {
+                            Plan::Check(Cand::Expr(e))
+                        }
                         Cand::Expr(e) => Plan::Exact(e),
                         other => Plan::Check(other),
                     });
@@ -445,6 +450,15 @@ impl SearchIndex {
         // Inside one word: the longest clean run is part of some indexed word.
         let longest = rs.iter().filter(|r| r.clean).max_by_key(|r| r.text.len());
         Ok(Plan::Check(self.infix(longest.map(|r| r.text))?))
+    }
+
+    /// Whether some indexed word holds `ſ`, which FTS5 takes for `s`.
+    fn holds_long_s(&self) -> rusqlite::Result<bool> {
+        self.conn
+            .prepare_cached("SELECT 1 FROM words WHERE instr(word, 'ſ') > 0 LIMIT 1")?
+            .query_row([], |_| Ok(()))
+            .optional()
+            .map(|found| found.is_some())
     }
 
     /// The indexed words ending with `tail` (a run of a normalised text with a letter or
