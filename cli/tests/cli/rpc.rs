@@ -951,3 +951,40 @@ fn a_switch_guard_asks_a_dialog_and_its_answer_cancels_the_new_session() {
     let (status, _dir) = client.close();
     assert!(status.success());
 }
+
+/// `get_entries` and `get_tree` name the session's leaf (pi's `getLeafId()`), not its last
+/// entry: a session opened at an earlier entry (`--session ID@ENTRY`) says that entry.
+#[test]
+fn entries_and_tree_name_the_leaf_not_the_last_entry() {
+    let mut client = Client::start(json!([reply("one"), reply("two")]), json!({}));
+    prompt(&mut client, "first");
+    prompt(&mut client, "second");
+    let entries = client.call(json!({"type": "get_entries"}));
+    let all = entries["data"]["entries"].as_array().unwrap().clone();
+    let last = all.last().unwrap()["id"].clone();
+    assert_eq!(entries["data"]["leafId"], last);
+    let session_id = client.call(json!({"type": "get_state"}))["data"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The first reply: an earlier entry than the last.
+    let earlier = all
+        .iter()
+        .find(|e| e["message"]["role"] == "assistant")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(json!(earlier), last);
+    let (_, root) = client.close();
+    let at = format!("{session_id}@{earlier}");
+    let mut client = Client::start_in(root, json!([]), json!({}), &["--session", &at]);
+    for command in ["get_entries", "get_tree"] {
+        let answer = client.call(json!({"type": command}));
+        assert_eq!(
+            answer["data"]["leafId"],
+            json!(earlier),
+            "{command}: {answer}"
+        );
+    }
+}

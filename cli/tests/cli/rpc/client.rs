@@ -25,7 +25,17 @@ impl Client {
     /// pith on the offline model playing `script` (a JSON array of replies), with
     /// `settings` as the agent's settings.json.
     pub fn start(script: Value, settings: Value) -> Client {
-        let root = tempfile::tempdir().unwrap();
+        Client::start_in(tempfile::tempdir().unwrap(), script, settings, &[])
+    }
+
+    /// [`Client::start`] in `root` (the folder a closed client handed back, so its sessions
+    /// are there), with `args` after the mode's.
+    pub fn start_in(
+        root: tempfile::TempDir,
+        script: Value,
+        settings: Value,
+        args: &[&str],
+    ) -> Client {
         let (agent, cwd) = (root.path().join("agent"), root.path().join("work"));
         std::fs::create_dir_all(&cwd).unwrap();
         std::fs::create_dir_all(&agent).unwrap();
@@ -42,6 +52,7 @@ impl Client {
             .current_dir(&cwd)
             .args(["--mode", "rpc", "--faux-script"])
             .arg(&script_path)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
