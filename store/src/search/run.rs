@@ -104,6 +104,9 @@ enum Plan {
     Check(Cand),
 }
 
+/// A file id and its candidate rows, in rowid order.
+type FileRowsRef<'a> = (i64, &'a [i64]);
+
 /// Candidate rows of a token that needs checking.
 enum Cand {
     /// The rows of an FTS5 expression.
@@ -633,22 +636,30 @@ impl SearchIndex {
             by_file.retain(|(f, _)| !in_name.contains(f));
             // The order the ranking gives sessions of one score (see `search_inner`), so the
             // first `wanted` found are the ones it keeps.
-            let modified = |f: &i64| files.get(f).map_or(0.0, |ff| ff.modified_ms);
-            let mtime = |f: &i64| files.get(f).map_or(0, |ff| ff.mtime_ns);
-            by_file.sort_by(|(fa, _), (fb, _)| {
-                modified(fb)
-                    .total_cmp(&modified(fa))
-                    .then_with(|| mtime(fb).cmp(&mtime(fa)))
-                    .then(fa.cmp(fb))
+            // Keys looked up once per file, not per comparison (thousands of files for a regex).
+            let mut keyed: Vec<(f64, i64, FileRowsRef)> = by_file
+                .into_iter()
+                .map(|item| {
+                    let ff = files.get(&item.0);
+                    (
+                        ff.map_or(0.0, |ff| ff.modified_ms),
+                        ff.map_or(0, |ff| ff.mtime_ns),
+                        item,
+                    )
+                })
+                .collect();
+            keyed.sort_by(|a, b| {
+                b.0.total_cmp(&a.0)
+                    .then_with(|| b.1.cmp(&a.1))
+                    .then(a.2.0.cmp(&b.2.0))
             });
             self.order_ties_by_name(
-                &mut by_file,
+                &mut keyed,
                 usize::MAX,
-                |f| f.0,
-                |a, b| {
-                    modified(&a.0).total_cmp(&modified(&b.0)).is_eq() && mtime(&a.0) == mtime(&b.0)
-                },
+                |k| k.2.0,
+                |a, b| a.0.total_cmp(&b.0).is_eq() && a.1 == b.1,
             )?;
+            by_file = keyed.into_iter().map(|k| k.2).collect();
         }
         self.check_in_order(&by_file, needle, wanted)
     }
