@@ -109,19 +109,16 @@ impl Session {
 
     /// A session rebuilt from a copy of its log (a writer's snapshot), for a restart or a fork
     /// when the file is not the whole truth (in memory, or not created yet). `file` is where
-    /// it is (or will be) written: an existing file is treated as holding `entries` already.
+    /// it is (or will be) written: an existing file is treated as holding the tree's entries
+    /// already. The leaf is the tree's.
     pub fn from_snapshot(
         header: Header,
-        mut tree: Arc<SessionTree>,
-        leaf: Leaf,
+        tree: Arc<SessionTree>,
         cwd: &str,
         session_dir: Option<&Path>,
         file: Option<&Path>,
         env: &SessionEnv,
     ) -> Session {
-        if tree.leaf() != leaf {
-            Arc::make_mut(&mut tree).set_leaf(leaf);
-        }
         let log = file.map(|f| {
             if f.exists() {
                 LogFile::existing(f.to_owned(), tree.entries().len())

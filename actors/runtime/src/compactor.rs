@@ -194,7 +194,7 @@ impl Compactor {
         summary: String,
     ) -> Result<String, RuntimeError> {
         let snapshot = Self::snapshot(args, from).await?;
-        let Leaf::At(leaf) = snapshot.leaf else {
+        let Leaf::At(leaf) = snapshot.leaf() else {
             return Err(RuntimeError::NothingToCompact);
         };
         let first_kept_entry_id = snapshot.entries()[leaf].id().to_owned();
@@ -225,7 +225,7 @@ impl Compactor {
         focus: Option<String>,
         abort: &CancellationToken,
     ) -> Result<(String, CompactionResult), Refusal> {
-        let Leaf::At(leaf) = snapshot.leaf else {
+        let Leaf::At(leaf) = snapshot.leaf() else {
             return Err(Refusal::Nothing(false));
         };
         let tree = &snapshot.tree;

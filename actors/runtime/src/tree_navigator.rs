@@ -136,7 +136,7 @@ impl TreeNavigator {
         abort: &CancellationToken,
     ) -> Result<Navigated, RuntimeError> {
         let snapshot = args.writer.snapshot(from).await?;
-        let old_leaf = snapshot.leaf;
+        let old_leaf = snapshot.leaf();
         let tree = &snapshot.tree;
         let old_leaf_id = match old_leaf {
             Leaf::At(i) => Some(tree.entries()[i].id().to_owned()),

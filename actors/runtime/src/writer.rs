@@ -125,8 +125,6 @@ pub struct Snapshot {
     /// snapshot was taken: shared with the writer, copied only if the session changes while
     /// the snapshot is held.
     pub tree: Arc<SessionTree>,
-    /// The tree's leaf (its index, or the root).
-    pub leaf: Leaf,
     /// The session file (may not exist yet).
     pub session_file: Option<std::path::PathBuf>,
     /// The session's cwd.
@@ -137,6 +135,11 @@ impl Snapshot {
     /// Every entry in file order.
     pub fn entries(&self) -> &[Entry] {
         self.tree.entries()
+    }
+
+    /// The leaf (its index, or the root).
+    pub fn leaf(&self) -> Leaf {
+        self.tree.leaf()
     }
 }
 
@@ -255,7 +258,6 @@ impl SessionWriter {
         Snapshot {
             header: session.header().clone(),
             tree: session.shared_tree(),
-            leaf: session.tree().leaf(),
             session_file: session.session_file().map(ToOwned::to_owned),
             cwd: session.cwd().to_owned(),
         }

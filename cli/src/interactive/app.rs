@@ -705,7 +705,6 @@ impl App {
         Ok(Session::from_snapshot(
             snap.header,
             snap.tree,
-            snap.leaf,
             &snap.cwd,
             None,
             None,
@@ -726,7 +725,7 @@ impl App {
     /// says so, since a prompt there starts a branch beside the later entries.
     pub(super) async fn opened_at_hit_notice(&mut self) -> Result<()> {
         let snapshot = self.rt.snapshot().await?;
-        let later = match snapshot.leaf {
+        let later = match snapshot.leaf() {
             pith_store::tree::Leaf::At(i) => snapshot.entries().len().saturating_sub(i + 1),
             pith_store::tree::Leaf::Root => snapshot.entries().len(),
         };

@@ -62,7 +62,7 @@ impl Compactor {
 
     /// Whether `snapshot` has something to summarize (`prepareCompaction` is defined).
     fn preparable(args: &CompactorArgs, snapshot: &Snapshot) -> bool {
-        let Leaf::At(leaf) = snapshot.leaf else {
+        let Leaf::At(leaf) = snapshot.leaf() else {
             return false;
         };
         let path = snapshot.tree.path_to(leaf);
@@ -114,7 +114,7 @@ impl Compactor {
         };
         // Only now look at the log: the common turn costs no snapshot.
         let snapshot = Self::snapshot(args, from).await.ok()?;
-        let Leaf::At(leaf) = snapshot.leaf else {
+        let Leaf::At(leaf) = snapshot.leaf() else {
             return None;
         };
         let tree = &snapshot.tree;

@@ -53,7 +53,7 @@ pub async fn start_state(
     let Ok(snap) = writer.snapshot(from).await else {
         return (None, Vec::new());
     };
-    let path = branch(snap.entries(), &snap.leaf);
+    let path = branch(snap.entries(), &snap.leaf());
     let leaf = path.last().map(|e| e.id().to_owned());
     let custom = path
         .iter()
@@ -138,7 +138,7 @@ pub async fn handle(
                 .as_u64()
                 .map_or(PAGE, |l| (l as usize).min(MAX_PAGE));
             let before = params["before"].as_str();
-            let mut all: Vec<Value> = branch(snap.entries(), &snap.leaf)
+            let mut all: Vec<Value> = branch(snap.entries(), &snap.leaf())
                 .iter()
                 .map(json_of)
                 .filter(|v| {

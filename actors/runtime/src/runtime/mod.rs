@@ -502,7 +502,7 @@ impl Runtime {
                 if let Some(sub) = &state.subtree
                     && let Ok(snap) = sub.writer.snapshot(from).await
                 {
-                    let leaf_id = match snap.leaf {
+                    let leaf_id = match snap.leaf() {
                         Leaf::At(i) => Some(snap.entries()[i].id().to_owned()),
                         Leaf::Root => None,
                     };

@@ -191,7 +191,6 @@ pub(super) fn from_snapshot(
     Session::from_snapshot(
         snapshot.header,
         snapshot.tree,
-        snapshot.leaf,
         cwd,
         dir.as_deref(),
         file.as_deref(),

@@ -54,7 +54,7 @@ impl Runtime {
                 selected_text = Some(user.content.joined_text(""));
                 Some(entry.parent().id().map(str::to_owned))
             }
-            SessionStart::Clone => match snapshot.leaf {
+            SessionStart::Clone => match snapshot.leaf() {
                 Leaf::At(i) => Some(Some(snapshot.entries()[i].id().to_owned())),
                 Leaf::Root => return Err(RuntimeError::NothingToClone),
             },

@@ -139,7 +139,7 @@ impl Replay {
     async fn check_projection(&self) {
         let snap = self.rt.snapshot().await.unwrap();
         let (mut tree, _) = SessionTree::new(snap.entries().to_vec());
-        tree.set_leaf(snap.leaf);
+        tree.set_leaf(snap.leaf());
         assert_eq!(self.rt.context().await.unwrap(), fold(&tree, tree.leaf()));
     }
 
