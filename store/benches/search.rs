@@ -74,6 +74,18 @@ fn search_agent_10k(bencher: Bencher, query: &str) {
     bencher.bench_local(|| index.search(&q, None, Some(50)).expect("searches").len());
 }
 
+/// One warm search over agent-10k returning every session that matches (no limit, as
+/// `pith session search` prints by default): thousands of hits, each with its snippet read
+/// from its file.
+#[divan::bench(args = ["buffer", "\"check buffer type\""], sample_count = 5, sample_size = 1)]
+fn search_agent_10k_every_hit(bencher: Bencher, query: &str) {
+    let Some((index, _)) = ready("agent-10k") else {
+        return;
+    };
+    let q = parse_query(query);
+    bencher.bench_local(|| index.search(&q, None, None).expect("searches").len());
+}
+
 /// One warm search over the 30k set (scale toward agent-100k: target ≤ 0.5 s there).
 #[divan::bench(args = QUERIES, sample_count = 5, sample_size = 1)]
 fn search_agent_30k(bencher: Bencher, query: &str) {

@@ -111,19 +111,21 @@ pub fn needle_score(
     let name = fields.name.unwrap_or("");
     match needle {
         Needle::Word(w) => {
-            let name_lower = name.to_lowercase();
+            // `w` is lower-cased already (`Needle::of_token`).
+            let name_lower = lower(name);
             if name_lower.contains(w.as_str()) {
                 return Some(TIER_NAME + fuzzy_score_lower(w, &name_lower).unwrap_or(0.0));
             }
-            if fields.id.to_lowercase().contains(w.as_str())
+            let cwd_lower = lower(fields.cwd);
+            if lower(fields.id).contains(w.as_str())
                 || in_messages()
-                || fields.cwd.to_lowercase().contains(w.as_str())
+                || cwd_lower.contains(w.as_str())
             {
                 return Some(TIER_TEXT);
             }
-            [name, fields.cwd]
+            [name_lower, cwd_lower]
                 .iter()
-                .filter_map(|field| fuzzy_match(w, field))
+                .filter_map(|field| fuzzy_score_lower(w, field))
                 .min_by(f64::total_cmp)
                 .map(|s| TIER_FUZZY + s)
         }
@@ -132,7 +134,7 @@ pub fn needle_score(
             if name_norm.contains(p.as_str()) {
                 return Some(TIER_NAME + fuzzy_score_lower(p, &name_norm).unwrap_or(0.0));
             }
-            (fields.id.to_lowercase().contains(p.as_str())
+            (lower(fields.id).contains(p.as_str())
                 || in_messages()
                 || normalize(fields.cwd).contains(p.as_str()))
             .then_some(TIER_TEXT)
@@ -152,7 +154,20 @@ pub fn needle_score(
 /// better (lower), gaps and late matches worse. `ab12` also tries `12ab` (and the reverse), +5.
 /// Positions count Unicode scalar values where JavaScript counts UTF-16 units.
 pub fn fuzzy_match(query: &str, text: &str) -> Option<f64> {
-    fuzzy_score_lower(&query.to_lowercase(), &text.to_lowercase())
+    fuzzy_score_lower(&lower(query), &lower(text))
+}
+
+/// `text.to_lowercase()` (JavaScript's `toLowerCase()` for what pi compares), borrowed when
+/// that changes nothing: most ids, cwds and names are lower-case ASCII, and a search scores
+/// every session's fields.
+fn lower(text: &str) -> Cow<'_, str> {
+    if !text.is_ascii() {
+        Cow::Owned(text.to_lowercase())
+    } else if text.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(text.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(text)
+    }
 }
 
 /// pi-tui's `fuzzyFilter`: the indices of `texts` that every token of `query` (split at
@@ -249,6 +264,23 @@ mod tests {
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-9)
+    }
+
+    #[test]
+    fn lower_is_to_lowercase_and_borrows_what_it_keeps() {
+        for text in [
+            "",
+            "/home/dev/projects/p00-api-gateway",
+            "Fix the LOCK",
+            "ΣΟΦΟΣ ΟΔΟΣ",
+            "İstanbul",
+            "ſtop ẞ",
+            "a\u{0}B",
+        ] {
+            assert_eq!(lower(text), text.to_lowercase(), "{text:?}");
+        }
+        assert!(matches!(lower("already lower-case 42"), Cow::Borrowed(_)));
+        assert!(matches!(lower("Upper"), Cow::Owned(_)));
     }
 
     /// Expected values from pi-tui's `fuzzyMatch` under node on the same inputs.

@@ -174,8 +174,15 @@ impl SearchIndex {
         dirs: Option<&[PathBuf]>,
         limit: Option<usize>,
     ) -> Result<Vec<Hit>> {
-        self.search_inner(query, dirs, limit)
-            .map_err(|e| self.fail(e))
+        // One read transaction: every lookup sees the same snapshot, and SQLite takes its
+        // read lock once instead of per statement (thousands of hits read thousands of rows).
+        let read = || -> rusqlite::Result<Vec<Hit>> {
+            let tx = self.conn.unchecked_transaction()?;
+            let hits = self.search_inner(query, dirs, limit)?;
+            tx.finish()?;
+            Ok(hits)
+        };
+        read().map_err(|e| self.fail(e))
     }
 
     fn search_inner(
