@@ -1106,3 +1106,73 @@ fn a_long_s_is_not_an_s() {
     }
     assert_eq!(index_phrase(&index, "ſtop"), BTreeSet::from([long]));
 }
+
+/// Over a thousand matching sessions are read on two threads (each hit's row, and every
+/// candidate of a regex): the answer is the plain scan's, each hit names the last message
+/// holding the needle, and the order is the one a small limit gives.
+#[test]
+fn thousands_of_hits_are_read_on_two_threads_in_order() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    const SESSIONS: usize = 1100;
+    for n in 0..SESSIONS {
+        let mut texts = vec![
+            ("user", format!("the parser of case {n}")),
+            ("assistant", format!("the lexer reads buffer {n} now")),
+        ];
+        if n % 3 != 0 {
+            texts.push(("user", format!("Buffer lexer {n}")));
+        }
+        texts.push(("assistant", "done".to_owned()));
+        write_session(root.path(), &format!("--p{}--", n % 4), n, &texts);
+    }
+    let index = synced(agent.path(), root.path());
+    let session_of = |h: &pith_store::search::Hit| -> usize {
+        h.session_id
+            .as_deref()
+            .and_then(|s| s.strip_prefix('s'))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{h:?}"))
+    };
+    // Each query, and which message of session n is the last to hold it (none: no hit).
+    type LastHolding = fn(usize) -> Option<usize>;
+    let cases: [(&str, LastHolding); 3] = [
+        ("buffer", |n| Some(if n % 3 != 0 { 2 } else { 1 })),
+        (r#""lexer reads buffer""#, |_| Some(1)),
+        (r"re:Buffer lexer \d+", |n| (n % 3 != 0).then_some(2)),
+    ];
+    for (query, last_holding) in cases {
+        let q = pith_store::search::parse_query(query);
+        let hits = index
+            .search(&q, None, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let want: BTreeSet<usize> = (0..SESSIONS)
+            .filter(|&n| last_holding(n).is_some())
+            .collect();
+        assert!(want.len() > 700, "{query}");
+        assert_eq!(
+            hits.iter().map(session_of).collect::<BTreeSet<_>>(),
+            want,
+            "{query}"
+        );
+        assert_eq!(hits.len(), want.len(), "{query}: one hit per session");
+        for h in &hits {
+            let n = session_of(h);
+            let k = last_holding(n).unwrap_or_else(|| panic!("{query}: {n}"));
+            assert_eq!(h.entry_id, Some(format!("e{n}-{k}")), "{query}");
+            assert!(
+                h.snippet.to_lowercase().contains("buffer"),
+                "{query}: {}",
+                h.snippet
+            );
+        }
+        let first = index
+            .search(&q, None, Some(100))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(first.as_slice(), &hits[..100], "{query}");
+    }
+    assert_eq!(
+        index_word(&index, "buffer"),
+        scan_word(root.path(), "buffer")
+    );
+}

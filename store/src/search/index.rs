@@ -292,6 +292,15 @@ impl SearchIndex {
         })
     }
 
+    /// Another connection to the same database (one connection is not shared by threads);
+    /// unlike [`SearchIndex::open_at`], never deletes a damaged file.
+    pub(crate) fn another(&self) -> rusqlite::Result<SearchIndex> {
+        Ok(SearchIndex {
+            conn: connect(&self.db)?,
+            db: self.db.clone(),
+        })
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.db

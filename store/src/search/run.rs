@@ -39,6 +39,19 @@ const MAX_SESSION_READS: usize = 100;
 /// Most indexed words one infix lookup may expand to before the token reads every line.
 const MAX_EXPANSION: usize = 2000;
 
+/// From this many sessions on, reading their rows (each hit's shown row, or every
+/// candidate row of a check with no limit) is split between two threads.
+const SPLIT_HITS_FROM: usize = 512;
+
+/// What finding the row shown for each hit needs (see [`SearchIndex::hits`]).
+#[derive(Clone, Copy)]
+struct Shown<'a> {
+    files: &'a HashMap<i64, FileFields>,
+    needles: &'a [Needle],
+    rows: &'a [Rows],
+    marks: &'a [Option<SearchRegex>],
+}
+
 /// One session that matches a query.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
@@ -238,12 +251,69 @@ impl SearchIndex {
         if let Some(n) = limit {
             ranked.truncate(n);
         }
+        let shown = Shown {
+            files: &files,
+            needles: &needles,
+            rows: &rows,
+            marks: &marks,
+        };
+        if ranked.len() < SPLIT_HITS_FROM {
+            return self.hits(&ranked, &shown);
+        }
+        // Thousands of hits: each reads its message from its file.
+        self.halves(&ranked, |index, part| index.hits(part, &shown))
+    }
+
+    /// `run` over the two halves of `items` on two threads, the second through a connection
+    /// of its own (one is not shared by threads) in its own read transaction; the answers
+    /// joined in order. Without a second connection, this one runs both.
+    fn halves<T: Sync, R>(
+        &self,
+        items: &[T],
+        run: impl Fn(&SearchIndex, &[T]) -> rusqlite::Result<R> + Sync,
+    ) -> rusqlite::Result<R>
+    where
+        R: Send + IntoIterator + Extend<<R as IntoIterator>::Item>,
+    {
+        let (first, second) = items.split_at(items.len() / 2);
+        let other = self.another().ok();
+        let run = &run;
+        let (out, rest) = std::thread::scope(|threads| {
+            let rest = threads.spawn(move || -> Option<rusqlite::Result<R>> {
+                let other = other?;
+                let read = || {
+                    let tx = other.conn.unchecked_transaction()?;
+                    let out = run(&other, second)?;
+                    tx.finish()?;
+                    Ok(out)
+                };
+                Some(read())
+            });
+            (run(self, first), rest.join())
+        });
+        let mut out = out?;
+        match rest {
+            Ok(Some(rest)) => out.extend(rest?),
+            // No second connection (or a panic, a bug): this one runs them too.
+            Ok(None) | Err(_) => out.extend(run(self, second)?),
+        }
+        Ok(out)
+    }
+
+    /// The hits of `ranked` (file id, score, in order), each with the row shown for it.
+    fn hits(&self, ranked: &[(i64, f64, f64)], shown: &Shown<'_>) -> rusqlite::Result<Vec<Hit>> {
+        let Shown {
+            files,
+            needles,
+            rows,
+            marks,
+        } = *shown;
         let mark = marks.first().and_then(Option::as_ref);
         let mut path_stmt = self
             .conn
             .prepare_cached("SELECT path FROM files WHERE id = ?1")?;
         let mut out = Vec::with_capacity(ranked.len());
-        for (file, score, _) in ranked {
+        for &(file, score, _) in ranked {
             let path: String = path_stmt.query_row(params![file], |r| r.get(0))?;
             let ff = &files[&file];
             let mut hit = Hit {
@@ -258,8 +328,8 @@ impl SearchIndex {
             // The first token found in the messages names the entry and marks the snippet.
             let shown = needles
                 .iter()
-                .zip(&rows)
-                .zip(&marks)
+                .zip(rows.iter())
+                .zip(marks.iter())
                 .find_map(|((n, r), m)| r.get(&file).map(|shown| (n, shown, m.as_ref())));
             let read = match shown {
                 Some((_, Found::Row(_, Some(read)), m)) => Some((read.clone(), m)),
@@ -668,7 +738,13 @@ impl SearchIndex {
             )?;
             by_file = keyed.into_iter().map(|k| k.2).collect();
         }
-        self.check_in_order(&by_file, needle, wanted)
+        if wanted.is_some() || by_file.len() < SPLIT_HITS_FROM {
+            return self.check_in_order(&by_file, needle, wanted);
+        }
+        // Every file is checked.
+        self.halves(&by_file, |index, part| {
+            index.check_in_order(part, needle, None)
+        })
     }
 
     /// The sessions in `files` whose `docs` documents match the FTS5 expression `expr`: one
