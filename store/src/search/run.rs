@@ -267,6 +267,11 @@ impl SearchIndex {
     /// `run` over the two halves of `items` on two threads, the second through a connection
     /// of its own (one is not shared by threads) in its own read transaction; the answers
     /// joined in order. Without a second connection, this one runs both.
+    ///
+    /// That transaction may see a later commit than this one's (SQLite offers no shared
+    /// snapshot here): `items` were chosen in this one's, and for a file re-indexed in
+    /// between (rewritten, not appended to: appends keep every row id) the second reads the
+    /// file's rows as they are now, checked against the file as it is now.
     fn halves<T: Sync, R>(
         &self,
         items: &[T],
