@@ -12,10 +12,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use pith_events::{AgentMessage, EntryType, ExtensionEvent, ModelRef, Usage};
+use pith_store::SessionTree;
 use pith_store::branch_summary::{
     BRANCH_SUMMARY_PREAMBLE, NO_CONTENT, collect_entries_for_branch_summary, prepare_branch_entries,
 };
-use pith_store::{Leaf, SessionTree};
 
 use crate::RuntimeError;
 use crate::envelope::{Envelope, MessageKind, Origin};
@@ -138,10 +138,7 @@ impl TreeNavigator {
         let snapshot = args.writer.snapshot(from).await?;
         let old_leaf = snapshot.leaf();
         let tree = &snapshot.tree;
-        let old_leaf_id = match old_leaf {
-            Leaf::At(i) => Some(tree.entries()[i].id().to_owned()),
-            Leaf::Root => None,
-        };
+        let old_leaf_id = tree.leaf_id().map(str::to_owned);
         if old_leaf_id.as_deref() == Some(target_id.as_str()) {
             return Ok(Navigated {
                 leaf_id: Some(target_id),

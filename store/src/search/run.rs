@@ -257,16 +257,14 @@ impl SearchIndex {
             rows: &rows,
             marks: &marks,
         };
-        if ranked.len() < SPLIT_HITS_FROM {
-            return self.hits(&ranked, &shown);
-        }
-        // Thousands of hits: each reads its message from its file.
+        // Each hit reads its message from its file: thousands are read on two threads.
         self.halves(&ranked, |index, part| index.hits(part, &shown))
     }
 
     /// `run` over the two halves of `items` on two threads, the second through a connection
     /// of its own (one is not shared by threads) in its own read transaction; the answers
-    /// joined in order. Without a second connection, this one runs both.
+    /// joined in order. Fewer than [`SPLIT_HITS_FROM`] items, or no second connection: this
+    /// one runs them all.
     ///
     /// That transaction may see a later commit than this one's (SQLite offers no shared
     /// snapshot here): `items` were chosen in this one's, and for a file re-indexed in
@@ -280,6 +278,9 @@ impl SearchIndex {
     where
         R: Send + IntoIterator + Extend<<R as IntoIterator>::Item>,
     {
+        if items.len() < SPLIT_HITS_FROM {
+            return run(self, items);
+        }
         let (first, second) = items.split_at(items.len() / 2);
         let other = self.another().ok();
         let run = &run;
@@ -743,7 +744,7 @@ impl SearchIndex {
             )?;
             by_file = keyed.into_iter().map(|k| k.2).collect();
         }
-        if wanted.is_some() || by_file.len() < SPLIT_HITS_FROM {
+        if wanted.is_some() {
             return self.check_in_order(&by_file, needle, wanted);
         }
         // Every file is checked.

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use pith_events::{ExtensionEvent, ModelRef, StartReason, ThinkingLevel};
-use pith_store::{Leaf, Session, SessionEnv};
+use pith_store::{Session, SessionEnv};
 
 use crate::agent::AgentMsg;
 use crate::compactor::CompactorMsg;
@@ -502,10 +502,7 @@ impl Runtime {
                 if let Some(sub) = &state.subtree
                     && let Ok(snap) = sub.writer.snapshot(from).await
                 {
-                    let leaf_id = match snap.leaf() {
-                        Leaf::At(i) => Some(snap.entries()[i].id().to_owned()),
-                        Leaf::Root => None,
-                    };
+                    let leaf_id = snap.tree.leaf_id().map(str::to_owned);
                     let entries = snap.entries().len();
                     let _ = reply.send(CurrentSession {
                         session_file: snap.session_file,

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use ractor::ActorRef;
 
 use pith_events::{AgentMessage, ExtensionEvent, ForkPosition, SessionStart, StartReason};
-use pith_store::Leaf;
 
 use super::open::{Current, from_snapshot, open_target, reopen_when_released};
 use super::{Runtime, RuntimeEvent, RuntimeMsg, RuntimeState, SwitchOutcome};
@@ -54,9 +53,9 @@ impl Runtime {
                 selected_text = Some(user.content.joined_text(""));
                 Some(entry.parent().id().map(str::to_owned))
             }
-            SessionStart::Clone => match snapshot.leaf() {
-                Leaf::At(i) => Some(Some(snapshot.entries()[i].id().to_owned())),
-                Leaf::Root => return Err(RuntimeError::NothingToClone),
+            SessionStart::Clone => match snapshot.tree.leaf_id() {
+                Some(id) => Some(Some(id.to_owned())),
+                None => return Err(RuntimeError::NothingToClone),
             },
             _ => None,
         };
