@@ -14,8 +14,9 @@
 //!   the files, so results equal a plain scan of them.
 //!
 //! Unlike pi's picker, which matches a phrase or regex against `allMessagesText` (every
-//! message joined by spaces), a phrase or regex here matches within one text (one message,
-//! name, or the header's id and cwd), so each hit can name the entry it came from.
+//! message joined by spaces), a regex here matches within one text (one message, name, or
+//! the header's id and cwd), and a phrase runs into a message from at most the last 64
+//! characters of the ones before it, so each hit can name the entry it came from.
 
 pub mod index;
 pub mod matching;

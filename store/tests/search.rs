@@ -173,6 +173,12 @@ const WORDS: &[&str] = &[
     "ß",
     "42",
     "v1.2.3",
+    // Longer than the word pairs keep (see `pairs` in store/src/search/index.rs): cut inside
+    // a letter of two bytes, or after the private-use character pairs are joined by.
+    "tokenizers",
+    "buffering",
+    "übergrößenträger",
+    "ab\u{E000}cd",
 ];
 
 fn text_from(seed: &mut u64, words: usize) -> String {

@@ -12,6 +12,10 @@
 //! so a match names its file without a join. A message's text is
 //! indexed after the end of the messages before it ([`super::rows::with_tail`]), so a phrase
 //! running from one message into the next is found as pi finds it in the joined text.
+//! `pairs` (FTS5 without positions, one row per `texts` row) holds each two words that follow
+//! each other in the row's text as one token ([`pair_token`]): a phrase's rows are read there
+//! from the short lists of its word pairs, where `texts` walked the position lists of every
+//! occurrence of each of its words (most of a phrase search's time).
 //!
 //! Crash safety is SQLite's: a file's rows and its new stamp are committed in one
 //! transaction, so a killed build leaves every file either indexed as it was or not at all,
@@ -36,7 +40,7 @@ pub const DB_FILE: &str = "search.sqlite";
 /// The lock a builder holds while it writes (one builder per database at a time).
 const LOCK_FILE: &str = "search.lock";
 /// Bumped whenever what is indexed changes meaning; a database of another format is rebuilt.
-const FORMAT: i64 = 6;
+const FORMAT: i64 = 7;
 /// Bits of a row id that number the rows of one file.
 pub(crate) const SEQ_BITS: u32 = 24;
 
@@ -77,6 +81,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(
     tokenize='unicode61 remove_diacritics 0'
 );
 CREATE TABLE IF NOT EXISTS doc_ids(rowid INTEGER PRIMARY KEY);
+CREATE VIRTUAL TABLE IF NOT EXISTS pairs USING fts5(
+    text, content='', contentless_delete=1, detail=none, tokenize='ascii'
+);
 ";
 
 const KNOWN_SQL: &str =
@@ -247,10 +254,15 @@ fn connect(db: &Path) -> rusqlite::Result<Connection> {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS words; DROP TABLE IF EXISTS texts;
                  DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS doc_ids;
+                 DROP TABLE IF EXISTS pairs;
                  DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS files;
                  DROP TABLE IF EXISTS meta;",
             )?;
             conn.execute_batch(SCHEMA)?;
+            conn.execute_batch(
+                "INSERT INTO texts(texts, rank) VALUES ('hashsize', 16777216);
+                 INSERT INTO pairs(pairs, rank) VALUES ('hashsize', 16777216);",
+            )?;
             conn.execute(
                 "INSERT INTO meta(key, value) VALUES ('format', ?1)",
                 params![FORMAT],
@@ -495,7 +507,7 @@ impl SearchIndex {
                 }
                 done += 1;
                 pending += 1;
-                if pending >= 256 || batch_started.elapsed() > Duration::from_millis(500) {
+                if pending >= 1024 || batch_started.elapsed() > Duration::from_millis(2000) {
                     let commit = txn
                         .commit()
                         .and_then(|()| self.conn.unchecked_transaction());
@@ -667,23 +679,31 @@ fn delete_file(tx: &Connection, id: i64) -> rusqlite::Result<()> {
 
 fn delete_rows(tx: &Connection, id: i64) -> rusqlite::Result<()> {
     let (lo, hi) = (id << SEQ_BITS, (id + 1) << SEQ_BITS);
-    delete_indexed(tx, "entries", "texts", lo, hi)?;
-    delete_indexed(tx, "doc_ids", "docs", lo, hi)
+    delete_indexed(tx, "entries", &["texts", "pairs"], lo, hi)?;
+    delete_indexed(tx, "doc_ids", &["docs"], lo, hi)
 }
 
-/// Deletes the rows with ids in `lo..hi` from the contentless FTS5 table `fts` (which can
+/// Deletes the rows with ids in `lo..hi` from the contentless FTS5 tables `fts` (which can
 /// only delete by rowid, so the ids come from the table `ids` that lists them), then from
 /// `ids`. `ids` and `fts` are this module's table names.
-fn delete_indexed(tx: &Connection, ids: &str, fts: &str, lo: i64, hi: i64) -> rusqlite::Result<()> {
+fn delete_indexed(
+    tx: &Connection,
+    ids: &str,
+    fts: &[&str],
+    lo: i64,
+    hi: i64,
+) -> rusqlite::Result<()> {
     let rowids: Vec<i64> = tx
         .prepare_cached(&format!(
             "SELECT rowid FROM {ids} WHERE rowid >= ?1 AND rowid < ?2"
         ))?
         .query_map(params![lo, hi], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    let mut del = tx.prepare_cached(&format!("DELETE FROM {fts} WHERE rowid = ?1"))?;
-    for r in rowids {
-        del.execute(params![r])?;
+    for table in fts {
+        let mut del = tx.prepare_cached(&format!("DELETE FROM {table} WHERE rowid = ?1"))?;
+        for &r in &rowids {
+            del.execute(params![r])?;
+        }
     }
     tx.execute(
         &format!("DELETE FROM {ids} WHERE rowid >= ?1 AND rowid < ?2"),
@@ -701,8 +721,64 @@ const MAX_SEEN_WORDS: usize = 1 << 20;
 /// every ASCII separator, and perhaps at more), so a run looked up as a quoted FTS5 string
 /// finds the rows holding it.
 pub(crate) fn words_of(text: &str) -> impl Iterator<Item = &str> {
-    text.split(is_ascii_separator)
-        .filter(|w| w.chars().any(char::is_alphanumeric))
+    text.split(is_ascii_separator).filter(|w| is_word(w))
+}
+
+/// Whether a run between ASCII separators is one of [`words_of`]: it holds a letter or digit.
+pub(crate) fn is_word(run: &str) -> bool {
+    run.chars().any(char::is_alphanumeric)
+}
+
+/// Bytes of the first and of the second word a [`pair_token`] keeps. Short cuts keep the
+/// `pairs` table's vocabulary small (what its build time grows with) and still name few rows
+/// besides those holding the pair; every row found is checked anyway.
+const PAIR_FIRST_BYTES: usize = 8;
+const PAIR_SECOND_BYTES: usize = 4;
+
+/// The `pairs` token of two [`words_of`] a text that follow each other there: the first cut
+/// to [`PAIR_FIRST_BYTES`] and the second to [`PAIR_SECOND_BYTES`] (at character
+/// boundaries), joined by U+E000 (a private-use character, which the `ascii` tokenizer keeps
+/// inside a token, as it keeps every non-ASCII character, while splitting at every ASCII
+/// separator exactly as [`words_of`] does). The `bool` says whether `second` was cut: a word
+/// that starts with an uncut `second` has a token that starts with this one.
+pub(crate) fn pair_token(first: &str, second: &str) -> (String, bool) {
+    let mut token = String::new();
+    let was_cut = push_pair(&mut token, first, second);
+    (token, was_cut)
+}
+
+/// Appends the [`pair_token`] of `first` and `second` to `out`; whether `second` was cut.
+fn push_pair(out: &mut String, first: &str, second: &str) -> bool {
+    let (second, was_cut) = cut(second, PAIR_SECOND_BYTES);
+    out.push_str(cut(first, PAIR_FIRST_BYTES).0);
+    out.push('\u{E000}');
+    out.push_str(second);
+    was_cut
+}
+
+/// The start of `s` of at most `bytes` bytes, ending at a character boundary, and whether
+/// that is not all of it.
+fn cut(s: &str, bytes: usize) -> (&str, bool) {
+    let mut end = s.len().min(bytes);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&s[..end], end < s.len())
+}
+
+/// The `pairs` row of a text: the [`pair_token`] of each two words that follow each other.
+fn pairs_of(text: &str) -> String {
+    let mut out = String::new();
+    let mut words = words_of(text);
+    let Some(mut first) = words.next() else {
+        return out;
+    };
+    for second in words {
+        push_pair(&mut out, first, second);
+        out.push(' ');
+        first = second;
+    }
+    out
 }
 
 /// An ASCII character other than a letter or digit: FTS5's `unicode61` always splits tokens
@@ -751,6 +827,8 @@ fn write_file(
     };
     {
         let mut text = tx.prepare_cached("INSERT INTO texts(rowid, text) VALUES (?1, ?2)")?;
+        // Every row, even without a pair: a row is deleted from both tables alike.
+        let mut pair = tx.prepare_cached("INSERT INTO pairs(rowid, text) VALUES (?1, ?2)")?;
         let mut entry = tx.prepare_cached(
             "INSERT INTO entries(rowid, entry_id, offset, len) VALUES (?1, ?2, ?3, ?4)",
         )?;
@@ -781,6 +859,7 @@ fn write_file(
                 }
             }
             text.execute(params![rowid, indexed])?;
+            pair.execute(params![rowid, pairs_of(&indexed)])?;
             entry.execute(params![rowid, row.entry_id, row.offset as i64, row.len])?;
             tail = tail_after(&tail, &norm);
             if !norm.is_empty() {
@@ -831,4 +910,31 @@ fn write_file(
         ],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_keeps_the_start_of_each_word_at_a_character_boundary() {
+        assert_eq!(
+            pair_token("check", "buffer"),
+            ("check\u{E000}buff".to_owned(), true)
+        );
+        assert_eq!(
+            pair_token("tokenizers", "a"),
+            ("tokenize\u{E000}a".to_owned(), false)
+        );
+        // `ö` is two bytes: the first word stops before it, not inside it.
+        assert_eq!(
+            pair_token("übergrößen", "éé"),
+            ("übergr\u{E000}éé".to_owned(), false)
+        );
+        assert_eq!(
+            pairs_of("check  buffer-type . x"),
+            "check\u{E000}buff buffer\u{E000}type type\u{E000}x "
+        );
+        assert_eq!(pairs_of("alone."), "");
+    }
 }

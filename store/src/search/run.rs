@@ -9,7 +9,10 @@
 //!
 //! - a bare word of letters and digits: the rows holding any indexed word (the `words`
 //!   table) that contains it, as pi's `includes` finds it inside other words; exact;
-//! - a phrase (or a bare word with other characters): the runs that must be whole words in
+//! - a phrase (or a bare word with other characters): the rows holding each two of its
+//!   words that follow each other (the `pairs` table; a first word the phrase starts inside
+//!   stands for the indexed words ending with it, a last one it ends inside for the words
+//!   starting with it); a phrase without such a pair: the runs that must be whole words in
 //!   any text containing it (those between two ASCII separators) as an FTS5 phrase, the last
 //!   one as a prefix; a phrase inside one word looks its longest run up in the `words`
 //!   table; then each row is checked;
@@ -23,7 +26,7 @@ use std::path::{Path, PathBuf};
 use regex::RegexBuilder;
 use rusqlite::{OptionalExtension, params};
 
-use super::index::{SEQ_BITS, SearchIndex, is_ascii_separator};
+use super::index::{SEQ_BITS, SearchIndex, is_ascii_separator, is_word, pair_token};
 use super::matching::{Fields, Needle, TIER_WEIGHT, needle_score, needles};
 use super::query::{Query, SearchRegex, normalize};
 use super::rows::{TAIL_CHARS, row_at, tail_after, with_tail};
@@ -124,6 +127,8 @@ type FileRowsRef<'a> = (i64, &'a [i64]);
 enum Cand {
     /// The rows of an FTS5 expression.
     Expr(String),
+    /// The rows of an FTS5 expression of word pairs (the `pairs` table).
+    Pairs(String),
     /// Every row (nothing narrows the search down).
     All,
     /// No row can match.
@@ -165,6 +170,50 @@ fn runs(s: &str) -> Vec<Run<'_>> {
 
 fn quote(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
+}
+
+/// The `pairs` expression every row holding a phrase (its runs `rs`) matches: for each two
+/// runs with a letter or digit that follow each other, the [`pair_token`] of the words a text
+/// holding the phrase has there. The second run is a whole word when a separator follows it
+/// in the phrase, else the start of one; the first is a whole word when one precedes it, else
+/// (the phrase's first run) the end of one: `first_words` lists the indexed words ending with
+/// it (`None`: too many, and that pair is left out). `None` when no pair is left.
+fn pair_expr(rs: &[Run<'_>], first_words: Option<&[String]>) -> Option<String> {
+    let mut clauses = Vec::new();
+    for two in rs.windows(2) {
+        let (a, b) = (&two[0], &two[1]);
+        if !is_word(a.text) || !is_word(b.text) {
+            continue;
+        }
+        let firsts: Vec<&str> = if a.left {
+            vec![a.text]
+        } else if let Some(words) = first_words {
+            words.iter().map(String::as_str).collect()
+        } else {
+            continue;
+        };
+        let mut terms: Vec<String> = firsts
+            .iter()
+            .map(|first| {
+                let (token, cut) = pair_token(first, b.text);
+                // Only a second word the text may go on past, and not cut, is a prefix.
+                if b.right || cut {
+                    quote(&token)
+                } else {
+                    format!("{}*", quote(&token))
+                }
+            })
+            .collect();
+        // Words ending alike may share a cut start.
+        terms.sort_unstable();
+        terms.dedup();
+        if terms.len() == 1 {
+            clauses.extend(terms);
+        } else {
+            clauses.push(format!("({})", terms.join(" OR ")));
+        }
+    }
+    (!clauses.is_empty()).then(|| clauses.join(" AND "))
 }
 
 impl SearchIndex {
@@ -505,16 +554,17 @@ impl SearchIndex {
         // words end with it, they narrow the first clause (most candidates would fail the
         // check otherwise).
         let first_words = match rs.first() {
-            Some(r0) if !r0.left && r0.right && r0.text.chars().any(char::is_alphanumeric) => {
-                self.words_ending(r0.text)?
-            }
+            Some(r0) if !r0.left && r0.right && is_word(r0.text) => self.words_ending(r0.text)?,
             _ => None,
         };
+        if first_words.as_ref().is_some_and(Vec::is_empty) {
+            // No word ends with it, so no text holds the phrase.
+            return Ok(Plan::Check(Cand::Nothing));
+        }
+        if let Some(pairs) = pair_expr(&rs, first_words.as_deref()) {
+            return Ok(Plan::Check(Cand::Pairs(pairs)));
+        }
         if let Some(words) = first_words {
-            if words.is_empty() {
-                // No word ends with it, so no text holds the phrase.
-                return Ok(Plan::Check(Cand::Nothing));
-            }
             let alternatives = |rest: Option<&str>| -> String {
                 let each: Vec<String> = words
                     .iter()
@@ -627,7 +677,8 @@ impl SearchIndex {
                 match self.infix(Some(&piece))? {
                     Cand::Expr(expr) => exprs.push(format!("({expr})")),
                     Cand::Nothing => nothing = true,
-                    Cand::All => {}
+                    // (`infix` names no pairs.)
+                    Cand::All | Cand::Pairs(_) => {}
                 }
             }
         }
@@ -668,19 +719,19 @@ impl SearchIndex {
                 Err(e) => return Err(e),
             }
         }
-        let expr = match plan {
-            Plan::Exact(e) | Plan::Check(Cand::Expr(e)) => Some(e.as_str()),
+        let (sql, expr) = match plan {
+            Plan::Exact(e) | Plan::Check(Cand::Expr(e)) => {
+                ("SELECT rowid FROM texts WHERE texts MATCH ?1", Some(e))
+            }
+            Plan::Check(Cand::Pairs(e)) => {
+                ("SELECT rowid FROM pairs WHERE pairs MATCH ?1", Some(e))
+            }
             Plan::Check(Cand::Nothing) => return Ok(Rows::new()),
-            Plan::Check(Cand::All) => None,
+            Plan::Check(Cand::All) => ("SELECT rowid FROM entries", None),
         };
         let mut candidates: Vec<i64> = Vec::new();
         {
-            let mut stmt = match expr {
-                Some(_) => self
-                    .conn
-                    .prepare_cached("SELECT rowid FROM texts WHERE texts MATCH ?1")?,
-                None => self.conn.prepare_cached("SELECT rowid FROM entries")?,
-            };
+            let mut stmt = self.conn.prepare_cached(sql)?;
             let mut rows = match expr {
                 Some(expr) => stmt.query([expr])?,
                 None => stmt.query([])?,
