@@ -101,6 +101,22 @@ pub(crate) fn pi_short_flags(
     out
 }
 
+/// Whether `e` is a write to a closed stdout, as an I/O error or inside a JSON writer's
+/// (`pith session search --json | head`).
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        let kind = cause
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| {
+                cause
+                    .downcast_ref::<serde_json::Error>()
+                    .and_then(serde_json::Error::io_error_kind)
+            });
+        kind == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 fn main() -> ExitCode {
     // `pith __guard PROGRAM ARGS…`: an extension or MCP server that must not outlive pith.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -121,12 +137,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         // `pith session tree … | head` closes stdout early; that is not an error.
-        Err(e)
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
-        {
-            ExitCode::SUCCESS
-        }
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("pith: error: {e:#}");
             ExitCode::FAILURE

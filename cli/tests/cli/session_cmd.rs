@@ -518,6 +518,29 @@ fn session_search_finds_the_entry_and_writes_only_under_the_agent_dir() {
         .collect();
     assert_eq!(beside.len(), 1, "only the session: {beside:?}");
     assert!(agent.path().join("index").is_dir());
+    // A reader gone before the answer (`… --json | head -c1`) is no error: the JSON writer's
+    // broken pipe (more hits than stdout buffers) ends pith quietly, as a plain write's does.
+    for n in 2..120 {
+        let id = format!("S-{n}");
+        let copy = lines.join("\n").replace("S-1", &id) + "\n";
+        fs::write(
+            project.join(format!("2025-01-01T00-00-00-000Z_{id}.jsonl")),
+            copy,
+        )
+        .unwrap();
+    }
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"))
+        .env("PITH_AGENT_DIR", agent.path())
+        .args(["session", "search", "--all", "--wait", "--json", "lexer"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr, "");
 }
 
 /// `pith --session PATH@ENTRY` (what a search hit names): the session opens with its leaf at

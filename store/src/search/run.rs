@@ -433,10 +433,13 @@ impl SearchIndex {
                 for item in &items[start..end] {
                     let path: String = path_stmt.query_row(params![file(item)], |r| r.get(0))?;
                     let name = Path::new(&path).file_name().map(|n| n.to_owned());
-                    named.push((name, *item));
+                    named.push((name, path, *item));
                 }
-                named.sort_by(|a, b| b.0.cmp(&a.0));
-                for (slot, (_, item)) in items[start..end].iter_mut().zip(named) {
+                // pi's listing leaves files of one name (in several folders) in the order
+                // the folders are read from disk; by path, the answer does not hang on the
+                // order files were indexed in.
+                named.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+                for (slot, (_, _, item)) in items[start..end].iter_mut().zip(named) {
                     *slot = item;
                 }
             }
