@@ -3,19 +3,21 @@
 //!
 //! Tables: `files` (one row per session file: its stamp, how far it is indexed, its rows'
 //! next sequence number, its session id, name, cwd, header time and last activity), `entries`
-//! (per text row: entry id and where its line is), `texts` (FTS5, contentless: the normalised
-//! text's tokens only), `docs` (FTS5 without positions: the messages of one write of a file as
-//! one document, listed in `doc_ids`, so the sessions holding a word are read from one entry
-//! each instead of one per message) and `words` (every run of a text between ASCII
-//! separators, so a word found inside another word can be looked up: FTS5 only finds tokens
-//! by their start). A row's id is `file_id << 24 | seq`, and a document's is its first row's,
-//! so a match names its file without a join. A message's text is
-//! indexed after the end of the messages before it ([`super::rows::with_tail`]), so a phrase
-//! running from one message into the next is found as pi finds it in the joined text.
-//! `pairs` (FTS5 without positions, one row per `texts` row) holds each two words that follow
-//! each other in the row's text as one token ([`pair_token`]): a phrase's rows are read there
-//! from the short lists of its word pairs, where `texts` walked the position lists of every
-//! occurrence of each of its words (most of a phrase search's time).
+//! (per text row: entry id and where its line is), `texts` (FTS5, contentless and without
+//! positions: which rows hold each word of the normalised text, nothing else), `docs` (FTS5
+//! likewise: the messages of one write of a file as one document, listed in `doc_ids`, so the
+//! sessions holding a word are read from one entry each instead of one per message), `pairs`
+//! (FTS5 likewise, one row per `texts` row: each two words that follow each other in the
+//! row's text as one token, `pair_token`, so a phrase's rows are read from the short lists
+//! of its word pairs instead of walking position lists of every occurrence of each of its
+//! words) and `words` (every run of a text between ASCII separators, so a word found inside
+//! another word can be looked up: FTS5 only finds tokens by their start). The FTS5 tables use
+//! the `ascii` tokenizer: a token is exactly one of `words_of` (or a pair of them), so every
+//! quoted word is one token and no query needs positions. A row's id is
+//! `file_id << 24 | seq`, and a document's is its first row's, so a match names its file
+//! without a join. A message's text is indexed after the end of the messages before it
+//! ([`super::rows::with_tail`]), so a phrase running from one message into the next is found
+//! as pi finds it in the joined text.
 //!
 //! Crash safety is SQLite's: a file's rows and its new stamp are committed in one
 //! transaction, so a killed build leaves every file either indexed as it was or not at all,
@@ -40,7 +42,7 @@ pub const DB_FILE: &str = "search.sqlite";
 /// The lock a builder holds while it writes (one builder per database at a time).
 const LOCK_FILE: &str = "search.lock";
 /// Bumped whenever what is indexed changes meaning; a database of another format is rebuilt.
-const FORMAT: i64 = 7;
+const FORMAT: i64 = 8;
 /// Bits of a row id that number the rows of one file.
 pub(crate) const SEQ_BITS: u32 = 24;
 
@@ -73,12 +75,11 @@ CREATE TABLE IF NOT EXISTS entries(
     len INTEGER NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(
-    text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0'
+    text, content='', contentless_delete=1, detail=none, tokenize='ascii'
 );
 CREATE TABLE IF NOT EXISTS words(word TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(
-    text, content='', contentless_delete=1, detail=none,
-    tokenize='unicode61 remove_diacritics 0'
+    text, content='', contentless_delete=1, detail=none, tokenize='ascii'
 );
 CREATE TABLE IF NOT EXISTS doc_ids(rowid INTEGER PRIMARY KEY);
 CREATE VIRTUAL TABLE IF NOT EXISTS pairs USING fts5(
@@ -717,9 +718,9 @@ fn delete_indexed(
 const MAX_SEEN_WORDS: usize = 1 << 20;
 
 /// The runs of a normalised text between ASCII separators that hold a letter or digit: the
-/// `words` table's entries. Every FTS5 token lies inside one of them (unicode61 splits at
-/// every ASCII separator, and perhaps at more), so a run looked up as a quoted FTS5 string
-/// finds the rows holding it.
+/// `words` table's entries, and each an FTS5 token of `texts` and `docs` (the `ascii`
+/// tokenizer splits at every ASCII separator and nowhere else), so a run looked up as a
+/// quoted FTS5 string finds the rows holding it.
 pub(crate) fn words_of(text: &str) -> impl Iterator<Item = &str> {
     text.split(is_ascii_separator).filter(|w| is_word(w))
 }
@@ -729,7 +730,7 @@ pub(crate) fn is_word(run: &str) -> bool {
     run.chars().any(char::is_alphanumeric)
 }
 
-/// Bytes of the first and of the second word a [`pair_token`] keeps. Short cuts keep the
+/// Bytes of the first and of the second word a `pair_token` keeps. Short cuts keep the
 /// `pairs` table's vocabulary small (what its build time grows with) and still name few rows
 /// besides those holding the pair; every row found is checked anyway.
 const PAIR_FIRST_BYTES: usize = 8;
@@ -747,7 +748,7 @@ pub(crate) fn pair_token(first: &str, second: &str) -> (String, bool) {
     (token, was_cut)
 }
 
-/// Appends the [`pair_token`] of `first` and `second` to `out`; whether `second` was cut.
+/// Appends the `pair_token` of `first` and `second` to `out`; whether `second` was cut.
 fn push_pair(out: &mut String, first: &str, second: &str) -> bool {
     let (second, was_cut) = cut(second, PAIR_SECOND_BYTES);
     out.push_str(cut(first, PAIR_FIRST_BYTES).0);
@@ -766,7 +767,7 @@ fn cut(s: &str, bytes: usize) -> (&str, bool) {
     (&s[..end], end < s.len())
 }
 
-/// The `pairs` row of a text: the [`pair_token`] of each two words that follow each other.
+/// The `pairs` row of a text: the `pair_token` of each two words that follow each other.
 fn pairs_of(text: &str) -> String {
     let mut out = String::new();
     let mut words = words_of(text);
@@ -781,8 +782,9 @@ fn pairs_of(text: &str) -> String {
     out
 }
 
-/// An ASCII character other than a letter or digit: FTS5's `unicode61` always splits tokens
-/// there, so words, phrase runs and the FTS5 expressions built from them all split there.
+/// An ASCII character other than a letter or digit: FTS5's `ascii` tokenizer splits tokens
+/// there (and only there), so words, phrase runs and the FTS5 expressions built from them all
+/// split there.
 pub(crate) fn is_ascii_separator(c: char) -> bool {
     c.is_ascii() && !c.is_ascii_alphanumeric()
 }

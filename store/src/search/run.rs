@@ -5,17 +5,18 @@
 //!
 //! How each token finds its rows (a message is indexed normalised, see
 //! [`super::query::normalize`], after the last characters of the messages before it, see
-//! [`super::rows::with_tail`]; FTS5's `unicode61` tokens are runs of letters and digits):
+//! [`super::rows::with_tail`]; an FTS5 token is a run between ASCII separators, see
+//! `words_of` in `index.rs`):
 //!
 //! - a bare word of letters and digits: the rows holding any indexed word (the `words`
 //!   table) that contains it, as pi's `includes` finds it inside other words; exact;
 //! - a phrase (or a bare word with other characters): the rows holding each two of its
 //!   words that follow each other (the `pairs` table; a first word the phrase starts inside
 //!   stands for the indexed words ending with it, a last one it ends inside for the words
-//!   starting with it); a phrase without such a pair: the runs that must be whole words in
-//!   any text containing it (those between two ASCII separators) as an FTS5 phrase, the last
-//!   one as a prefix; a phrase inside one word looks its longest run up in the `words`
-//!   table; then each row is checked;
+//!   starting with it); a phrase without such a pair: the rows holding each of the runs
+//!   that must be whole words in any text containing it (those between two ASCII
+//!   separators), the last one as a prefix; a phrase inside one word looks its longest run up
+//!   in the `words` table; then each row is checked;
 //! - `re:`: the literal runs the pattern requires, looked up the same way, then each row is
 //!   checked with the regex; a pattern without a literal reads every line.
 
@@ -138,7 +139,7 @@ enum Cand {
 /// A maximal run of characters that are not ASCII separators, in a normalised text.
 struct Run<'a> {
     text: &'a str,
-    /// Only ASCII letters and digits: certainly one FTS5 token piece.
+    /// Only ASCII letters and digits: what [`SearchIndex::infix`] looks up inside words.
     clean: bool,
     /// An ASCII separator precedes / follows it inside the phrase.
     left: bool,
@@ -508,13 +509,8 @@ impl SearchIndex {
                     && !only.left
                     && !only.right
                 {
-                    // Letters and digits only: the rows with a word containing it, exactly;
-                    // but FTS5 folds `ſ` (U+017F) to `s` where pi's toLowerCase keeps it, so
-                    // with such a word indexed, rows found for an `s` are checked.
+                    // Letters and digits only: the rows with a word containing it, exactly.
                     return Ok(match self.infix(Some(only.text))? {
-                        Cand::Expr(e) if only.text.contains('s') && self.holds_long_s()? => {
-                            Plan::Check(Cand::Expr(e))
-                        }
                         Cand::Expr(e) => Plan::Exact(e),
                         other => Plan::Check(other),
                     });
@@ -528,34 +524,8 @@ impl SearchIndex {
 
     fn plan_phrase(&self, phrase: &str) -> rusqlite::Result<Plan> {
         let rs = runs(phrase);
-        // Runs that must be whole words (or, last, a word's start), grouped where adjacent:
-        // (index of the group's first run, its FTS5 phrase pieces).
-        let mut groups: Vec<(usize, Vec<String>)> = Vec::new();
-        let mut current: Option<(usize, Vec<String>)> = None;
-        for (k, r) in rs.iter().enumerate() {
-            let usable = r.clean && r.left;
-            if usable {
-                let piece = if r.right {
-                    quote(r.text)
-                } else {
-                    format!("{} *", quote(r.text))
-                };
-                current.get_or_insert_with(|| (k, Vec::new())).1.push(piece);
-                if r.right {
-                    continue;
-                }
-            }
-            if let Some(g) = current.take() {
-                groups.push(g);
-            }
-        }
-        if let Some(g) = current.take() {
-            groups.push(g);
-        }
-        let mut clauses: Vec<String> = groups.iter().map(|(_, g)| g.join(" + ")).collect();
         // A first run the phrase goes on past ends some word of the text: when few indexed
-        // words end with it, they narrow the first clause (most candidates would fail the
-        // check otherwise).
+        // words end with it, they narrow the candidates (most would fail the check otherwise).
         let first_words = match rs.first() {
             Some(r0) if !r0.left && r0.right && is_word(r0.text) => self.words_ending(r0.text)?,
             _ => None,
@@ -567,21 +537,22 @@ impl SearchIndex {
         if let Some(pairs) = pair_expr(&rs, first_words.as_deref()) {
             return Ok(Plan::Check(Cand::Pairs(pairs)));
         }
+        // No pair: the rows holding every run that must be a whole word (or, last, a word's
+        // start), and one of the words the first run may end.
+        let mut clauses: Vec<String> = rs
+            .iter()
+            .filter(|r| r.left && is_word(r.text))
+            .map(|r| {
+                if r.right {
+                    quote(r.text)
+                } else {
+                    format!("{}*", quote(r.text))
+                }
+            })
+            .collect();
         if let Some(words) = first_words {
-            let alternatives = |rest: Option<&str>| -> String {
-                let each: Vec<String> = words
-                    .iter()
-                    .map(|w| match rest {
-                        Some(rest) => format!("({} + {rest})", quote(w)),
-                        None => quote(w),
-                    })
-                    .collect();
-                format!("({})", each.join(" OR "))
-            };
-            match groups.first() {
-                Some((1, _)) => clauses[0] = alternatives(Some(&clauses[0])),
-                _ => clauses.insert(0, alternatives(None)),
-            }
+            let each: Vec<String> = words.iter().map(|w| quote(w)).collect();
+            clauses.push(format!("({})", each.join(" OR ")));
         }
         if !clauses.is_empty() {
             return Ok(Plan::Check(Cand::Expr(clauses.join(" AND "))));
@@ -589,15 +560,6 @@ impl SearchIndex {
         // Inside one word: the longest clean run is part of some indexed word.
         let longest = rs.iter().filter(|r| r.clean).max_by_key(|r| r.text.len());
         Ok(Plan::Check(self.infix(longest.map(|r| r.text))?))
-    }
-
-    /// Whether some indexed word holds `ſ`, which FTS5 takes for `s`.
-    fn holds_long_s(&self) -> rusqlite::Result<bool> {
-        self.conn
-            .prepare_cached("SELECT 1 FROM words WHERE instr(word, 'ſ') > 0 LIMIT 1")?
-            .query_row([], |_| Ok(()))
-            .optional()
-            .map(|found| found.is_some())
     }
 
     /// The indexed words ending with `tail` (a run of a normalised text with a letter or
@@ -714,13 +676,7 @@ impl SearchIndex {
         if let Plan::Exact(expr) = plan
             && by_session
         {
-            match self.sessions_holding(expr, files, scoped) {
-                Ok(out) => return Ok(out),
-                // A word FTS5 splits into several tokens is a phrase, which `docs` (no
-                // positions) refuses: the message rows answer it.
-                Err(e) if e.to_string().contains("detail!=full") => {}
-                Err(e) => return Err(e),
-            }
+            return self.sessions_holding(expr, files, scoped);
         }
         let (sql, expr) = match plan {
             Plan::Exact(e) | Plan::Check(Cand::Expr(e)) => {
