@@ -260,8 +260,12 @@ fn connect(db: &Path) -> rusqlite::Result<Connection> {
                  DROP TABLE IF EXISTS meta;",
             )?;
             conn.execute_batch(SCHEMA)?;
+            // 16 MiB of pending tokens before FTS5 writes a segment (its default: 1 MiB):
+            // fewer, larger segments to merge while a build writes (with the commits of
+            // `apply`, the build without pairs took 20.5 s instead of 32 s).
             conn.execute_batch(
                 "INSERT INTO texts(texts, rank) VALUES ('hashsize', 16777216);
+                 INSERT INTO docs(docs, rank) VALUES ('hashsize', 16777216);
                  INSERT INTO pairs(pairs, rank) VALUES ('hashsize', 16777216);",
             )?;
             conn.execute(
@@ -508,6 +512,8 @@ impl SearchIndex {
                 }
                 done += 1;
                 pending += 1;
+                // Every 1,024 files or 2 s: what a search during the build sees, and where a
+                // killed build resumes.
                 if pending >= 1024 || batch_started.elapsed() > Duration::from_millis(2000) {
                     let commit = txn
                         .commit()
