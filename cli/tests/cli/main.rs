@@ -26,3 +26,15 @@ mod print;
 mod rpc;
 mod session_cmd;
 mod skills_templates;
+
+/// Runs `cmd` with its stdout closed before it writes anything (`pith … | head -c0`), and
+/// returns what it exited with and wrote to stderr.
+fn output_with_reader_gone(cmd: &mut std::process::Command) -> std::process::Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
+}

@@ -887,19 +887,15 @@ fn a_reader_that_goes_away_neither_crashes_pith_nor_loses_the_run() {
             tmp.path(),
             r#"[{"content":[{"type":"text","text":"first line\nsecond line"}]}]"#,
         );
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"))
-            .env("PITH_AGENT_DIR", &agent)
-            .current_dir(&cwd)
-            .args(["--mode", mode, "-p", "--faux-script"])
-            .arg(&script)
-            .arg("hello")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
         // The reader is gone before pith writes anything.
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
+        let out = crate::output_with_reader_gone(
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"))
+                .env("PITH_AGENT_DIR", &agent)
+                .current_dir(&cwd)
+                .args(["--mode", mode, "-p", "--faux-script"])
+                .arg(&script)
+                .arg("hello"),
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{mode}: {stderr}");
         assert!(!stderr.contains("panicked"), "{mode}: {stderr}");

@@ -529,15 +529,11 @@ fn session_search_finds_the_entry_and_writes_only_under_the_agent_dir() {
         )
         .unwrap();
     }
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"))
-        .env("PITH_AGENT_DIR", agent.path())
-        .args(["session", "search", "--all", "--wait", "--json", "lexer"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
+    let out = crate::output_with_reader_gone(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"))
+            .env("PITH_AGENT_DIR", agent.path())
+            .args(["session", "search", "--all", "--wait", "--json", "lexer"]),
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(stderr, "");
