@@ -10,6 +10,7 @@
 //! - [`index`]: the database under pith's agent directory, kept in step with the files by
 //!   (path, size, mtime, inode) and by appends ([`note_appended`]); crash-safe, rebuilt when
 //!   missing or damaged.
+//! - `tokens`: what the FTS5 tables receive (tokens, word pairs, each distinct one once).
 //! - [`run`](mod@run): answering a query; candidates that may not match are checked against
 //!   the files, so results equal a plain scan of them.
 //!
@@ -23,6 +24,7 @@ pub mod matching;
 pub mod query;
 pub mod rows;
 pub mod run;
+mod tokens;
 
 use std::path::{Path, PathBuf};
 

@@ -13,7 +13,8 @@
 //! words) and `words` (every run of a text between ASCII separators, so a word found inside
 //! another word can be looked up: FTS5 only finds tokens by their start). The FTS5 tables use
 //! the `ascii` tokenizer: a token is exactly one of `words_of` (or a pair of them), so every
-//! quoted word is one token and no query needs positions. A row's id is
+//! quoted word is one token and no query needs positions; a document holds each distinct
+//! token once (`tokens::documents`, made on the threads that read the files). A row's id is
 //! `file_id << 24 | seq`, and a document's is its first row's, so a match names its file
 //! without a join. A message's text is indexed after the end of the messages before it
 //! ([`super::rows::with_tail`]), so a phrase running from one message into the next is found
@@ -33,8 +34,8 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::query::normalize;
-use super::rows::{FileRows, read_rows, tail_after, with_tail};
+use super::rows::{FileRows, read_rows};
+use super::tokens::{Documents, documents, is_word};
 use crate::error::{Error, Result, is_broken};
 
 /// File name of the database inside the folder's [`crate::dirs::index_dir`].
@@ -45,6 +46,8 @@ const LOCK_FILE: &str = "search.lock";
 const FORMAT: i64 = 8;
 /// Bits of a row id that number the rows of one file.
 pub(crate) const SEQ_BITS: u32 = 24;
+/// How many rows of one file the index holds: the row ids [`SEQ_BITS`] can number.
+const MAX_ROWS: usize = 1 << SEQ_BITS;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER);
@@ -463,8 +466,7 @@ impl SearchIndex {
         let mtime = |w: &Work| Stamp::of(&w.path).map_or(0, |s| s.mtime_ns);
         work.sort_by_cached_key(|w| std::cmp::Reverse(mtime(w)));
         let next = AtomicUsize::new(0);
-        let (tx, rx) =
-            std::sync::mpsc::sync_channel::<(usize, Option<(Stamp, u64, FileRows, u32)>)>(2);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Option<Read>)>(2);
         let work_ref = &work;
         let failed: Mutex<Option<Error>> = Mutex::new(None);
         std::thread::scope(|scope| {
@@ -496,9 +498,7 @@ impl SearchIndex {
             for (i, read) in rx {
                 let w = &work_ref[i];
                 let result = match read {
-                    Some((stamp, from, rows, checked)) => {
-                        write_file(&txn, w, (stamp, checked), from, rows, &mut seen_words)
-                    }
+                    Some(read) => write_file(&txn, w, read, &mut seen_words),
                     None => match &w.known {
                         Some(k) => delete_file(&txn, k.id),
                         None => Ok(()),
@@ -654,9 +654,8 @@ fn ends_checksum(file: &File, len: u64) -> Option<u32> {
     Some(crc32fast::hash(&buf))
 }
 
-/// Reads what `w` asks for: the stamp taken before reading, where the read started, the rows,
-/// and the [`ends_checksum`] of what was read.
-fn read_work(w: &Work) -> Option<(Stamp, u64, FileRows, u32)> {
+/// Reads what `w` asks for.
+fn read_work(w: &Work) -> Option<Read> {
     // Stamped before reading: a line appended while reading is read again next time, never
     // missed.
     let stamp = Stamp::of(&w.path)?;
@@ -675,7 +674,29 @@ fn read_work(w: &Work) -> Option<(Stamp, u64, FileRows, u32)> {
     }
     let rows = read_rows(&mut file, from).ok()?;
     let checked = ends_checksum(&file, rows.indexed_to).unwrap_or(0);
-    Some((stamp, from, rows, checked))
+    // Read from the start, the rows follow no tail: their documents can be made here, off
+    // the writer's thread. An append's follow the tail the database holds.
+    let documents = (from == 0).then(|| documents("", &rows.rows, MAX_ROWS));
+    Some(Read {
+        stamp,
+        from,
+        rows,
+        checked,
+        documents,
+    })
+}
+
+/// What [`read_work`] read of a file.
+struct Read {
+    /// The file's stamp, taken before reading.
+    stamp: Stamp,
+    /// Where the read started: 0, or the end of what is indexed (an append).
+    from: u64,
+    rows: FileRows,
+    /// The [`ends_checksum`] of what was read.
+    checked: u32,
+    /// The rows' documents, when `from` is 0.
+    documents: Option<Documents>,
 }
 
 fn delete_file(tx: &Connection, id: i64) -> rusqlite::Result<()> {
@@ -723,86 +744,19 @@ fn delete_indexed(
 /// when it holds this many, to bound memory (the table ignores repeats anyway).
 const MAX_SEEN_WORDS: usize = 1 << 20;
 
-/// The runs of a normalised text between ASCII separators that hold a letter or digit: the
-/// `words` table's entries, and each an FTS5 token of `texts` and `docs` (the `ascii`
-/// tokenizer splits at every ASCII separator and nowhere else), so a run looked up as a
-/// quoted FTS5 string finds the rows holding it.
-pub(crate) fn words_of(text: &str) -> impl Iterator<Item = &str> {
-    text.split(is_ascii_separator).filter(|w| is_word(w))
-}
-
-/// Whether a run between ASCII separators is one of [`words_of`]: it holds a letter or digit.
-pub(crate) fn is_word(run: &str) -> bool {
-    run.chars().any(char::is_alphanumeric)
-}
-
-/// Bytes of the first and of the second word a `pair_token` keeps. Short cuts keep the
-/// `pairs` table's vocabulary small (what its build time grows with) and still name few rows
-/// besides those holding the pair; every row found is checked anyway.
-const PAIR_FIRST_BYTES: usize = 8;
-const PAIR_SECOND_BYTES: usize = 4;
-
-/// The `pairs` token of two [`words_of`] a text that follow each other there: the first cut
-/// to [`PAIR_FIRST_BYTES`] and the second to [`PAIR_SECOND_BYTES`] (at character
-/// boundaries), joined by U+E000 (a private-use character, which the `ascii` tokenizer keeps
-/// inside a token, as it keeps every non-ASCII character, while splitting at every ASCII
-/// separator exactly as [`words_of`] does). The `bool` says whether `second` was cut: a word
-/// that starts with an uncut `second` has a token that starts with this one.
-pub(crate) fn pair_token(first: &str, second: &str) -> (String, bool) {
-    let mut token = String::new();
-    let was_cut = push_pair(&mut token, first, second);
-    (token, was_cut)
-}
-
-/// Appends the `pair_token` of `first` and `second` to `out`; whether `second` was cut.
-fn push_pair(out: &mut String, first: &str, second: &str) -> bool {
-    let (second, was_cut) = cut(second, PAIR_SECOND_BYTES);
-    out.push_str(cut(first, PAIR_FIRST_BYTES).0);
-    out.push('\u{E000}');
-    out.push_str(second);
-    was_cut
-}
-
-/// The start of `s` of at most `bytes` bytes, ending at a character boundary, and whether
-/// that is not all of it.
-fn cut(s: &str, bytes: usize) -> (&str, bool) {
-    let mut end = s.len().min(bytes);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&s[..end], end < s.len())
-}
-
-/// The `pairs` row of a text: the `pair_token` of each two words that follow each other.
-fn pairs_of(text: &str) -> String {
-    let mut out = String::new();
-    let mut words = words_of(text);
-    let Some(mut first) = words.next() else {
-        return out;
-    };
-    for second in words {
-        push_pair(&mut out, first, second);
-        out.push(' ');
-        first = second;
-    }
-    out
-}
-
-/// An ASCII character other than a letter or digit: FTS5's `ascii` tokenizer splits tokens
-/// there (and only there), so words, phrase runs and the FTS5 expressions built from them all
-/// split there.
-pub(crate) fn is_ascii_separator(c: char) -> bool {
-    c.is_ascii() && !c.is_ascii_alphanumeric()
-}
-
 fn write_file(
     tx: &Connection,
     w: &Work,
-    (stamp, checked): (Stamp, u32),
-    from: u64,
-    rows: FileRows,
+    read: Read,
     seen_words: &mut HashSet<String>,
 ) -> rusqlite::Result<()> {
+    let Read {
+        stamp,
+        from,
+        rows,
+        checked,
+        documents: made,
+    } = read;
     let path = w.path.to_string_lossy();
     let dir = w
         .path
@@ -825,13 +779,20 @@ fn write_file(
             (tx.last_insert_rowid(), 0)
         }
     };
-    let mut tail: String = if seq == 0 {
-        String::new()
-    } else {
-        tx.query_row("SELECT tail FROM files WHERE id = ?1", params![id], |r| {
-            r.get::<_, Option<String>>(0)
-        })?
-        .unwrap_or_default()
+    let made = match made {
+        Some(made) => made,
+        None => {
+            let tail: String = if seq == 0 {
+                String::new()
+            } else {
+                tx.query_row("SELECT tail FROM files WHERE id = ?1", params![id], |r| {
+                    r.get::<_, Option<String>>(0)
+                })?
+                .unwrap_or_default()
+            };
+            let room = usize::try_from(MAX_ROWS as i64 - seq).unwrap_or(0);
+            documents(&tail, &rows.rows, room)
+        }
     };
     {
         let mut text = tx.prepare_cached("INSERT INTO texts(rowid, text) VALUES (?1, ?2)")?;
@@ -841,23 +802,11 @@ fn write_file(
             "INSERT INTO entries(rowid, entry_id, offset, len) VALUES (?1, ?2, ?3, ?4)",
         )?;
         let mut word = tx.prepare_cached("INSERT OR IGNORE INTO words(word) VALUES (?1)")?;
-        // The messages written now, as one document of the `docs` table: which sessions
-        // hold a word is read there, from one entry per session instead of one per message.
         let first_seq = seq;
-        let mut doc = String::new();
-        for row in &rows.rows {
-            if seq >= 1 << SEQ_BITS {
-                break;
-            }
+        // `made` holds no more rows than the file has room for.
+        for (row, docs) in rows.rows.iter().zip(&made.rows) {
             let rowid = (id << SEQ_BITS) | seq;
-            let norm = normalize(&row.text);
-            // A blank message vanishes from pi's joined text: nothing to find in its row.
-            let indexed = if norm.is_empty() {
-                norm.clone()
-            } else {
-                with_tail(&tail, &norm)
-            };
-            for w in words_of(&indexed) {
+            for w in docs.text.split(' ').filter(|w| is_word(w)) {
                 if !seen_words.contains(w) {
                     if seen_words.len() >= MAX_SEEN_WORDS {
                         seen_words.clear();
@@ -866,24 +815,22 @@ fn write_file(
                     seen_words.insert(w.to_owned());
                 }
             }
-            text.execute(params![rowid, indexed])?;
-            pair.execute(params![rowid, pairs_of(&indexed)])?;
+            text.execute(params![rowid, docs.text])?;
+            pair.execute(params![rowid, docs.pairs])?;
             entry.execute(params![rowid, row.entry_id, row.offset as i64, row.len])?;
-            tail = tail_after(&tail, &norm);
-            if !norm.is_empty() {
-                doc.push_str(&norm);
-                doc.push(' ');
-            }
             seq += 1;
         }
+        // The messages written now, as one document of the `docs` table: which sessions
+        // hold a word is read there, from one entry per session instead of one per message.
         if seq > first_seq {
             let rowid = (id << SEQ_BITS) | first_seq;
             tx.prepare_cached("INSERT INTO docs(rowid, text) VALUES (?1, ?2)")?
-                .execute(params![rowid, doc])?;
+                .execute(params![rowid, made.doc])?;
             tx.prepare_cached("INSERT INTO doc_ids(rowid) VALUES (?1)")?
                 .execute(params![rowid])?;
         }
     }
+    let tail = made.tail;
     // A torn tail is indexed as it is now and read again from the start once it grows.
     tx.execute(
         "UPDATE files SET dir = ?2, size = ?3, mtime_ns = ?4, ino = ?5, indexed = ?6, torn = ?7,
@@ -918,31 +865,4 @@ fn write_file(
         ],
     )?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_pair_keeps_the_start_of_each_word_at_a_character_boundary() {
-        assert_eq!(
-            pair_token("check", "buffer"),
-            ("check\u{E000}buff".to_owned(), true)
-        );
-        assert_eq!(
-            pair_token("tokenizers", "a"),
-            ("tokenize\u{E000}a".to_owned(), false)
-        );
-        // `ö` is two bytes: the first word stops before it, not inside it.
-        assert_eq!(
-            pair_token("übergrößen", "éé"),
-            ("übergr\u{E000}éé".to_owned(), false)
-        );
-        assert_eq!(
-            pairs_of("check  buffer-type . x"),
-            "check\u{E000}buff buffer\u{E000}type type\u{E000}x "
-        );
-        assert_eq!(pairs_of("alone."), "");
-    }
 }

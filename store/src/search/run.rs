@@ -6,7 +6,7 @@
 //! How each token finds its rows (a message is indexed normalised, see
 //! [`super::query::normalize`], after the last characters of the messages before it, see
 //! [`super::rows::with_tail`]; an FTS5 token is a run between ASCII separators, see
-//! `words_of` in `index.rs`):
+//! `words_of` in `tokens.rs`):
 //!
 //! - a bare word of letters and digits: the rows holding any indexed word (the `words`
 //!   table) that contains it, as pi's `includes` finds it inside other words; exact;
@@ -27,10 +27,11 @@ use std::path::{Path, PathBuf};
 use regex::RegexBuilder;
 use rusqlite::{OptionalExtension, params};
 
-use super::index::{SEQ_BITS, SearchIndex, is_ascii_separator, is_word, pair_token};
+use super::index::{SEQ_BITS, SearchIndex};
 use super::matching::{Fields, Needle, TIER_WEIGHT, needle_score, needles};
 use super::query::{Query, SearchRegex, normalize};
 use super::rows::{TAIL_CHARS, row_at, tail_after, with_tail};
+use super::tokens::{is_ascii_separator, is_word, pair_token};
 use crate::error::Result;
 use crate::list::modified_ms;
 
@@ -575,7 +576,7 @@ impl SearchIndex {
         Ok((words.len() <= MAX_FIRST_WORDS).then_some(words))
     }
 
-    /// The rows with a word (see [`super::index::words_of`]) containing `piece` (lower-case
+    /// The rows with a word (see [`super::tokens::words_of`]) containing `piece` (lower-case
     /// ASCII letters and digits); every row when there is no piece or the words containing it
     /// need more than [`MAX_EXPANSION`] terms.
     ///
