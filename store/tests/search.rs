@@ -173,7 +173,7 @@ const WORDS: &[&str] = &[
     "ß",
     "42",
     "v1.2.3",
-    // Longer than the word pairs keep (see `pairs` in store/src/search/index.rs): cut inside
+    // Longer than the word pairs keep (see `pair_token` in store/src/search/tokens.rs): cut inside
     // a letter of two bytes, or after the private-use character pairs are joined by.
     "tokenizers",
     "buffering",
@@ -273,6 +273,70 @@ fn phrases_find_exactly_what_a_plain_scan_finds() {
             assert!(name.to_string_lossy().ends_with(".jsonl"), "{name:?}");
         }
     }
+}
+
+/// Sessions with a text (the id, the cwd, the name, or one message: a regex matches within
+/// one) that `pattern` matches case-insensitively.
+fn scan_regex(root: &Path, pattern: &str) -> BTreeSet<PathBuf> {
+    let re = regex::RegexBuilder::new(pattern)
+        .case_insensitive(true)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    all_session_files(root)
+        .into_iter()
+        .filter(|f| message_texts_and_fields(f).iter().any(|t| re.is_match(t)))
+        .collect()
+}
+
+/// Regexes of every shape the index narrows by (literals the pattern is a concatenation of,
+/// strings every match starts or ends with, alternatives of them) find exactly the sessions
+/// a plain scan finds.
+#[test]
+fn regexes_find_exactly_what_a_plain_scan_finds() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    corpus(root.path(), 60, 11);
+    let index = synced(agent.path(), root.path());
+    let mut nonempty = 0;
+    for pattern in [
+        "lex(er|ing)",
+        "(buffer|tree)s?",
+        "b[u]ffer",
+        "(parse|leaf) the",
+        "tokeni[sz]ers",
+        "buffer(ing)?",
+        "^parse",
+        "lexer$",
+        "ÉCOLE",
+        "café|naïve",
+        "über.*träger",
+        r"x\.y",
+        "re-run|foo_bar",
+        r"(lexer|zzzz)\s+buffer",
+        "zzzz|yyyy",
+        "the (lexer|tree|leaf)",
+        "(a|the) leaf",
+        r"v1\.2\.[0-9]",
+        "日本",
+        "buff(er|ering) (tree|parse)",
+        "(?:PARSE|Lexer)  ?the",
+        "a+b?c*",
+    ] {
+        let want = scan_regex(root.path(), pattern);
+        nonempty += usize::from(!want.is_empty());
+        let got: BTreeSet<PathBuf> = index
+            .search(
+                &pith_store::search::parse_query(&format!("re:{pattern}")),
+                None,
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .map(|h| h.path)
+            .collect();
+        assert_eq!(got, want, "re:{pattern}");
+    }
+    assert!(nonempty > 12, "the regexes must find something: {nonempty}");
 }
 
 #[test]
