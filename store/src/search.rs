@@ -11,6 +11,7 @@
 //!   (path, size, mtime, inode) and by appends ([`note_appended`]); crash-safe, rebuilt when
 //!   missing or damaged.
 //! - `tokens`: what the FTS5 tables receive (tokens, word pairs, each distinct one once).
+//! - `regex_literals`: what every match of a `re:` pattern holds, to look its rows up by.
 //! - [`run`](mod@run): answering a query; candidates that may not match are checked against
 //!   the files, so results equal a plain scan of them.
 //!
@@ -22,6 +23,7 @@
 pub mod index;
 pub mod matching;
 pub mod query;
+mod regex_literals;
 pub mod rows;
 pub mod run;
 mod tokens;
