@@ -113,7 +113,9 @@ pub(crate) struct Documents {
 pub(crate) fn documents(tail: &str, rows: &[TextRow], max_rows: usize) -> Documents {
     let mut tail = tail.to_owned();
     let mut out = Vec::with_capacity(rows.len().min(max_rows));
-    let mut messages = Vec::with_capacity(out.capacity());
+    // The session's distinct tokens, owned: a message's text is dropped once its row is made.
+    let mut doc_seen: HashSet<String> = HashSet::new();
+    let mut doc = String::new();
     for row in rows.iter().take(max_rows) {
         let norm = normalize(&row.text);
         // A blank message vanishes from pi's joined text: nothing to find in its row.
@@ -123,36 +125,49 @@ pub(crate) fn documents(tail: &str, rows: &[TextRow], max_rows: usize) -> Docume
             with_tail(&tail, &norm)
         };
         out.push(RowDocuments {
-            text: distinct_tokens([indexed.as_str()]),
-            pairs: distinct_tokens([pairs_of(&indexed).as_str()]),
+            text: distinct_tokens(&indexed),
+            pairs: distinct_tokens(&pairs_of(&indexed)),
         });
+        for token in tokens(&norm) {
+            if !doc_seen.contains(token) {
+                doc_seen.insert(token.to_owned());
+                push_token(&mut doc, token);
+            }
+        }
         tail = tail_after(&tail, &norm);
-        messages.push(norm);
     }
     Documents {
         rows: out,
-        doc: distinct_tokens(messages.iter().map(String::as_str)),
+        doc,
         tail,
     }
 }
 
-/// Every token of `texts` (runs between ASCII separators, as the `ascii` tokenizer splits
-/// them), each once, in first-seen order, joined by spaces: the same tokens FTS5 reads from
-/// the texts themselves.
-fn distinct_tokens<'a>(texts: impl IntoIterator<Item = &'a str>) -> String {
+/// The tokens of `text` as FTS5's `ascii` tokenizer reads them: the non-empty runs between
+/// ASCII separators (words, and runs of other non-ASCII characters).
+fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(is_ascii_separator).filter(|t| !t.is_empty())
+}
+
+/// Every one of the [`tokens`] of `text` once, in first-seen order, joined by spaces: the
+/// same tokens FTS5 reads from `text` itself.
+fn distinct_tokens(text: &str) -> String {
     let mut seen = HashSet::new();
     let mut out = String::new();
-    for text in texts {
-        for token in text.split(is_ascii_separator).filter(|t| !t.is_empty()) {
-            if seen.insert(token) {
-                if !out.is_empty() {
-                    out.push(' ');
-                }
-                out.push_str(token);
-            }
+    for token in tokens(text) {
+        if seen.insert(token) {
+            push_token(&mut out, token);
         }
     }
     out
+}
+
+/// Appends `token` to a document of tokens joined by spaces.
+fn push_token(doc: &mut String, token: &str) {
+    if !doc.is_empty() {
+        doc.push(' ');
+    }
+    doc.push_str(token);
 }
 
 #[cfg(test)]
