@@ -17,7 +17,7 @@ use super::rows::{TextRow, tail_after, with_tail};
 /// tokenizer splits at every ASCII separator and nowhere else), so a run looked up as a
 /// quoted FTS5 string finds the rows holding it.
 pub(crate) fn words_of(text: &str) -> impl Iterator<Item = &str> {
-    text.split(is_ascii_separator).filter(|w| is_word(w))
+    tokens(text).filter(|w| is_word(w))
 }
 
 /// Whether a run between ASCII separators is one of [`words_of`]: it holds a letter or digit.
