@@ -51,6 +51,12 @@ pub fn export_html(session_file: &Path, out: Option<&Path>) -> Result<PathBuf> {
     let env = SessionEnv::system();
     let session = Session::open(session_file, None, None, OpenMode::ReadOnly, &env)
         .with_context(|| format!("cannot read {}", session_file.display()))?;
+    // The page shows every entry: bodies a large session left in its file are read in one
+    // pass, not one read each.
+    session
+        .tree()
+        .read_back_bodies()
+        .with_context(|| format!("cannot read {}", session_file.display()))?;
     for w in session.warnings() {
         eprintln!("pith: {}: {w}", session_file.display());
     }

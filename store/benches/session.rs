@@ -77,6 +77,20 @@ fn open_and_build_context(bencher: Bencher, name: &str) {
     });
 }
 
+/// Open a file to run it, as a resume does, and build the context at its leaf. A file of
+/// 16 MiB and more is read through its outline (`pith_store::outline`, kept by the first
+/// sample): the bodies off the path to the leaf stay in the file (pi resumes with
+/// `SessionManager.open`, whose figures are `open_and_build_context`'s).
+#[divan::bench(args = ["s1k", "s10k", "s100mb", "s100k"], sample_count = 5, sample_size = 1)]
+fn open_to_resume(bencher: Bencher, name: &str) {
+    let Some(path) = single(name) else { return };
+    let env = env();
+    bencher.bench(|| {
+        let session = Session::open(&path, None, None, OpenMode::ReadOnly, &env).expect("opens");
+        session.build_context().messages.len()
+    });
+}
+
 /// Build the context at the leaf of an open session (pi: 42 ms / 435 ms / 1.88 s).
 #[divan::bench(args = ["s10k", "s100mb", "s100k"], sample_count = 20)]
 fn build_context_when_open(bencher: Bencher, name: &str) {

@@ -277,7 +277,7 @@ fn project_entry<'a>(
 ) {
     match e.kind() {
         EntryType::Message => {
-            if e.message_raw().is_none_or(|m| m == "null") {
+            if !e.has_message() {
                 return;
             }
             let role = e.role();

@@ -8,6 +8,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use body_in_file::BodyInFile;
+pub use body_in_file::BodySource;
+pub(crate) use body_in_file::read_back_all;
+
 use pith_events::{AgentMessage, EntryType, SessionEntry};
 use serde::de::DeserializeOwned;
 
@@ -89,6 +93,9 @@ pub struct Entry {
     line: usize,
     /// The text holds a number beyond f64's range (see [`Entry::js_raw`]).
     huge_numbers: bool,
+    /// Set when `raw` is the line with its message body left out (see
+    /// [`crate::load::Bodies::Elided`]): where the whole line is, read back on first use.
+    in_file: Option<Arc<BodyInFile>>,
 }
 
 /// Why a parsed line cannot be an entry.
@@ -158,7 +165,48 @@ impl Entry {
             null_content,
             line,
             huge_numbers: scanned.huge_numbers,
+            in_file: None,
         })
+    }
+
+    /// This entry, read with its message body left out, standing for the whole line of
+    /// `len` bytes at byte `offset` of `source`: the eager members are this entry's, and
+    /// everything that reads the body ([`Entry::raw`], [`Entry::message_raw`], decoding)
+    /// reads the whole line back on first use and keeps it. If it cannot be read back as
+    /// the same entry (same id, parent and type), the cut line stands and
+    /// [`Entry::read_back`] says why.
+    pub fn with_body_in(self, source: Arc<BodySource>, offset: u64, len: usize) -> Entry {
+        Entry {
+            in_file: Some(Arc::new(BodyInFile::new(source, offset, len))),
+            ..self
+        }
+    }
+
+    /// The entry with its whole line: `self`, or for an entry made by
+    /// [`Entry::with_body_in`] the line read back (the cut one if that failed).
+    fn whole(&self) -> &Entry {
+        match &self.in_file {
+            Some(body) => body.whole(self).unwrap_or(self),
+            None => self,
+        }
+    }
+
+    /// Whether this entry's message body is left in the file (see [`Entry::with_body_in`])
+    /// and not read back yet.
+    pub fn body_in_file(&self) -> bool {
+        self.in_file.as_ref().is_some_and(|b| !b.is_read())
+    }
+
+    /// Reads the whole line back now if it is left in the file.
+    ///
+    /// Errors: [`crate::Error::BodyChanged`] when the line is no longer in the file as it
+    /// was read (the file was changed in place); [`Entry::raw`] then gives the line with
+    /// its body cut, which must not be copied anywhere as the entry.
+    pub fn read_back(&self) -> Result<(), crate::Error> {
+        match &self.in_file {
+            Some(body) if body.whole(self).is_none() => Err(body.changed()),
+            _ => Ok(()),
+        }
     }
 
     /// Parses one JSON text (a line without its terminator) into an entry.
@@ -173,25 +221,32 @@ impl Entry {
         Entry::from_scanned(text, &scanned, line).map_err(|e| invalid(&e))
     }
 
+    /// The text this entry holds: [`Entry::raw`], or for an entry whose body is left in
+    /// the file, its line with the body cut (never read back).
+    pub(crate) fn raw_as_held(&self) -> &str {
+        &self.raw
+    }
+
     /// The raw JSON object text.
     pub fn raw(&self) -> &str {
-        &self.raw
+        &self.whole().raw
     }
 
     /// The raw text as pi would print the parsed entry: identical to [`Entry::raw`] unless a
     /// number is beyond f64's range, which `JSON.stringify` writes as `null`.
     pub fn js_raw(&self) -> Cow<'_, str> {
-        if self.huge_numbers {
-            scan::js_compatible(&self.raw)
+        let whole = self.whole();
+        if whole.huge_numbers {
+            scan::js_compatible(&whole.raw)
         } else {
-            Cow::Borrowed(&self.raw)
+            Cow::Borrowed(&whole.raw)
         }
     }
 
     /// The `message` member as pi would print it (see [`Entry::js_raw`]).
     pub fn js_message_raw(&self) -> Option<Cow<'_, str>> {
         let m = self.message_raw()?;
-        Some(if self.huge_numbers {
+        Some(if self.whole().huge_numbers {
             scan::js_compatible(m)
         } else {
             Cow::Borrowed(m)
@@ -200,7 +255,7 @@ impl Entry {
 
     /// The shared raw text (for copying an entry into another session without re-encoding).
     pub fn raw_shared(&self) -> &Arc<str> {
-        &self.raw
+        &self.whole().raw
     }
 
     /// `type`.
@@ -235,7 +290,14 @@ impl Entry {
 
     /// The raw JSON of `message` (for `message` entries).
     pub fn message_raw(&self) -> Option<&str> {
-        self.message.map(|s| s.of(&self.raw))
+        let whole = self.whole();
+        whole.message.map(|s| s.of(&whole.raw))
+    }
+
+    /// Whether the entry has a `message` member that is not `null` (known without reading
+    /// a body left in the file: the cut line keeps an object there).
+    pub fn has_message(&self) -> bool {
+        self.message.is_some_and(|s| s.of(&self.raw) != "null")
     }
 
     /// `message.role`, when `message` is an object with a string role.
@@ -272,11 +334,13 @@ impl Entry {
     /// adds it). Used where pith must re-link a copied entry (spec: divergences.md "Writing").
     ///
     /// Errors: [`crate::Error::InvalidEntry`] when `value` is not JSON or the result is not
-    /// an entry.
+    /// an entry; [`crate::Error::BodyChanged`] as [`Entry::read_back`].
     pub fn with_member(&self, key: &str, value: &str) -> Result<Entry, crate::Error> {
+        // The copy is a new line: never one with its body cut.
+        self.read_back()?;
         let invalid = |reason: String| crate::Error::InvalidEntry { reason };
         scan::scan(value.as_bytes()).map_err(|e| invalid(format!("{value}: {e}")))?;
-        let text = scan::set_member(&self.raw, key, value)
+        let text = scan::set_member(&self.whole().raw, key, value)
             .ok_or_else(|| invalid("the entry is not an object".to_owned()))?;
         Entry::parse(&text, self.line)
     }
@@ -286,7 +350,7 @@ impl Entry {
     /// Errors: the entry's JSON does not decode (only possible for values serde_json cannot
     /// represent, e.g. numbers beyond f64 range); lone surrogates decode as U+FFFD.
     pub fn decode(&self) -> Result<SessionEntry, serde_json::Error> {
-        decode_json(&self.raw)
+        decode_json(self.raw())
     }
 
     /// Decodes the `message` member; `None` when the entry has none.
@@ -300,8 +364,27 @@ impl Entry {
     ///
     /// Errors: as [`Entry::decode`].
     pub fn decode_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        decode_json(&self.raw)
+        decode_json(self.raw())
     }
+}
+
+/// Reads back at once every message body of `entries` still left in a session file (see
+/// [`Entry::with_body_in`]): one pass over the file, nearby lines per read, instead of one
+/// read per entry when each is asked for. Entries read whole are untouched; this is cheap
+/// when none is left.
+///
+/// Errors: [`crate::Error::BodyChanged`] when a line is no longer as it was read (the file
+/// was changed in place); [`crate::Error::Io`].
+pub fn read_back_bodies(entries: &[Entry]) -> Result<(), crate::Error> {
+    if read_back_all(entries)? {
+        return Ok(());
+    }
+    entries.iter().try_for_each(Entry::read_back)
+}
+
+/// Whether `a` and `b` are the same entry: id, parent and type (one may lack its body).
+pub(crate) fn same_entry(a: &Entry, b: &Entry) -> bool {
+    a.id == b.id && a.parent == b.parent && a.kind == b.kind
 }
 
 /// serde_json decoding of a JSON text `JSON.parse` accepted; lone surrogate escapes, which
@@ -326,6 +409,8 @@ fn decode_exact<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error>
     de.end()?;
     Ok(value)
 }
+
+mod body_in_file;
 
 #[cfg(test)]
 mod tests {

@@ -96,6 +96,15 @@ pub enum Error {
         /// SQLite's error (in the message, so not chained as a source).
         cause: rusqlite::Error,
     },
+    /// An entry whose message body was left in the session file (a large session opened
+    /// for its context) could not be read back: the file was changed in place since.
+    #[error("{}: the entry at byte {offset} is no longer as it was read (the file was changed by another program); open the session again", path.display())]
+    BodyChanged {
+        /// The session file.
+        path: PathBuf,
+        /// Byte offset of the entry's line.
+        offset: u64,
+    },
     /// An entry pith was asked to write could not be serialized.
     #[error("cannot serialize an entry: {0}")]
     Serialize(#[from] serde_json::Error),

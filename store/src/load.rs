@@ -14,6 +14,7 @@ use crate::reader::{LineEvent, ReadSummary, read_lines};
 use crate::scan::Scanned;
 
 mod halves;
+pub(crate) use halves::{append_part, read_part};
 
 /// A line pith skipped, and why. Skipped lines stay in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +54,10 @@ pub struct LoadedLog {
     /// With [`Bodies::Elided`]: the entries whose message body was left out, each with where
     /// its whole text is in the file (empty otherwise, and after a migration).
     pub elided: Vec<Elided>,
+    /// With [`Bodies::Elided`] from [`load_file_with`]: the CRC-32 of the
+    /// [`ReadSummary::bytes`] bytes that were read, the very bytes the entries come from (an
+    /// outline is checked against the file by it, see `crate::outline`).
+    pub checksum: Option<u32>,
 }
 
 /// Whether a load keeps every message body (spec: format.md §6; the answers never differ).
@@ -154,15 +159,68 @@ pub fn load_file_with(
         return Err(Error::NotAFile(path.to_owned()));
     }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    load_open_file(&file, meta.len(), path, bodies, new_id)
+}
+
+/// [`load_file_with`] over `file`, already open and `len` bytes long when its metadata was
+/// read (a part written after that is read only by the one-pass reader).
+///
+/// Errors: as [`load_file`].
+pub(crate) fn load_open_file(
+    file: &File,
+    len: u64,
+    path: &Path,
+    bodies: Bodies,
+    new_id: &mut dyn FnMut() -> String,
+) -> Result<Loaded> {
     let two_cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     if two_cores
-        && meta.len() >= halves::FROM_BYTES
-        && let Some(loaded) =
-            halves::load_in_halves(&file, path, (meta.len() / 2, meta.len()), bodies, new_id)?
+        && len >= halves::FROM_BYTES
+        && let Some(loaded) = halves::load_in_halves(file, path, (len / 2, len), bodies, new_id)?
     {
         return Ok(loaded);
     }
-    load_from_with(file, path, bodies, new_id)
+    let mut source = Checksummed::new(file, bodies);
+    let mut loaded = load_from_with(&mut source, path, bodies, new_id)?;
+    if let Loaded::Log(log) = &mut loaded {
+        log.checksum = source.checksum();
+    }
+    Ok(loaded)
+}
+
+/// A reader that keeps the CRC-32 of what it has read, when bodies are left out (the load
+/// may become an outline); otherwise it only reads.
+pub(crate) struct Checksummed<R> {
+    source: R,
+    hasher: Option<crc32fast::Hasher>,
+}
+
+impl<R: Read> Checksummed<R> {
+    pub(crate) fn new(source: R, bodies: Bodies) -> Checksummed<R> {
+        Checksummed {
+            source,
+            hasher: matches!(bodies, Bodies::Elided { .. }).then(crc32fast::Hasher::new),
+        }
+    }
+
+    /// The hasher of the bytes read so far, when bodies are left out.
+    pub(crate) fn hasher(&self) -> Option<&crc32fast::Hasher> {
+        self.hasher.as_ref()
+    }
+
+    pub(crate) fn checksum(&self) -> Option<u32> {
+        self.hasher.clone().map(crc32fast::Hasher::finalize)
+    }
+}
+
+impl<R: Read> Read for Checksummed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.source.read(buf)?;
+        if let Some(hasher) = &mut self.hasher {
+            hasher.update(&buf[..n]);
+        }
+        Ok(n)
+    }
 }
 
 /// [`load_file`] over any reader; `path` only names the source in errors.
@@ -268,6 +326,7 @@ pub fn load_from_with<R: Read>(
             migration: steps,
             rewrite: None,
             elided: body.elided,
+            checksum: None,
         })));
     }
     let Body {
@@ -313,6 +372,7 @@ pub fn load_from_with<R: Read>(
         migration: steps,
         rewrite: Some(lines),
         elided: Vec::new(),
+        checksum: None,
     })))
 }
 

@@ -1,19 +1,23 @@
-//! Session outlines: what opening a large session for one context learns from reading every
-//! line (the header, each entry with its large message bodies left out, the skipped lines,
-//! the file's tail facts), kept under pith's agent directory so that the next open of the
-//! unchanged file reads the outline and then only the bodies its context needs (issue 17
-//! item 4: reading and checking every line was nearly all of opening a 100 MiB session).
+//! Session outlines: what opening a large session learns from reading every line (the
+//! header, each entry with its large message bodies left out, the skipped lines, the file's
+//! tail facts), kept under pith's agent directory so that the next open reads the outline,
+//! then only the lines appended since and the bodies its context needs (issue 17 item 4:
+//! reading and checking every line was nearly all of opening or resuming a 100 MiB session).
 //!
-//! The JSONL file stays the truth. An outline is used only while the file's device, inode,
-//! size, mtime and ctime all equal what they were when it was read, and the bodies read back
-//! for a context are checked against it (`session/context_view.rs`). Outlines are written
-//! only for files whose mtime and ctime are [`SETTLED`] old (a change within the same
-//! timestamp tick as the read would go unseen) and only when the file's stamp is the same
-//! before and after the read. An outline carries a CRC-32 of its content and every offset in
-//! it is checked against the file's size: a damaged outline is read past, never trusted. A missing, corrupt or other-format outline is ignored and replaced; one that cannot
-//! be written is not kept. At most [`KEPT`] outlines are kept, the oldest removed first.
+//! The JSONL file stays the truth. An outline records the CRC-32 of the bytes it was read
+//! from (computed as they were read) and holds for the same file (device and inode) while
+//! the file still starts with those bytes: the checksum is compared, unless the file's size,
+//! mtime and ctime are all what they were and were [`SETTLED`] when the outline was read (a
+//! change after that moves the ctime to a later tick). A file that only grew (pi and pith
+//! append) is read from where the outline ends. Bodies read back are checked to be the same
+//! entries (`session/context_view.rs`, `entry/body_in_file.rs`). An outline carries a
+//! CRC-32 of its own content and every offset in it is checked against the bytes it covers:
+//! a damaged outline is read past, never trusted. A missing, corrupt or other-format outline
+//! is ignored and replaced; one that cannot be written is not kept. At most [`KEPT`]
+//! outlines are kept, the oldest removed first.
 
-use std::fs::Metadata;
+use std::fs::{File, Metadata};
+use std::os::unix::fs::FileExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -22,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::entry::Entry;
 use crate::header::Header;
-use crate::load::{Elided, LoadedLog, Warning};
+use crate::load::{Bodies, Elided, Loaded, LoadedLog, Warning};
 use crate::migrate::Migration;
 use crate::reader::ReadSummary;
 
@@ -32,11 +36,16 @@ pub const FROM_BYTES: u64 = 16 << 20;
 /// How many outlines are kept (one per large session file).
 pub const KEPT: usize = 8;
 
-/// How long a file must have been unchanged (by mtime and ctime) before its outline is kept.
+/// How long a file must have been unchanged (by mtime and ctime) for an unchanged stamp to
+/// prove it unchanged, without comparing its checksum.
 pub const SETTLED: Duration = Duration::from_secs(2);
 
 /// Bumped whenever the outline's fields change meaning; another format is ignored.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
+
+/// An outline that needed this many bytes (or more) appended to it read is kept again, so
+/// that the next open reads only what comes after them.
+pub const KEEP_AGAIN_FROM: u64 = 1 << 20;
 
 /// What identifies one version of a file: an outline holds for the file only while all of it
 /// is unchanged. Times are (seconds, nanoseconds) since 1970.
@@ -87,7 +96,13 @@ struct OutlineFile {
     format: u32,
     /// The file's canonical path (the outline's name is only its hash).
     path: String,
+    /// The file's stamp taken before it was read.
     stamp: FileStamp,
+    /// Whether `stamp` was [`FileStamp::settled`] when it was taken: then a file with the
+    /// same stamp is the same file, and the checksum need not be compared.
+    settled: bool,
+    /// CRC-32 of the `summary.0` bytes the entries were read from.
+    checksum: u32,
     header: String,
     /// Each entry's line number and text as loaded (large bodies cut, see
     /// [`crate::load::Bodies::Elided`]).
@@ -119,46 +134,134 @@ fn canonical(path: &Path) -> Option<String> {
     )
 }
 
-/// The load of `path` (without a migration, large bodies left out as
-/// [`crate::load::Bodies::for_outline`] leaves them out) from its outline, when one is kept
-/// for exactly this `stamp`; `None` otherwise.
-pub fn read(agent_dir: &Path, path: &Path, stamp: FileStamp) -> Option<LoadedLog> {
+/// A large session file opened through its outline.
+#[derive(Debug)]
+pub struct Outlined {
+    /// The load, with large bodies left out ([`crate::load::Bodies::for_outline`]); a file
+    /// that needs a migration is loaded as it is, its rewrite still to be written.
+    pub loaded: Loaded,
+    /// The file the load was read from, for reading bodies back.
+    pub file: File,
+}
+
+/// Opens `path` through its outline under `agent_dir` when one holds ([`read`]), else by
+/// reading the file with large bodies left out and keeping its outline ([`keep`]); `None`
+/// for a file under [`FROM_BYTES`] or not a regular file (or not there: the caller's own
+/// load reports it).
+///
+/// Errors: as [`crate::load::load_file`].
+pub fn open(
+    agent_dir: &Path,
+    path: &Path,
+    new_id: &mut dyn FnMut() -> String,
+) -> crate::Result<Option<Outlined>> {
+    // Opening a FIFO would block: only a large regular file is opened here.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() >= FROM_BYTES) {
+        return Ok(None);
+    }
+    let Ok(file) = File::open(path) else {
+        return Ok(None);
+    };
+    let Some(meta) = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file() && m.len() >= FROM_BYTES)
+    else {
+        return Ok(None);
+    };
+    let stamp = FileStamp::of(&meta);
+    let settled = stamp.settled(SystemTime::now());
+    if let Some(log) = read(agent_dir, path, &file, (stamp, settled)) {
+        return Ok(Some(Outlined {
+            loaded: Loaded::Log(Box::new(log)),
+            file,
+        }));
+    }
+    let loaded =
+        crate::load::load_open_file(&file, stamp.size, path, Bodies::for_outline(), new_id)?;
+    if let Loaded::Log(log) = &loaded {
+        keep(agent_dir, path, (stamp, settled), log);
+    }
+    Ok(Some(Outlined { loaded, file }))
+}
+
+/// The load of `path`, open as `file` with `stamp` (taken before anything was read), from
+/// its outline (without a migration, large bodies left out as
+/// [`crate::load::Bodies::for_outline`] leaves them out); `None` when no outline holds.
+///
+/// `settled` says whether `stamp` was [`FileStamp::settled`] when taken.
+///
+/// An outline holds for the same file (device and inode) when its stamp is unchanged and
+/// was settled when taken, or else when the file still starts with the bytes the outline
+/// was read from (their CRC-32 compared): then only the lines appended after them are
+/// read. The outline is kept again when those were [`KEEP_AGAIN_FROM`] bytes or more.
+pub fn read(
+    agent_dir: &Path,
+    path: &Path,
+    file: &File,
+    (stamp, settled): (FileStamp, bool),
+) -> Option<LoadedLog> {
     let canonical = canonical(path)?;
     let bytes = std::fs::read(outline_path(agent_dir, &canonical)).ok()?;
     let (content, sum) = bytes.split_last_chunk::<4>()?;
     if crc32fast::hash(content) != u32::from_le_bytes(*sum) {
         return None;
     }
-    let (file, _) =
+    let (outline, _) =
         bincode::serde::decode_from_slice::<OutlineFile, _>(content, bincode::config::standard())
             .ok()?;
-    if file.format != FORMAT || file.path != canonical || file.stamp != stamp {
+    drop(bytes);
+    if outline.format != FORMAT
+        || outline.path != canonical
+        || (outline.stamp.dev, outline.stamp.ino) != (stamp.dev, stamp.ino)
+    {
         return None;
     }
-    drop(bytes);
+    let (covered, ends_with_newline, has_content, lines, trimmed_last) = outline.summary;
+    let unchanged = outline.settled && outline.stamp == stamp;
+    // Lines after the outline's are read as a part of the file read from a line boundary,
+    // which a torn or trimmed last line is not.
+    let grown = stamp.size > covered;
+    if !unchanged && (stamp.size < covered || (grown && (!ends_with_newline || trimmed_last))) {
+        return None;
+    }
     let in_file = |&(index, offset, len): &(usize, u64, usize)| {
-        index < file.entries.len()
+        index < outline.entries.len()
             && u64::try_from(len)
                 .ok()
                 .and_then(|len| offset.checked_add(len))
-                .is_some_and(|end| end <= stamp.size)
+                .is_some_and(|end| end <= covered)
     };
-    if !file.elided.iter().all(in_file) {
+    if !outline.elided.iter().all(in_file) {
         return None;
     }
-    let header = Header::parse(&file.header).ok()?;
-    let entries = entries_of(&file.entries)?;
-    let (bytes, ends_with_newline, has_content, lines, trimmed_last) = file.summary;
-    Some(LoadedLog {
+    let header = Header::parse(&outline.header).ok()?;
+    // Comparing the checksum reads the whole covered part: on its own thread, beside
+    // reading the entries back.
+    let (entries, same) = std::thread::scope(|scope| {
+        let same = (!unchanged).then(|| scope.spawn(|| checksum_of(file, covered)));
+        let entries = entries_of(&outline.entries);
+        let same = same.is_none_or(|t| {
+            t.join()
+                .ok()
+                .and_then(Result::ok)
+                .is_some_and(|sum| sum == outline.checksum)
+        });
+        (entries, same)
+    });
+    if !same {
+        return None;
+    }
+    let mut log = LoadedLog {
         header,
-        entries,
-        warnings: file
+        entries: entries?,
+        warnings: outline
             .warnings
             .into_iter()
             .map(|(line, problem)| Warning { line, problem })
             .collect(),
         summary: ReadSummary {
-            bytes,
+            bytes: covered,
             ends_with_newline,
             has_content,
             lines,
@@ -166,12 +269,39 @@ pub fn read(agent_dir: &Path, path: &Path, stamp: FileStamp) -> Option<LoadedLog
         },
         migration: Migration::default(),
         rewrite: None,
-        elided: file
+        elided: outline
             .elided
             .into_iter()
             .map(|(index, offset, len)| Elided { index, offset, len })
             .collect(),
-    })
+        checksum: Some(outline.checksum),
+    };
+    if !unchanged && grown {
+        let part = crate::load::read_part(file, covered, stamp.size, Bodies::for_outline()).ok()?;
+        let head = crc32fast::Hasher::new_with_initial_len(outline.checksum, covered);
+        crate::load::append_part(&mut log, Some(head), part, covered);
+        if stamp.size - covered >= KEEP_AGAIN_FROM {
+            keep(agent_dir, path, (stamp, settled), &log);
+        }
+    }
+    Some(log)
+}
+
+/// The CRC-32 of the first `len` bytes of `file`.
+fn checksum_of(file: &File, len: u64) -> std::io::Result<u32> {
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut pos = 0;
+    while pos < len {
+        let want = usize::try_from(len - pos).map_or(buf.len(), |left| left.min(buf.len()));
+        let n = file.read_at(&mut buf[..want], pos)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        hasher.update(&buf[..n]);
+        pos += n as u64;
+    }
+    Ok(hasher.finalize())
 }
 
 /// The entries of an outline's texts, on two threads (scanning them again was most of
@@ -194,12 +324,15 @@ fn entries_of(texts: &[(usize, String)]) -> Option<Vec<Entry>> {
     Some(a)
 }
 
-/// Keeps the outline of `log`, the load of `path` at `stamp` without a migration and with
-/// large bodies left out, unless `stamp` is not [`FileStamp::settled`]; then removes the
-/// oldest outlines beyond [`KEPT`]. Failing to write loses nothing: the next open reads the
-/// file again.
-pub fn keep(agent_dir: &Path, path: &Path, stamp: FileStamp, log: &LoadedLog) {
-    if log.rewrite.is_some() || log.migration.ran() || !stamp.settled(SystemTime::now()) {
+/// Keeps the outline of `log`, the load of `path` (its `stamp` taken before the read, and
+/// whether it was [`FileStamp::settled`] then) without a migration, with large bodies left
+/// out and with its [`LoadedLog::checksum`]; then removes the oldest outlines beyond
+/// [`KEPT`]. Failing to write loses nothing: the next open reads the file again.
+pub fn keep(agent_dir: &Path, path: &Path, (stamp, settled): (FileStamp, bool), log: &LoadedLog) {
+    let Some(checksum) = log.checksum else {
+        return;
+    };
+    if log.rewrite.is_some() || log.migration.ran() {
         return;
     }
     let Some(canonical) = canonical(path) else {
@@ -210,11 +343,13 @@ pub fn keep(agent_dir: &Path, path: &Path, stamp: FileStamp, log: &LoadedLog) {
         format: FORMAT,
         path: canonical.clone(),
         stamp,
+        settled,
+        checksum,
         header: log.header.raw().to_owned(),
         entries: log
             .entries
             .iter()
-            .map(|e| (e.line(), e.raw().to_owned()))
+            .map(|e| (e.line(), e.raw_as_held().to_owned()))
             .collect(),
         warnings: log
             .warnings

@@ -10,7 +10,7 @@ use pith_events::SessionHeader;
 
 use crate::context::{SessionContext, build_session_context};
 use crate::dirs;
-use crate::entry::Entry;
+use crate::entry::{BodySource, Entry};
 use crate::env::SessionEnv;
 use crate::error::{Error, Result};
 use crate::header::Header;
@@ -156,6 +156,12 @@ impl Session {
     /// Errors: [`Error::NotASession`] for a file with content but no valid header (the file is
     /// left untouched), [`Error::NotAFile`] for a device, FIFO or directory, [`Error::Locked`]
     /// when another process writes the file (modes that write), [`Error::Io`].
+    ///
+    /// A file of [`crate::outline::FROM_BYTES`] and more opened to run the session
+    /// ([`OpenMode::Write`], [`OpenMode::ReadOnly`]) is read through its outline under
+    /// `env.agent_dir` (see [`crate::outline`]): the entries on the path to the leaf hold
+    /// their whole lines, the others' large message bodies stay in the file and are read
+    /// back on first use ([`Entry::with_body_in`]). The answers are the whole file's.
     pub fn open(
         path: &Path,
         session_dir: Option<&Path>,
@@ -163,12 +169,34 @@ impl Session {
         mode: OpenMode,
         env: &SessionEnv,
     ) -> Result<Session> {
+        let outlined = matches!(mode, OpenMode::Write | OpenMode::ReadOnly);
+        Session::open_from(path, session_dir, cwd_override, mode, env, outlined)
+    }
+
+    /// [`Session::open`], through the file's outline when `outlined` says so.
+    fn open_from(
+        path: &Path,
+        session_dir: Option<&Path>,
+        cwd_override: Option<&str>,
+        mode: OpenMode,
+        env: &SessionEnv,
+        outlined: bool,
+    ) -> Result<Session> {
         let path = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
         let dir = session_dir
             .map(Path::to_owned)
             .or_else(|| path.parent().map(Path::to_owned))
             .unwrap_or_else(|| PathBuf::from("/"));
-        let loaded = match load_file(&path, &mut || env.ids.entry_id()) {
+        let new_id = &mut || env.ids.entry_id();
+        let through_outline = match outlined {
+            true => crate::outline::open(&env.agent_dir, &path, new_id)?,
+            false => None,
+        };
+        let (loaded, source) = match through_outline {
+            Some(o) => (Ok(o.loaded), Some(BodySource::new(o.file, &path))),
+            None => (load_file(&path, new_id), None),
+        };
+        let loaded = match loaded {
             Ok(loaded) => loaded,
             Err(Error::Io { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound => {
                 let cwd = cwd_override.map_or_else(process_cwd, str::to_owned);
@@ -198,7 +226,23 @@ impl Session {
             }
             Loaded::Log(log) => {
                 let log = *log;
-                let mut file = LogFile::existing(path.clone(), log.entries.len());
+                let torn = !log.summary.ends_with_newline && log.rewrite.is_none();
+                let entries_len = log.entries.len();
+                let mut entries = log.entries;
+                if let Some(source) = &source {
+                    left_in_file(&mut entries, &log.elided, source);
+                }
+                let (tree, warnings) =
+                    tree_of(entries, log.warnings, torn.then_some(log.summary.lines));
+                // The context at the leaf is read back at once: its bodies in a few reads,
+                // on two threads, rather than one read each as they are asked for.
+                if let Leaf::At(leaf) = tree.leaf()
+                    && !read_back_context(&tree, leaf)?
+                {
+                    // Changed since it was read: read it whole.
+                    return Session::open_from(&path, session_dir, cwd_override, mode, env, false);
+                }
+                let mut file = LogFile::existing(path.clone(), entries_len);
                 // One writer per file: taken before any rewrite, held while open for writing.
                 if mode == OpenMode::Write || (mode == OpenMode::Inspect && log.rewrite.is_some()) {
                     file.lock()?;
@@ -214,9 +258,6 @@ impl Session {
                     .map(str::to_owned)
                     .or_else(|| log.header.cwd().map(str::to_owned))
                     .unwrap_or_else(process_cwd);
-                let torn = !log.summary.ends_with_newline && log.rewrite.is_none();
-                let (tree, warnings) =
-                    tree_of(log.entries, log.warnings, torn.then_some(log.summary.lines));
                 Ok(Session {
                     header: log.header,
                     tree: Arc::new(tree),
@@ -359,7 +400,9 @@ impl Session {
         Arc::clone(&self.tree)
     }
 
-    /// Every entry in file order.
+    /// Every entry in file order. In a large session opened to run it, entries off the path
+    /// to the leaf may have their bodies left in the file, read back on first use (see
+    /// [`Session::open`]; [`SessionTree::read_back_bodies`] reads them all in one pass).
     pub fn entries(&self) -> &[Entry] {
         self.tree.entries()
     }
@@ -543,6 +586,26 @@ pub fn has_valid_header(path: &Path) -> bool {
 
 /// The tree of a loaded file's entries, with the load's warnings, the tree's, and (when the
 /// file's last line is torn, on line `torn`) the torn-line warning.
+/// Makes the entries `elided` names stand for their whole lines in `source`
+/// ([`Entry::with_body_in`]).
+fn left_in_file(entries: &mut [Entry], elided: &[crate::load::Elided], source: &Arc<BodySource>) {
+    for at in elided {
+        if let Some(slot) = entries.get_mut(at.index) {
+            let cut = slot.clone();
+            *slot = cut.with_body_in(Arc::clone(source), at.offset, at.len);
+        }
+    }
+}
+
+/// Reads back at once the bodies left in the file of the entries the context at `leaf`
+/// reads; `false` when one is no longer as it was read (the file changed).
+///
+/// Errors: [`Error::Io`] reading the file.
+fn read_back_context(tree: &SessionTree, leaf: usize) -> Result<bool> {
+    let entries = crate::context::entries_read(tree, leaf);
+    crate::entry::read_back_all(entries.iter().filter_map(|&i| tree.entries().get(i)))
+}
+
 fn tree_of(
     entries: Vec<Entry>,
     mut warnings: Vec<Warning>,

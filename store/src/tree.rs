@@ -78,9 +78,7 @@ impl SessionTree {
         let mut warnings = Vec::new();
         tree.by_id.reserve(entries.len());
         for (index, entry) in entries.iter().enumerate() {
-            if entry.kind() == &EntryType::Message
-                && entry.message_raw().is_none_or(|m| m == "null")
-            {
+            if entry.kind() == &EntryType::Message && !entry.has_message() {
                 warnings.push(Warning {
                     line: entry.line(),
                     problem: format!(
@@ -124,13 +122,12 @@ impl SessionTree {
         index
     }
 
-    /// Puts `entry` in place of the entry at `index`, which must be the same entry (same id,
-    /// parent and type) read with its message body (see [`crate::load::Bodies::Elided`]).
-    pub(crate) fn replace_body(&mut self, index: usize, entry: Entry) {
-        if let Some(slot) = self.entries.get_mut(index) {
-            debug_assert_eq!(slot.id(), entry.id());
-            *slot = entry;
-        }
+    /// [`crate::entry::read_back_bodies`] of every entry: for a walk over every entry's body
+    /// (statistics, an export, the tree view).
+    ///
+    /// Errors: as [`crate::entry::read_back_bodies`].
+    pub fn read_back_bodies(&self) -> crate::Result<()> {
+        crate::entry::read_back_bodies(&self.entries)
     }
 
     fn resolve_parent(&self, index: usize) -> Option<usize> {

@@ -224,6 +224,8 @@ impl LogFile {
         if self.header_on_disk && self.entries_on_disk == entries.len() {
             return Ok(notices);
         }
+        // A copied entry whose body is left in a file changed since must not be written cut.
+        read_back(entries.get(self.entries_on_disk..).unwrap_or_default())?;
         self.open(&mut notices)?;
         let Some(file) = self.file.as_ref() else {
             return Err(Error::io(
@@ -296,6 +298,7 @@ impl LogFile {
     /// Errors: [`Error::Io`], [`Error::Symlink`], [`Error::NotAFile`].
     pub fn rewrite(&mut self, header: &Header, entries: &[Entry]) -> Result<()> {
         self.lock()?;
+        read_back(entries)?;
         if self.header_on_disk
             && let AtPath::Other(what) = self.at_path()?
         {
@@ -395,6 +398,7 @@ impl LogFile {
     /// Something else sits at the path: the whole session is written to the first free
     /// `<stem>.recovered[-N].jsonl` beside it, which becomes this writer's file and lock.
     fn move_aside(&mut self, header: &Header, entries: &[Entry], what: &'static str) -> Result<()> {
+        read_back(entries)?;
         let name = self.real.file_name().map_or_else(
             || "session.jsonl".to_owned(),
             |n| n.to_string_lossy().into_owned(),
@@ -493,4 +497,12 @@ fn identity_of(path: &Path) -> Option<(u64, u64)> {
     std::fs::symlink_metadata(path)
         .ok()
         .map(|m| (m.dev(), m.ino()))
+}
+
+/// Reads back the bodies `entries` left in their file (see [`Entry::with_body_in`]), so
+/// none is written with its body cut.
+///
+/// Errors: [`Error::BodyChanged`].
+fn read_back(entries: &[Entry]) -> Result<()> {
+    entries.iter().try_for_each(Entry::read_back)
 }

@@ -557,7 +557,14 @@ impl Extensions {
     /// Tells the subscribed extensions about an event nobody can answer, `entries` being the
     /// log for `session_start` (empty otherwise).
     pub async fn tell(&self, from: &Origin, event: ExtensionEvent, entries: &[Entry]) {
-        for m in self.subscribed(event.name()) {
+        let members = self.subscribed(event.name());
+        if !members.is_empty() {
+            // Each entry is sent whole: bodies a large session left in its file are read in
+            // one pass, not one read each. One that cannot be read goes as its cut line (the
+            // read logs why).
+            let _ = pith_store::entry::read_back_bodies(entries);
+        }
+        for m in members {
             let event = Box::new(event.clone());
             let entries = entries.to_vec();
             let _ = from

@@ -71,6 +71,10 @@ pub struct SessionStats {
 /// Counts [`SessionStats`] over `session`'s entries.
 pub fn session_stats(session: &Session) -> SessionStats {
     let mut stats = SessionStats::default();
+    // Usage is in every assistant message: bodies a large session left in its file are read
+    // in one pass, not one read each. One that cannot be read counts as its cut line (the
+    // read logs why).
+    let _ = session.tree().read_back_bodies();
     for entry in session.entries() {
         match entry.kind() {
             EntryType::Usage | EntryType::Compaction | EntryType::BranchSummary => {

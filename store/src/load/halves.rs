@@ -13,7 +13,7 @@ use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use super::{Bodies, Body, Loaded, Warning, load_from_with};
+use super::{Bodies, Body, Checksummed, Loaded, LoadedLog, Warning, load_from_with};
 use crate::error::{Error, Result};
 use crate::reader::{ReadSummary, read_lines_after};
 
@@ -36,8 +36,10 @@ pub(super) fn load_in_halves(
         return Ok(None);
     };
     let (first, second) = std::thread::scope(|scope| {
-        let second = scope.spawn(|| read_body(file, split, len, bodies));
-        let first = load_from_with(Part::new(file, 0, split), path, bodies, new_id);
+        let second = scope.spawn(|| read_part(file, split, len, bodies));
+        let mut source = Checksummed::new(Part::new(file, 0, split), bodies);
+        let first =
+            load_from_with(&mut source, path, bodies, new_id).map(|loaded| (loaded, source));
         // The thread only reads; a panic there is a bug to surface, not to hide.
         let second = second
             .join()
@@ -45,11 +47,38 @@ pub(super) fn load_in_halves(
         (first, second)
     });
     // An error or a blank first half may be a header further on: one pass decides.
-    let mut log = match first {
-        Ok(Loaded::Log(log)) if log.rewrite.is_none() && !log.summary.trimmed_last => log,
+    let (mut log, hasher) = match first {
+        Ok((Loaded::Log(log), source)) if log.rewrite.is_none() && !log.summary.trimmed_last => {
+            (log, source.hasher().cloned())
+        }
         _ => return Ok(None),
     };
-    let (body, tail) = second.map_err(|e| Error::io(path, e))?;
+    let part = second.map_err(|e| Error::io(path, e))?;
+    append_part(&mut log, hasher, part, split);
+    Ok(Some(Loaded::Log(log)))
+}
+
+/// The lines of a file after its header, read from a line boundary on by [`read_part`].
+pub(crate) struct BodyPart {
+    body: Body,
+    summary: ReadSummary,
+    hasher: Option<crc32fast::Hasher>,
+}
+
+/// Joins `part`, read from byte `split` (the end of what `log` read), to `log` as if read in
+/// one pass: line numbers, entry indexes and offsets moved on, the summary and checksum
+/// (`hasher`: of what `log` read) those of the whole.
+pub(crate) fn append_part(
+    log: &mut LoadedLog,
+    hasher: Option<crc32fast::Hasher>,
+    part: BodyPart,
+    split: u64,
+) {
+    let BodyPart {
+        body,
+        summary: tail,
+        hasher: tail_hasher,
+    } = part;
     let lines_before = log.summary.lines;
     let entries_before = log.entries.len();
     log.entries.extend(body.entries.into_iter().map(|mut e| {
@@ -73,16 +102,20 @@ pub(super) fn load_in_halves(
         lines: lines_before + tail.lines,
         trimmed_last: tail.trimmed_last,
     };
-    Ok(Some(Loaded::Log(log)))
+    log.checksum = hasher.zip(tail_hasher).map(|(mut head, tail)| {
+        head.combine(&tail);
+        head.finalize()
+    });
 }
 
-/// The entries and warnings of the lines from `start` to `end` (after the header).
-fn read_body(
+/// The entries and warnings of the lines from `start` to `end` (after the header), with the
+/// checksum of those bytes when `bodies` leaves bodies out.
+pub(crate) fn read_part(
     file: &File,
     start: u64,
     end: u64,
     bodies: Bodies,
-) -> std::io::Result<(Body, ReadSummary)> {
+) -> std::io::Result<BodyPart> {
     // The part's offsets count from its start.
     let bodies = match bodies {
         Bodies::Elided {
@@ -95,11 +128,16 @@ fn read_body(
         Bodies::Kept => Bodies::Kept,
     };
     let mut body = Body::new(bodies);
-    let summary = read_lines_after(Part::new(file, start, end), true, |event| {
+    let mut source = Checksummed::new(Part::new(file, start, end), bodies);
+    let summary = read_lines_after(&mut source, true, |event| {
         body.line(event);
         ControlFlow::Continue(())
     })?;
-    Ok((body, summary))
+    Ok(BodyPart {
+        body,
+        summary,
+        hasher: source.hasher().cloned(),
+    })
 }
 
 /// The offset just after the first `\n` at or after `from`; `None` when there is none

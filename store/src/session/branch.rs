@@ -137,10 +137,11 @@ fn relink(entry: &Entry, parent: Option<&str>) -> Result<Entry> {
 
 /// [`Entry::with_member`] with the store's error type.
 fn set_member(entry: &Entry, key: &str, value: &str) -> Result<Entry> {
-    entry.with_member(key, value).map_err(|why| {
-        Error::Serialize(serde::de::Error::custom(format!(
+    entry.with_member(key, value).map_err(|why| match why {
+        Error::BodyChanged { .. } => why,
+        why => Error::Serialize(serde::de::Error::custom(format!(
             "cannot set {key} of entry {}: {why}",
             entry.id()
-        )))
+        ))),
     })
 }

@@ -2,7 +2,7 @@
 //! answer is the whole session's on the first open, from the outline on the next, and after
 //! the file changed, damaged outlines and fresh files included.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -84,6 +84,19 @@ fn stamp(path: &Path) -> FileStamp {
     FileStamp::of(&std::fs::metadata(path).expect("stat"))
 }
 
+/// Whether an outline under `env` holds for the file at `path` as it is now.
+fn holds(env: &SessionEnv, path: &Path) -> bool {
+    let file = std::fs::File::open(path).expect("open");
+    let stamp = stamp(path);
+    outline::read(
+        &env.agent_dir,
+        path,
+        &file,
+        (stamp, stamp.settled(SystemTime::now())),
+    )
+    .is_some()
+}
+
 /// The context at the last entry and the warnings, through a [`ContextView`] and through
 /// the whole session.
 fn both(path: &Path, env: &SessionEnv) -> ((String, String), (String, String)) {
@@ -100,6 +113,16 @@ fn both(path: &Path, env: &SessionEnv) -> ((String, String), (String, String)) {
     )
 }
 
+/// A scratch folder holding `big.jsonl`, a [`big_session`]; its environment and text.
+fn big_file() -> (tempfile::TempDir, SessionEnv, PathBuf, String) {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = env(tmp.path());
+    let path = tmp.path().join("big.jsonl");
+    let text = big_session();
+    std::fs::write(&path, &text).expect("write");
+    (tmp, env, path, text)
+}
+
 fn outlines(env: &SessionEnv) -> usize {
     std::fs::read_dir(env.agent_dir.join("index").join("outlines"))
         .map(|d| d.count())
@@ -108,10 +131,7 @@ fn outlines(env: &SessionEnv) -> usize {
 
 #[test]
 fn a_large_session_opens_through_its_outline_with_the_whole_sessions_answer() {
-    let tmp = tempfile::tempdir().expect("tmp");
-    let env = env(tmp.path());
-    let path = tmp.path().join("big.jsonl");
-    std::fs::write(&path, big_session()).expect("write");
+    let (_tmp, env, path, _) = big_file();
     settle(&[&path]);
 
     // First open: read whole, outline kept.
@@ -122,14 +142,15 @@ fn a_large_session_opens_through_its_outline_with_the_whole_sessions_answer() {
         "compaction in context"
     );
     assert!(whole.1.contains("line: 4004"), "{}", whole.1);
-    assert!(outline::read(&env.agent_dir, &path, stamp(&path)).is_some());
+    assert!(holds(&env, &path));
     assert_eq!(outlines(&env), 1);
 
     // Second open: from the outline, the same answer.
     let (again, _) = both(&path, &env);
     assert_eq!(again, whole);
 
-    // Appended to: the outline no longer holds; the new entry is in the context.
+    // Appended to: the outline still holds for the lines it was read from (their checksum),
+    // the new line is read after them and is in the context.
     let leaf = {
         let s = Session::open(&path, None, None, OpenMode::Inspect, &env).expect("opens");
         s.entries().last().expect("entries").id().to_owned()
@@ -139,13 +160,26 @@ fn a_large_session_opens_through_its_outline_with_the_whole_sessions_answer() {
         r#"{{"type":"message","id":"late","parentId":"{leaf}","timestamp":"2025-01-01T00:00:05.000Z","message":{{"role":"user","content":"appended later","timestamp":5}}}}"#
     ));
     grown.push('\n');
-    std::fs::write(&path, grown).expect("append");
+    std::fs::write(&path, &grown).expect("append");
     settle(&[&path]);
-    assert!(outline::read(&env.agent_dir, &path, stamp(&path)).is_none());
+    assert!(holds(&env, &path));
     let (view, whole) = both(&path, &env);
     assert_eq!(view, whole);
     assert!(view.0.contains("appended later"));
     assert_eq!(outlines(&env), 1, "one outline per file");
+
+    // A byte changed in place among the lines the outline was read from (the compaction's
+    // summary, which the outline holds whole), the size kept: the checksum of those lines
+    // refuses the outline.
+    let at = grown.find("the story so far").expect("summary");
+    let mut changed = grown.clone().into_bytes();
+    changed[at] = b'T';
+    std::fs::write(&path, &changed).expect("change");
+    settle(&[&path]);
+    assert!(!holds(&env, &path));
+    let (view, whole) = both(&path, &env);
+    assert_eq!(view, whole);
+    assert!(view.0.contains("The story so far"));
 
     // One byte changed inside the outline (a summary's text, say): the checksum refuses it.
     let dir = env.agent_dir.join("index").join("outlines");
@@ -159,7 +193,7 @@ fn a_large_session_opens_through_its_outline_with_the_whole_sessions_answer() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x20;
     std::fs::write(&only, &bytes).expect("damage");
-    assert!(outline::read(&env.agent_dir, &path, stamp(&path)).is_none());
+    assert!(!holds(&env, &path));
     let (view, whole) = both(&path, &env);
     assert_eq!(view, whole);
 
@@ -169,18 +203,134 @@ fn a_large_session_opens_through_its_outline_with_the_whole_sessions_answer() {
     }
     let (view, whole) = both(&path, &env);
     assert_eq!(view, whole);
-    assert!(outline::read(&env.agent_dir, &path, stamp(&path)).is_some());
+    assert!(holds(&env, &path));
 }
 
 #[test]
-fn a_file_changed_moments_ago_gets_no_outline() {
-    let tmp = tempfile::tempdir().expect("tmp");
-    let env = env(tmp.path());
-    let path = tmp.path().join("big.jsonl");
-    std::fs::write(&path, big_session()).expect("write");
+fn the_outline_of_a_file_changed_moments_ago_is_checked_by_its_content() {
+    let (_tmp, env, path, text) = big_file();
     let (view, whole) = both(&path, &env);
     assert_eq!(view, whole);
-    assert_eq!(outlines(&env), 0);
+    assert_eq!(outlines(&env), 1);
+    // Changed at once, within the same timestamp tick maybe, the size kept (the
+    // compaction's summary, which the outline holds whole): the stamp cannot tell, the
+    // checksum does.
+    let at = text.find("the story so far").expect("summary");
+    let mut changed = text.into_bytes();
+    changed[at] = b'T';
+    std::fs::write(&path, &changed).expect("change");
+    let (view, whole) = both(&path, &env);
+    assert_eq!(view, whole);
+    assert!(
+        view.0.contains("The story so far"),
+        "the changed line is read"
+    );
+}
+
+/// How many entries of `session` have their bodies left in the file.
+fn bodies_in_file(session: &Session) -> usize {
+    session
+        .entries()
+        .iter()
+        .filter(|e| e.body_in_file())
+        .count()
+}
+
+/// Every entry's raw line, the warnings, the leaf and the context of a session.
+fn answers(session: &Session) -> (Vec<String>, String, Option<String>, String) {
+    (
+        session
+            .entries()
+            .iter()
+            .map(|e| e.raw().to_owned())
+            .collect(),
+        format!("{:?}", session.warnings()),
+        session.leaf_id().map(str::to_owned),
+        session.build_context().to_json(),
+    )
+}
+
+#[test]
+fn a_resumed_large_session_reads_bodies_off_its_path_only_when_asked() {
+    let (_tmp, env, path, _) = big_file();
+    let whole = Session::open(&path, None, None, OpenMode::Inspect, &env).expect("opens");
+    let expected = answers(&whole);
+    drop(whole);
+
+    // Twice: first by reading the file (outline kept), then through the outline.
+    for round in 0..2 {
+        let session = Session::open(&path, None, None, OpenMode::ReadOnly, &env).expect("opens");
+        let off_path = bodies_in_file(&session);
+        // Before the compaction, only e3990 on is on the path: thousands of bodies wait.
+        assert!(
+            off_path > 3000,
+            "round {round}: {off_path} bodies left in the file"
+        );
+        let context = session.build_context().to_json();
+        assert_eq!(context, expected.3, "round {round}");
+        assert_eq!(
+            bodies_in_file(&session),
+            off_path,
+            "round {round}: building the context reads no body off the path"
+        );
+        session.tree().read_back_bodies().expect("reads back");
+        assert_eq!(
+            bodies_in_file(&session),
+            0,
+            "round {round}: every body read back in one pass"
+        );
+        assert_eq!(answers(&session), expected, "round {round}");
+        assert_eq!(outlines(&env), 1);
+    }
+
+    // Resumed for writing: an append lands after the lines read, and a fork of an entry
+    // off the path copies its whole line.
+    let mut session = Session::open(&path, None, None, OpenMode::Write, &env).expect("opens");
+    session
+        .append_custom_entry("note", Some(serde_json::json!({"n": 1})))
+        .expect("append");
+    let forked = session.create_branched_session("e2001").expect("fork");
+    let forked = forked.expect("persisted");
+    drop(session);
+    let copy = std::fs::read_to_string(&forked).expect("read fork");
+    assert!(
+        copy.contains("turn 2000: tool output"),
+        "the fork holds the whole line of an entry whose body was left in the file"
+    );
+    let whole = Session::open(&path, None, None, OpenMode::Inspect, &env).expect("opens");
+    let resumed = Session::open(&path, None, None, OpenMode::ReadOnly, &env).expect("opens");
+    assert_eq!(answers(&resumed), answers(&whole));
+    assert!(
+        whole
+            .entries()
+            .last()
+            .is_some_and(|e| e.raw().contains("\"customType\":\"note\""))
+    );
+}
+
+#[test]
+fn a_body_changed_in_place_after_the_open_is_never_copied_cut() {
+    let (_tmp, env, path, text) = big_file();
+    let mut session = Session::open(&path, None, None, OpenMode::Write, &env).expect("opens");
+    let entry = session
+        .entries()
+        .iter()
+        .find(|e| e.id() == "e2001")
+        .expect("e2001")
+        .clone();
+    assert!(entry.body_in_file());
+    // Another program rewrites the file in place: e2001 is now another entry.
+    std::fs::write(&path, text.replace("\"id\":\"e2001\"", "\"id\":\"x2001\"")).expect("change");
+    assert!(matches!(
+        entry.read_back(),
+        Err(pith_store::Error::BodyChanged { .. })
+    ));
+    assert!(!entry.raw().contains("turn 2000"), "the cut line stands");
+    let fork = session.create_branched_session("e2001");
+    assert!(
+        matches!(fork, Err(pith_store::Error::BodyChanged { .. })),
+        "{fork:?}"
+    );
 }
 
 #[test]
@@ -213,8 +363,8 @@ fn at_most_kept_outlines_stay() {
         else {
             panic!("not a session");
         };
-        outline::keep(&env.agent_dir, path, stamp(path), &log);
-        assert!(outline::read(&env.agent_dir, path, stamp(path)).is_some());
+        outline::keep(&env.agent_dir, path, (stamp(path), true), &log);
+        assert!(holds(&env, path));
     }
     assert!(!leftover.exists(), "the leftover stays");
     assert_eq!(outlines(&env), outline::KEPT);

@@ -77,6 +77,9 @@ pub fn build(session: &Session) -> (Vec<Node>, Vec<usize>) {
     let tree = session.tree();
     let shape: Tree = tree.get_tree();
     let home = std::env::var("HOME").unwrap_or_default();
+    // Every entry is decoded: bodies a large session left in its file are read in one pass,
+    // not one read each. One that cannot be read shows as its cut line (the read logs why).
+    let _ = tree.read_back_bodies();
     let values: Vec<Value> = tree
         .entries()
         .iter()
