@@ -14,6 +14,7 @@ pub(crate) use body_in_file::read_back_all;
 
 use pith_events::{AgentMessage, EntryType, SessionEntry};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::scan::{self, Scanned, Span};
 
@@ -57,6 +58,19 @@ pub enum Role {
 }
 
 impl Role {
+    /// The role string as written.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::ToolResult => "toolResult",
+            Role::BashExecution => "bashExecution",
+            Role::Custom => "custom",
+            Role::Other(other) => other,
+        }
+    }
+
     fn parse(s: &str) -> Role {
         match s {
             "system" => Role::System,
@@ -96,6 +110,22 @@ pub struct Entry {
     /// Set when `raw` is the line with its message body left out (see
     /// [`crate::load::Bodies::Elided`]): where the whole line is, read back on first use.
     in_file: Option<Arc<BodyInFile>>,
+}
+
+/// An entry's text as held and its eager members, as an outline keeps them (see
+/// `crate::outline`): read back without scanning the text again.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Held<'a> {
+    line: usize,
+    raw: &'a str,
+    kind: &'a str,
+    id: &'a str,
+    parent: Option<&'a str>,
+    timestamp: Option<(usize, usize)>,
+    message: Option<(usize, usize)>,
+    role: Option<&'a str>,
+    null_content: bool,
+    huge_numbers: bool,
 }
 
 /// Why a parsed line cannot be an entry.
@@ -221,10 +251,43 @@ impl Entry {
         Entry::from_scanned(text, &scanned, line).map_err(|e| invalid(&e))
     }
 
-    /// The text this entry holds: [`Entry::raw`], or for an entry whose body is left in
-    /// the file, its line with the body cut (never read back).
-    pub(crate) fn raw_as_held(&self) -> &str {
-        &self.raw
+    /// What this entry holds, for an outline (its body left in the file stays there).
+    pub(crate) fn held(&self) -> Held<'_> {
+        let span = |s: Option<Span>| s.map(|s| (s.start, s.end));
+        Held {
+            line: self.line,
+            raw: &self.raw,
+            kind: self.kind.as_str(),
+            id: &self.id,
+            parent: self.parent.id(),
+            timestamp: span(self.timestamp),
+            message: span(self.message),
+            role: self.role.as_ref().map(Role::as_str),
+            null_content: self.null_content,
+            huge_numbers: self.huge_numbers,
+        }
+    }
+
+    /// The entry an outline held (see [`Entry::held`]); `None` when a span falls outside
+    /// its text (a damaged outline).
+    pub(crate) fn from_held(held: &Held<'_>) -> Option<Entry> {
+        let span = |s: Option<(usize, usize)>| match s {
+            None => Some(None),
+            Some((start, end)) => held.raw.get(start..end).map(|_| Some(Span { start, end })),
+        };
+        Some(Entry {
+            raw: held.raw.into(),
+            kind: EntryType::parse(held.kind),
+            id: held.id.into(),
+            parent: held.parent.map_or(Parent::None, |p| Parent::Id(p.into())),
+            timestamp: span(held.timestamp)?,
+            message: span(held.message)?,
+            role: held.role.map(Role::parse),
+            null_content: held.null_content,
+            line: held.line,
+            huge_numbers: held.huge_numbers,
+            in_file: None,
+        })
     }
 
     /// The raw JSON object text.

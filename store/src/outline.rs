@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Held};
 use crate::header::Header;
 use crate::load::{Bodies, Elided, Loaded, LoadedLog, Warning};
 use crate::migrate::Migration;
@@ -41,7 +41,7 @@ pub const KEPT: usize = 8;
 pub const SETTLED: Duration = Duration::from_secs(2);
 
 /// Bumped whenever the outline's fields change meaning; another format is ignored.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 
 /// An outline that needed this many bytes (or more) appended to it read is kept again, so
 /// that the next open reads only what comes after them.
@@ -92,7 +92,7 @@ impl FileStamp {
 }
 
 #[derive(Serialize, Deserialize)]
-struct OutlineFile {
+struct OutlineFile<'a> {
     format: u32,
     /// The file's canonical path (the outline's name is only its hash).
     path: String,
@@ -103,10 +103,11 @@ struct OutlineFile {
     settled: bool,
     /// CRC-32 of the `summary.0` bytes the entries were read from.
     checksum: u32,
-    header: String,
-    /// Each entry's line number and text as loaded (large bodies cut, see
-    /// [`crate::load::Bodies::Elided`]).
-    entries: Vec<(usize, String)>,
+    header: &'a str,
+    /// Each entry as loaded (large bodies cut, see [`crate::load::Bodies::Elided`]), with
+    /// its eager members.
+    #[serde(borrow)]
+    entries: Vec<Held<'a>>,
     warnings: Vec<(usize, String)>,
     /// [`ReadSummary`]: bytes, ends_with_newline, has_content, lines, trimmed_last.
     summary: (u64, bool, bool, usize, bool),
@@ -207,10 +208,11 @@ pub fn read(
     if crc32fast::hash(content) != u32::from_le_bytes(*sum) {
         return None;
     }
-    let (outline, _) =
-        bincode::serde::decode_from_slice::<OutlineFile, _>(content, bincode::config::standard())
-            .ok()?;
-    drop(bytes);
+    let (outline, _) = bincode::serde::borrow_decode_from_slice::<OutlineFile<'_>, _>(
+        content,
+        bincode::config::standard(),
+    )
+    .ok()?;
     if outline.format != FORMAT
         || outline.path != canonical
         || (outline.stamp.dev, outline.stamp.ino) != (stamp.dev, stamp.ino)
@@ -235,7 +237,7 @@ pub fn read(
     if !outline.elided.iter().all(in_file) {
         return None;
     }
-    let header = Header::parse(&outline.header).ok()?;
+    let header = Header::parse(outline.header).ok()?;
     // Comparing the checksum reads the whole covered part: on its own thread, beside
     // reading the entries back.
     let (entries, same) = std::thread::scope(|scope| {
@@ -290,7 +292,8 @@ pub fn read(
 /// The CRC-32 of the first `len` bytes of `file`.
 fn checksum_of(file: &File, len: u64) -> std::io::Result<u32> {
     let mut hasher = crc32fast::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
+    // Small enough to stay in the cache between the read's copy and the sum.
+    let mut buf = vec![0u8; 256 << 10];
     let mut pos = 0;
     while pos < len {
         let want = usize::try_from(len - pos).map_or(buf.len(), |left| left.min(buf.len()));
@@ -304,20 +307,17 @@ fn checksum_of(file: &File, len: u64) -> std::io::Result<u32> {
     Ok(hasher.finalize())
 }
 
-/// The entries of an outline's texts, on two threads (scanning them again was most of
-/// reading an outline); `None` if one is not an entry (the outline is damaged).
-fn entries_of(texts: &[(usize, String)]) -> Option<Vec<Entry>> {
-    let parse = |part: &[(usize, String)]| -> Option<Vec<Entry>> {
-        part.iter()
-            .map(|(line, text)| Entry::parse(text, *line).ok())
-            .collect()
-    };
-    let (first, second) = texts.split_at(texts.len() / 2);
+/// The entries an outline held, on two threads (reading them back was most of reading an
+/// outline); `None` if one is damaged.
+fn entries_of(held: &[Held<'_>]) -> Option<Vec<Entry>> {
+    let make =
+        |part: &[Held<'_>]| -> Option<Vec<Entry>> { part.iter().map(Entry::from_held).collect() };
+    let (first, second) = held.split_at(held.len() / 2);
     let (a, b) = std::thread::scope(|scope| {
-        let b = scope.spawn(|| parse(second));
-        let a = parse(first);
-        // Parsing cannot panic on any text; if it did, parsing here again is the fallback.
-        (a, b.join().unwrap_or_else(|_| parse(second)))
+        let b = scope.spawn(|| make(second));
+        let a = make(first);
+        // Making entries cannot panic; if it did, making them here again is the fallback.
+        (a, b.join().unwrap_or_else(|_| make(second)))
     });
     let (mut a, b) = (a?, b?);
     a.extend(b);
@@ -345,12 +345,8 @@ pub fn keep(agent_dir: &Path, path: &Path, (stamp, settled): (FileStamp, bool), 
         stamp,
         settled,
         checksum,
-        header: log.header.raw().to_owned(),
-        entries: log
-            .entries
-            .iter()
-            .map(|e| (e.line(), e.raw_as_held().to_owned()))
-            .collect(),
+        header: log.header.raw(),
+        entries: log.entries.iter().map(Entry::held).collect(),
         warnings: log
             .warnings
             .iter()
