@@ -439,9 +439,9 @@ impl Entry {
 /// Errors: [`crate::Error::BodyChanged`] when a line is no longer as it was read (the file
 /// was changed in place); [`crate::Error::Io`].
 pub fn read_back_bodies(entries: &[Entry]) -> Result<(), crate::Error> {
-    if read_back_all(entries)? {
-        return Ok(());
-    }
+    // The pass reads what is not read yet; then each entry is only looked at (a body read
+    // before, or one that failed now or before, says so).
+    read_back_all(entries)?;
     entries.iter().try_for_each(Entry::read_back)
 }
 

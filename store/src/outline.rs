@@ -10,15 +10,15 @@
 //! mtime and ctime are all what they were and were [`SETTLED`] when the outline was read (a
 //! change after that moves the ctime to a later tick). A file that only grew (pi and pith
 //! append) is read from where the outline ends. Bodies read back are checked to be the same
-//! entries (`session/context_view.rs`, `entry/body_in_file.rs`). An outline carries a
+//! entries (`entry/body_in_file.rs`). An outline carries a
 //! CRC-32 of its own content and every offset in it is checked against the bytes it covers:
 //! a damaged outline is read past, never trusted. A missing, corrupt or other-format outline
 //! is ignored and replaced; one that cannot be written is not kept. At most [`KEPT`]
 //! outlines are kept, the oldest removed first.
 
 use std::fs::{File, Metadata};
-use std::os::unix::fs::FileExt;
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -47,8 +47,9 @@ const FORMAT: u32 = 3;
 /// that the next open reads only what comes after them.
 pub const KEEP_AGAIN_FROM: u64 = 1 << 20;
 
-/// What identifies one version of a file: an outline holds for the file only while all of it
-/// is unchanged. Times are (seconds, nanoseconds) since 1970.
+/// A file's device, inode, size, mtime and ctime: an outline holds without its checksum
+/// compared only while all of them are unchanged (see the module docs). Times are (seconds,
+/// nanoseconds) since 1970.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileStamp {
     dev: u64,
@@ -160,7 +161,13 @@ pub fn open(
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() >= FROM_BYTES) {
         return Ok(None);
     }
-    let Ok(file) = File::open(path) else {
+    // Non-blocking: a FIFO put at the path since the check must not block the open (the
+    // flag changes nothing for a regular file's reads).
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path);
+    let Ok(file) = opened else {
         return Ok(None);
     };
     let Some(meta) = file

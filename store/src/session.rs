@@ -161,7 +161,9 @@ impl Session {
     /// ([`OpenMode::Write`], [`OpenMode::ReadOnly`]) is read through its outline under
     /// `env.agent_dir` (see [`crate::outline`]): the entries on the path to the leaf hold
     /// their whole lines, the others' large message bodies stay in the file and are read
-    /// back on first use ([`Entry::with_body_in`]). The answers are the whole file's.
+    /// back on first use ([`Entry::with_body_in`]). The answers are the whole file's, unless
+    /// the file is changed in place while open: a body that can then no longer be read back
+    /// stays cut (logged), and writing or copying it fails with [`Error::BodyChanged`].
     pub fn open(
         path: &Path,
         session_dir: Option<&Path>,
@@ -488,7 +490,8 @@ impl Session {
 
     /// Writes whatever is pending (after an earlier write failed, e.g. on a full disk).
     ///
-    /// Errors: [`Error::Io`]; the entries stay in memory and pending.
+    /// Errors: [`Error::Io`]; the entries stay in memory and pending. [`Error::BodyChanged`]
+    /// as [`LogFile::write_pending`].
     pub fn flush(&mut self) -> Result<()> {
         let Some(log) = &mut self.log else {
             return Ok(());
@@ -584,8 +587,6 @@ pub fn has_valid_header(path: &Path) -> bool {
     valid
 }
 
-/// The tree of a loaded file's entries, with the load's warnings, the tree's, and (when the
-/// file's last line is torn, on line `torn`) the torn-line warning.
 /// Makes the entries `elided` names stand for their whole lines in `source`
 /// ([`Entry::with_body_in`]).
 fn left_in_file(entries: &mut [Entry], elided: &[crate::load::Elided], source: &Arc<BodySource>) {
@@ -606,6 +607,8 @@ fn read_back_context(tree: &SessionTree, leaf: usize) -> Result<bool> {
     crate::entry::read_back_all(entries.iter().filter_map(|&i| tree.entries().get(i)))
 }
 
+/// The tree of a loaded file's entries, with the load's warnings, the tree's, and (when the
+/// file's last line is torn, on line `torn`) the torn-line warning.
 fn tree_of(
     entries: Vec<Entry>,
     mut warnings: Vec<Warning>,

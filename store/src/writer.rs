@@ -197,6 +197,8 @@ impl LogFile {
     ///
     /// Errors: [`Error::Io`]; nothing is counted as written unless the write succeeded, so a
     /// later call writes the same lines again (e.g. once disk space is back).
+    /// [`Error::BodyChanged`] when an entry to write has its body left in a file that was
+    /// changed in place since (it is never written cut).
     pub fn write_pending(&mut self, header: &Header, entries: &[Entry]) -> Result<Vec<Notice>> {
         self.lock()?;
         // With the file open, one `fstat` answers the common case: deleting the path or
@@ -295,7 +297,8 @@ impl LogFile {
     /// than this writer's file now sits at the path, it is left alone and the session is
     /// written beside it instead ([`Notice::MovedAside`], from [`LogFile::take_notices`]).
     ///
-    /// Errors: [`Error::Io`], [`Error::Symlink`], [`Error::NotAFile`].
+    /// Errors: [`Error::Io`], [`Error::Symlink`], [`Error::NotAFile`],
+    /// [`Error::BodyChanged`] as [`LogFile::write_pending`].
     pub fn rewrite(&mut self, header: &Header, entries: &[Entry]) -> Result<()> {
         self.lock()?;
         read_back(entries)?;
@@ -377,6 +380,7 @@ impl LogFile {
     /// The path is gone: the whole session goes back to it, unless something appears there
     /// meanwhile (then beside it).
     fn recreate(&mut self, header: &Header, entries: &[Entry]) -> Result<()> {
+        read_back(entries)?;
         let lines = std::iter::once(header.raw()).chain(entries.iter().map(Entry::raw));
         match replace_file(&self.real, Replace::Nothing, |w| {
             replace::write_lines(w, lines)

@@ -254,7 +254,8 @@ impl Rpc {
                 rt.snapshot()
                     .await
                     .map_err(failed)
-                    .map(|s| Some(super::queries::fork_messages(&s))),
+                    .and_then(|s| super::queries::fork_messages(&s))
+                    .map(Some),
             ),
             Command::GetLastAssistantText => {
                 Answer::Now(rt.context().await.map_err(failed).map(|c| {
@@ -320,7 +321,8 @@ impl Rpc {
                 rt.snapshot()
                     .await
                     .map_err(failed)
-                    .map(|s| Some(super::queries::tree(&s))),
+                    .and_then(|s| super::queries::tree(&s))
+                    .map(Some),
             ),
             Command::ClearQueue => Answer::Now(
                 rt.clear_queue()

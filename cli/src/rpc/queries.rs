@@ -98,7 +98,10 @@ fn context_usage(snapshot: &Snapshot, messages: &[AgentMessage], model: &Model) 
 
 /// pi's `getUserMessagesForForking()`: every user message of the log (all branches, file
 /// order) with its text blocks joined, empty ones left out.
-pub fn fork_messages(snapshot: &Snapshot) -> Value {
+///
+/// Errors: a body left in the session file could not be read back (see [`read_back`]).
+pub fn fork_messages(snapshot: &Snapshot) -> Result<Value, String> {
+    read_back(snapshot.entries())?;
     let messages: Vec<Value> = snapshot
         .entries()
         .iter()
@@ -111,7 +114,15 @@ pub fn fork_messages(snapshot: &Snapshot) -> Value {
             _ => None,
         })
         .collect();
-    json!({ "messages": messages })
+    Ok(json!({ "messages": messages }))
+}
+
+/// Reads back at once the bodies a large session left in its file (one pass, not one read
+/// per entry), before a walk that shows or returns them whole.
+///
+/// Errors: the file was changed in place since it was read (`BodyChanged`), or an I/O error.
+fn read_back(entries: &[pith_store::Entry]) -> Result<(), String> {
+    pith_store::entry::read_back_bodies(entries).map_err(|e| e.to_string())
 }
 
 /// pi's `getLastAssistantText()`: the last assistant message of the context, skipping
@@ -151,7 +162,7 @@ fn leaf_id(tree: &SessionTree) -> Value {
 /// `get_entries {since?}` (pi ≥ 0.80.3): `{entries, leafId}`, every entry in file order
 /// (header excluded), or only those after the entry `since`.
 ///
-/// Errors: `Entry not found: <id>` for an unknown `since`.
+/// Errors: `Entry not found: <id>` for an unknown `since`; as [`fork_messages`].
 pub fn entries(snapshot: &Snapshot, since: Option<&str>) -> Result<Value, String> {
     let tree = &snapshot.tree;
     let start = match since {
@@ -162,15 +173,20 @@ pub fn entries(snapshot: &Snapshot, since: Option<&str>) -> Result<Value, String
                 + 1
         }
     };
-    let entries: Vec<Value> = tree.entries()[start..].iter().map(entry_json).collect();
+    let entries = &tree.entries()[start..];
+    read_back(entries)?;
+    let entries: Vec<Value> = entries.iter().map(entry_json).collect();
     Ok(json!({"entries": entries, "leafId": leaf_id(tree)}))
 }
 
 /// `get_tree` (pi ≥ 0.80.3): `{tree, leafId}`, root nodes `{entry, children, label?,
 /// labelTimestamp?}` in file order, children by timestamp. Built without recursion, so a
 /// session thousands of entries deep costs no stack.
-pub fn tree(snapshot: &Snapshot) -> Value {
+///
+/// Errors: as [`fork_messages`].
+pub fn tree(snapshot: &Snapshot) -> Result<Value, String> {
     let tree = &snapshot.tree;
+    read_back(tree.entries())?;
     let shape = tree.get_tree();
     let entries = tree.entries();
     // Nodes are finished children first: post-order over an explicit stack.
@@ -204,5 +220,5 @@ pub fn tree(snapshot: &Snapshot) -> Value {
         done[i] = Some(Value::Object(node));
     }
     let roots: Vec<Value> = shape.roots.iter().filter_map(|&r| done[r].take()).collect();
-    json!({"tree": roots, "leafId": leaf_id(tree)})
+    Ok(json!({"tree": roots, "leafId": leaf_id(tree)}))
 }

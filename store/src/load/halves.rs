@@ -48,7 +48,14 @@ pub(super) fn load_in_halves(
     });
     // An error or a blank first half may be a header further on: one pass decides.
     let (mut log, hasher) = match first {
-        Ok((Loaded::Log(log), source)) if log.rewrite.is_none() && !log.summary.trimmed_last => {
+        // The first half must end exactly at the split, on a line end: a byte changed there
+        // since the split was found would join two lines or cut one.
+        Ok((Loaded::Log(log), source))
+            if log.rewrite.is_none()
+                && !log.summary.trimmed_last
+                && log.summary.bytes == split
+                && log.summary.ends_with_newline =>
+        {
             (log, source.hasher().cloned())
         }
         _ => return Ok(None),

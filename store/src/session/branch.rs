@@ -25,7 +25,8 @@ impl Session {
     /// copied ancestor (spec: divergences.md "Writing"). When persisted, the new file is written
     /// now if it holds an assistant message, else with the first one. Returns the new path.
     ///
-    /// Errors: [`Error::EntryNotFound`]; [`Error::Io`].
+    /// Errors: [`Error::EntryNotFound`]; [`Error::Io`]; [`Error::BodyChanged`] when a copied
+    /// entry's body is left in a file changed in place since (this session is unchanged).
     pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>> {
         let path = self.tree.get_branch(Some(leaf_id));
         if path.is_empty() {
@@ -98,6 +99,9 @@ impl Session {
             labels.push(entry);
         }
         kept.extend(labels);
+        // Every copied line whole before this session is replaced: a body that can no longer
+        // be read back fails the fork here, leaving this session as it was.
+        crate::entry::read_back_bodies(&kept)?;
 
         let previous_file = self
             .session_file()

@@ -326,11 +326,21 @@ fn a_body_changed_in_place_after_the_open_is_never_copied_cut() {
         Err(pith_store::Error::BodyChanged { .. })
     ));
     assert!(!entry.raw().contains("turn 2000"), "the cut line stands");
+    let (id, file) = (
+        session.session_id().to_owned(),
+        session.session_file().map(Path::to_owned),
+    );
     let fork = session.create_branched_session("e2001");
     assert!(
         matches!(fork, Err(pith_store::Error::BodyChanged { .. })),
         "{fork:?}"
     );
+    // The failed fork left the session as it was: still this file, still writable.
+    assert_eq!(session.session_id(), id);
+    assert_eq!(session.session_file().map(Path::to_owned), file);
+    session
+        .append_custom_entry("after", None)
+        .expect("the session still appends");
 }
 
 #[test]
