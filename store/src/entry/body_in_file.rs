@@ -28,11 +28,6 @@ impl BodySource {
             path: path.to_owned(),
         })
     }
-
-    /// The open file.
-    pub fn file(&self) -> &File {
-        &self.file
-    }
 }
 
 /// Where one entry's whole line is, and the line once read back.
@@ -75,9 +70,7 @@ impl BodyInFile {
     fn read(&self, cut: &Entry) -> Option<Entry> {
         let mut buf = vec![0u8; self.len];
         self.source.file.read_exact_at(&mut buf, self.offset).ok()?;
-        let text = std::str::from_utf8(&buf).ok()?;
-        let whole = Entry::parse(text, cut.line()).ok()?;
-        same_entry(cut, &whole).then_some(whole)
+        whole_of(&buf, cut)
     }
 
     pub(super) fn is_read(&self) -> bool {
@@ -181,9 +174,7 @@ fn read_runs(wanted: &[(&BodyInFile, &Entry)]) -> crate::Result<bool> {
             let from = usize::try_from(body.offset - first.offset).unwrap_or(usize::MAX);
             let whole = buf
                 .get(from..from.saturating_add(body.len))
-                .and_then(|bytes| std::str::from_utf8(bytes).ok())
-                .and_then(|text| Entry::parse(text, cut.line()).ok())
-                .filter(|whole| same_entry(cut, whole));
+                .and_then(|bytes| whole_of(bytes, cut));
             let Some(whole) = whole else {
                 return Ok(false);
             };
@@ -191,4 +182,11 @@ fn read_runs(wanted: &[(&BodyInFile, &Entry)]) -> crate::Result<bool> {
         }
     }
     Ok(true)
+}
+
+/// The entry `bytes` (a line read back) hold, when it is the entry `cut` stands for.
+fn whole_of(bytes: &[u8], cut: &Entry) -> Option<Entry> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let whole = Entry::parse(text, cut.line()).ok()?;
+    same_entry(cut, &whole).then_some(whole)
 }
