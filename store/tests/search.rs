@@ -1157,6 +1157,72 @@ fn ties_come_in_the_listing_order() {
     assert_eq!(order(None), listed, "the listing reads them in this order");
 }
 
+/// With a limit, a regex's sessions are read newest first; when the newest hold its
+/// literal but fail it (more rows than that reading is given), the rest are checked through
+/// their candidate rows, and a regex without a literal reads every session newest first:
+/// either way the best sessions are the ones kept, in order, as without a limit.
+#[test]
+fn a_limited_regex_keeps_the_best_sessions_whichever_way_they_are_read() {
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    const SESSIONS: usize = 1300;
+    const MATCHING: usize = 300;
+    let when = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_735_689_600);
+    for n in 0..SESSIONS {
+        let texts: Vec<(&str, String)> = if n < MATCHING {
+            vec![
+                ("user", format!("Buffer lexer {n}")),
+                ("assistant", "done".to_owned()),
+            ]
+        } else {
+            // Newer, holding `buffer` and `lexer` in three messages each, never a number.
+            vec![
+                ("user", "the buffer lexer reads".to_owned()),
+                ("assistant", "buffer lexer again".to_owned()),
+                ("user", "more buffer lexer".to_owned()),
+            ]
+        };
+        let path = write_session(root.path(), &format!("--p{}--", n % 4), n, &texts);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .and_then(|f| f.set_modified(when + std::time::Duration::from_secs(n as u64)))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let index = synced(agent.path(), root.path());
+    let session_of = |h: &pith_store::search::Hit| -> usize {
+        h.session_id
+            .as_deref()
+            .and_then(|s| s.strip_prefix('s'))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{h:?}"))
+    };
+    // With a literal (`lexer`), and without one.
+    for query in [r"re:Buffer lexer \d+", r"re:r \d+$"] {
+        let q = pith_store::search::parse_query(query);
+        let every = index
+            .search(&q, None, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let newest_first: Vec<usize> = (0..MATCHING).rev().collect();
+        assert_eq!(
+            every.iter().map(session_of).collect::<Vec<_>>(),
+            newest_first,
+            "{query}"
+        );
+        for limit in [1, 50, 400] {
+            let best = index
+                .search(&q, None, Some(limit))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                best.as_slice(),
+                &every[..limit.min(MATCHING)],
+                "{query} {limit}"
+            );
+        }
+        assert_eq!(every[0].entry_id.as_deref(), Some("e299-0"), "{query}");
+    }
+}
+
 /// FTS5 folds `ſ` (U+017F) to `s`, pi's toLowerCase keeps it: `stop` is not in `ſtop`.
 #[test]
 fn a_long_s_is_not_an_s() {

@@ -20,6 +20,9 @@
 //! - `re:`: what every match holds (the pattern's own literals, and the strings every match
 //!   starts or ends with, any of several: `TODO|FIXME`), looked up the same way, then each
 //!   row is checked with the regex; a pattern without such a literal reads every line.
+//!   With a limit, a regex reads the sessions newest first instead of listing every
+//!   candidate row first (the `docs` table names the sessions holding its literals), so a
+//!   common literal or none costs the few sessions it takes to fill the limit.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -45,6 +48,11 @@ const MAX_FIRST_WORDS: usize = 32;
 const MAX_SESSION_READS: usize = 100;
 /// Most indexed words one infix lookup may expand to before the token reads every line.
 const MAX_EXPANSION: usize = 2000;
+
+/// Rows a regex's sessions are read newest first for (see
+/// [`SearchIndex::rows_newest_first`]) before the rest are checked through their candidate
+/// rows.
+const NEWEST_FIRST_ROWS: usize = 2000;
 
 /// From this many sessions on, reading their rows (each hit's shown row, or every
 /// candidate row of a check with no limit) is split between two threads.
@@ -124,8 +132,17 @@ enum Plan {
     Check(Cand),
 }
 
-/// A file id and its candidate rows, in rowid order.
-type FileRowsRef<'a> = (i64, &'a [i64]);
+/// A session's `modified` (ms) and mtime (ns), then the file id and what goes with it.
+type Keyed<T> = (f64, i64, (i64, T));
+
+/// Which rows of a session [`SearchIndex::check_in_order`] checks.
+#[derive(Clone, Copy)]
+enum RowsOf<'a> {
+    /// These candidate rows, in rowid order.
+    Listed(&'a [i64]),
+    /// Every row the session has (read from the `entries` table when it is checked).
+    Every,
+}
 
 /// Candidate rows of a token that needs checking.
 enum Cand {
@@ -686,6 +703,11 @@ impl SearchIndex {
         {
             return self.sessions_holding(expr, files, scoped);
         }
+        if let (Some(n), Plan::Check(cand @ (Cand::All | Cand::Expr(_)))) = (limit, plan)
+            && (matches!(cand, Cand::All) || matches!(needle, Needle::Regex(_)))
+        {
+            return self.rows_newest_first(cand, needle, files, scoped, n);
+        }
         let (sql, expr) = match plan {
             Plan::Exact(e) | Plan::Check(Cand::Expr(e)) => {
                 ("SELECT rowid FROM texts WHERE texts MATCH ?1", Some(e))
@@ -723,52 +745,156 @@ impl SearchIndex {
                 .map(|(file, rows)| (file, Found::Row(rows[rows.len() - 1], None)))
                 .collect());
         }
-        let mut wanted = limit;
-        if let Some(n) = limit {
-            // Sessions whose name holds the needle rank first; the rest newest first.
-            let in_name: HashSet<i64> = files
-                .iter()
-                .filter(|(_, ff)| {
-                    needle_score(needle, &ff.fields(), || false).is_some_and(|s| s < TIER_WEIGHT)
-                })
-                .map(|(&f, _)| f)
-                .collect();
-            wanted = Some(n.saturating_sub(in_name.len()));
-            by_file.retain(|(f, _)| !in_name.contains(f));
-            // The order the ranking gives sessions of one score (see `search_inner`), so the
-            // first `wanted` found are the ones it keeps.
-            // Keys looked up once per file, not per comparison (thousands of files for a regex).
-            let mut keyed: Vec<(f64, i64, FileRowsRef)> = by_file
+        let Some(n) = limit else {
+            // Every file is checked.
+            let by_file: Vec<(i64, RowsOf)> = by_file
                 .into_iter()
-                .map(|item| {
-                    let ff = files.get(&item.0);
-                    (
-                        ff.map_or(0.0, |ff| ff.modified_ms),
-                        ff.map_or(0, |ff| ff.mtime_ns),
-                        item,
-                    )
-                })
+                .map(|(f, rows)| (f, RowsOf::Listed(rows)))
                 .collect();
-            keyed.sort_by(|a, b| {
-                b.0.total_cmp(&a.0)
-                    .then_with(|| b.1.cmp(&a.1))
-                    .then(a.2.0.cmp(&b.2.0))
+            return self.halves(&by_file, |index, part| {
+                Ok(index.check_in_order(part, needle, None, None)?.0)
             });
+        };
+        let (in_name, wanted) = named_first(needle, files, n);
+        by_file.retain(|(f, _)| !in_name.contains(f));
+        let by_file: Vec<(i64, RowsOf)> = by_file
+            .into_iter()
+            .map(|(f, rows)| (f, RowsOf::Listed(rows)))
+            .collect();
+        let keyed = Self::newest_first(files, by_file);
+        Ok(self.check_newest_first(keyed, needle, wanted, None)?.0)
+    }
+
+    /// [`SearchIndex::rows_for`] with a limit for a plan whose candidate rows are many (every
+    /// row, or a regex's): listing them all (every row of 100,000 sessions, or every row
+    /// holding a common word) costs more than reading the sessions newest first. The
+    /// sessions to check are every one in scope (`Cand::All`) or those whose `docs` hold the
+    /// expression (a regex matches within one message, and so within one document); each is
+    /// read from its last row back. A regex whose sessions mostly fail the check stops after
+    /// [`NEWEST_FIRST_ROWS`] rows and checks the rest through the candidate rows of `texts`.
+    fn rows_newest_first(
+        &self,
+        cand: &Cand,
+        needle: &Needle,
+        files: &HashMap<i64, FileFields>,
+        scoped: bool,
+        limit: usize,
+    ) -> rusqlite::Result<Rows> {
+        let (in_name, wanted) = named_first(needle, files, limit);
+        let (sessions, budget): (Vec<(i64, RowsOf)>, _) = match cand {
+            Cand::Expr(expr) => (
+                self.sessions_holding(expr, files, scoped)?
+                    .into_keys()
+                    .filter(|f| !in_name.contains(f))
+                    .map(|f| (f, RowsOf::Every))
+                    .collect(),
+                Some(NEWEST_FIRST_ROWS),
+            ),
+            _ => (
+                files
+                    .keys()
+                    .filter(|f| !in_name.contains(f))
+                    .map(|&f| (f, RowsOf::Every))
+                    .collect(),
+                None,
+            ),
+        };
+        let keyed = Self::newest_first(files, sessions);
+        let sessions: Vec<i64> = keyed.iter().map(|k| k.2.0).collect();
+        let (mut out, checked) = self.check_newest_first(keyed, needle, wanted, budget)?;
+        let Cand::Expr(expr) = cand else {
+            return Ok(out);
+        };
+        if out.len() >= wanted || checked == sessions.len() {
+            return Ok(out);
+        }
+        // The rest, in the same order, through their candidate rows.
+        let mut candidates: Vec<i64> = Vec::new();
+        {
+            let mut stmt = self
+                .conn
+                .prepare_cached("SELECT rowid FROM texts WHERE texts MATCH ?1")?;
+            let mut rows = stmt.query([expr])?;
+            while let Some(r) = rows.next()? {
+                candidates.push(r.get(0)?);
+            }
+        }
+        candidates.sort_unstable();
+        let by_file: HashMap<i64, &[i64]> = candidates
+            .chunk_by(|a, b| a >> SEQ_BITS == b >> SEQ_BITS)
+            .map(|rows| (rows[0] >> SEQ_BITS, rows))
+            .collect();
+        let rest: Vec<(i64, RowsOf)> = sessions[checked..]
+            .iter()
+            .filter_map(|f| by_file.get(f).map(|&rows| (*f, RowsOf::Listed(rows))))
+            .collect();
+        let (more, _, _) = self.check_in_order(&rest, needle, Some(wanted - out.len()), None)?;
+        out.extend(more);
+        Ok(out)
+    }
+
+    /// `items` (file id first) in the order the ranking gives sessions of one score (see
+    /// `search_inner`): newest first, so the first sessions found that match are the ones it
+    /// keeps. Ties are left for [`SearchIndex::check_newest_first`] to order as it goes.
+    fn newest_first<T>(files: &HashMap<i64, FileFields>, items: Vec<(i64, T)>) -> Vec<Keyed<T>> {
+        // Keys looked up once per file, not per comparison (thousands of files for a regex).
+        let mut keyed: Vec<Keyed<T>> = items
+            .into_iter()
+            .map(|item| {
+                let ff = files.get(&item.0);
+                (
+                    ff.map_or(0.0, |ff| ff.modified_ms),
+                    ff.map_or(0, |ff| ff.mtime_ns),
+                    item,
+                )
+            })
+            .collect();
+        keyed.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| b.1.cmp(&a.1))
+                .then(a.2.0.cmp(&b.2.0))
+        });
+        keyed
+    }
+
+    /// [`SearchIndex::check_in_order`] over `keyed` (sorted by [`SearchIndex::newest_first`]),
+    /// ordering sessions of equal `modified` and mtime by name a stretch at a time, just
+    /// before they are checked: ties are few in real use, but a folder of copies (hard links,
+    /// one mtime) ties them all, and reading every name costs more than the search.
+    fn check_newest_first(
+        &self,
+        mut keyed: Vec<Keyed<RowsOf<'_>>>,
+        needle: &Needle,
+        limit: usize,
+        budget: Option<usize>,
+    ) -> rusqlite::Result<(Rows, usize)> {
+        let mut out = Rows::new();
+        let mut done = 0;
+        let mut spent = 0;
+        while done < keyed.len() && out.len() < limit && budget.is_none_or(|b| spent < b) {
+            let stretch = (limit - out.len()).max(16);
             self.order_ties_by_name(
-                &mut keyed,
-                usize::MAX,
+                &mut keyed[done..],
+                stretch,
                 |k| k.2.0,
                 |a, b| a.0.total_cmp(&b.0).is_eq() && a.1 == b.1,
             )?;
-            by_file = keyed.into_iter().map(|k| k.2).collect();
+            let end = (done + stretch).min(keyed.len());
+            let part: Vec<(i64, RowsOf)> = keyed[done..end].iter().map(|k| k.2).collect();
+            let (found, checked, read) = self.check_in_order(
+                &part,
+                needle,
+                Some(limit - out.len()),
+                budget.map(|b| b - spent),
+            )?;
+            out.extend(found);
+            spent += read;
+            done += checked;
+            if checked < part.len() {
+                break;
+            }
         }
-        if wanted.is_some() {
-            return self.check_in_order(&by_file, needle, wanted);
-        }
-        // Every file is checked.
-        self.halves(&by_file, |index, part| {
-            index.check_in_order(part, needle, None)
-        })
+        Ok((out, done))
     }
 
     /// The sessions in `files` whose `docs` documents match the FTS5 expression `expr`: one
@@ -794,36 +920,56 @@ impl SearchIndex {
         Ok(out)
     }
 
-    /// Checks each file's candidate rows (`(file id, its rows in rowid order)`, files in
-    /// their order) against their lines, last row first, and keeps the first that passes,
-    /// until `limit` files have one. One file is open at a time.
+    /// Checks the rows of each file (`(file id, which rows)`, files in their order) against
+    /// their lines, last row first, and keeps the first that passes, until `limit` files have
+    /// one, or (with a `budget`) once that many rows were read. One file is open at a time.
+    /// Returns the files found, how many of `files` were checked and how many rows read.
     fn check_in_order(
         &self,
-        files: &[(i64, &[i64])],
+        files: &[(i64, RowsOf<'_>)],
         needle: &Needle,
         limit: Option<usize>,
-    ) -> rusqlite::Result<Rows> {
+        budget: Option<usize>,
+    ) -> rusqlite::Result<(Rows, usize, usize)> {
         let mut out = Rows::new();
         let mut file_stmt = self
             .conn
             .prepare_cached("SELECT path FROM files WHERE id = ?1")?;
-        for &(file_id, rows) in files {
-            if limit.is_some_and(|n| out.len() >= n) {
-                break;
+        let mut every_stmt = self.conn.prepare_cached(
+            "SELECT rowid FROM entries WHERE rowid >= ?1 AND rowid < ?2 ORDER BY rowid DESC",
+        )?;
+        let mut read = 0;
+        for (checked, &(file_id, rows)) in files.iter().enumerate() {
+            if limit.is_some_and(|n| out.len() >= n) || budget.is_some_and(|b| read >= b) {
+                return Ok((out, checked, read));
             }
             let path: String = file_stmt.query_row(params![file_id], |r| r.get(0))?;
             let Ok(file) = File::open(path) else {
                 continue;
             };
-            for &rowid in rows.iter().rev() {
-                if let Some(read) = self.matching_row(&file, rowid, needle)? {
+            let every: Vec<i64>;
+            let newest_first: &mut dyn Iterator<Item = &i64> = match rows {
+                RowsOf::Listed(rows) => &mut rows.iter().rev(),
+                RowsOf::Every => {
+                    every = every_stmt
+                        .query_map(
+                            params![file_id << SEQ_BITS, (file_id + 1) << SEQ_BITS],
+                            |r| r.get(0),
+                        )?
+                        .collect::<rusqlite::Result<_>>()?;
+                    &mut every.iter()
+                }
+            };
+            for &rowid in newest_first {
+                read += 1;
+                if let Some(text) = self.matching_row(&file, rowid, needle)? {
                     // Kept for the snippet only when few are wanted: memory stays small.
-                    out.insert(file_id, Found::Row(rowid, limit.is_some().then_some(read)));
+                    out.insert(file_id, Found::Row(rowid, limit.is_some().then_some(text)));
                     break;
                 }
             }
         }
-        Ok(out)
+        Ok((out, files.len(), read))
     }
 
     /// The row shown for a session whose row `rowid` matched `needle` without a check: that
@@ -944,6 +1090,24 @@ impl SearchIndex {
             .rev()
             .fold(String::new(), |tail, m| tail_after(&tail, m)))
     }
+}
+
+/// Sessions whose name holds `needle` rank first whatever their messages hold, so with a
+/// `limit` they are left out of the check: those sessions, and how many others are wanted.
+fn named_first(
+    needle: &Needle,
+    files: &HashMap<i64, FileFields>,
+    limit: usize,
+) -> (HashSet<i64>, usize) {
+    let in_name: HashSet<i64> = files
+        .iter()
+        .filter(|(_, ff)| {
+            needle_score(needle, &ff.fields(), || false).is_some_and(|s| s < TIER_WEIGHT)
+        })
+        .map(|(&f, _)| f)
+        .collect();
+    let wanted = limit.saturating_sub(in_name.len());
+    (in_name, wanted)
 }
 
 /// A regex that finds a needle in raw text, for the snippet.
