@@ -205,11 +205,14 @@ impl Entry {
     /// reads the whole line back on first use and keeps it. If it cannot be read back as
     /// the same entry (same id, parent and type), the cut line stands and
     /// [`Entry::read_back`] says why.
-    pub fn with_body_in(self, source: Arc<BodySource>, offset: u64, len: usize) -> Entry {
-        Entry {
-            in_file: Some(Arc::new(BodyInFile::new(source, offset, len))),
-            ..self
-        }
+    pub fn with_body_in(mut self, source: Arc<BodySource>, offset: u64, len: usize) -> Entry {
+        self.set_body_in(source, offset, len);
+        self
+    }
+
+    /// [`Entry::with_body_in`] in place.
+    pub fn set_body_in(&mut self, source: Arc<BodySource>, offset: u64, len: usize) {
+        self.in_file = Some(Arc::new(BodyInFile::new(source, offset, len)));
     }
 
     /// The entry with its whole line: `self`, or for an entry made by

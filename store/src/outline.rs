@@ -326,9 +326,12 @@ fn entries_of(held: &[Held<'_>]) -> Option<Vec<Entry>> {
         // Making entries cannot panic; if it did, making them here again is the fallback.
         (a, b.join().unwrap_or_else(|_| make(second)))
     });
-    let (mut a, b) = (a?, b?);
-    a.extend(b);
-    Some(a)
+    let (a, b) = (a?, b?);
+    // Sized once, with the tree's room to grow.
+    let mut all = Vec::with_capacity(held.len() + crate::tree::headroom(held.len()));
+    all.extend(a);
+    all.extend(b);
+    Some(all)
 }
 
 /// Keeps the outline of `log`, the load of `path` (its `stamp` taken before the read, and

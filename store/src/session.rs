@@ -592,8 +592,7 @@ pub fn has_valid_header(path: &Path) -> bool {
 fn left_in_file(entries: &mut [Entry], elided: &[crate::load::Elided], source: &Arc<BodySource>) {
     for at in elided {
         if let Some(slot) = entries.get_mut(at.index) {
-            let cut = slot.clone();
-            *slot = cut.with_body_in(Arc::clone(source), at.offset, at.len);
+            slot.set_body_in(Arc::clone(source), at.offset, at.len);
         }
     }
 }

@@ -50,7 +50,7 @@ pub struct Tree {
 }
 
 /// Entries plus everything derived from them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct SessionTree {
     entries: Vec<Entry>,
     /// id → index of the last entry with that id; iteration order is first appearance, as
@@ -70,13 +70,45 @@ pub struct SessionTree {
     has_conversation: bool,
 }
 
+/// Room kept for entries appended after a tree is built or copied: growing the vectors and
+/// the id index of tens of thousands of entries copies and rehashes them all, and a resume
+/// appends right after it loads (s100mb: the first append cost as much as the rest of the
+/// resume's runtime).
+pub(crate) fn headroom(len: usize) -> usize {
+    64 + len / 16
+}
+
+/// A copy with [`headroom`], for the projection's mirror of the writer's tree.
+impl Clone for SessionTree {
+    fn clone(&self) -> SessionTree {
+        let room = headroom(self.entries.len());
+        let mut entries = Vec::with_capacity(self.entries.len() + room);
+        entries.extend_from_slice(&self.entries);
+        let mut parent = Vec::with_capacity(self.parent.len() + room);
+        parent.extend_from_slice(&self.parent);
+        let mut by_id = self.by_id.clone();
+        by_id.reserve(room);
+        SessionTree {
+            entries,
+            by_id,
+            parent,
+            labels: self.labels.clone(),
+            leaf: self.leaf,
+            has_cycles: self.has_cycles,
+            has_assistant: self.has_assistant,
+            has_conversation: self.has_conversation,
+        }
+    }
+}
+
 impl SessionTree {
     /// Builds the tree of `entries` (file order) and returns it with warnings about parent
     /// cycles and `message` entries without a message. The leaf is the last entry.
     pub fn new(entries: Vec<Entry>) -> (SessionTree, Vec<Warning>) {
         let mut tree = SessionTree::default();
         let mut warnings = Vec::new();
-        tree.by_id.reserve(entries.len());
+        let room = headroom(entries.len());
+        tree.by_id.reserve(entries.len() + room);
         for (index, entry) in entries.iter().enumerate() {
             if entry.kind() == &EntryType::Message && !entry.has_message() {
                 warnings.push(Warning {
@@ -91,9 +123,10 @@ impl SessionTree {
         }
         // The loaded entries are the tree's, in file order: kept in place, not moved one by one.
         tree.entries = entries;
-        tree.parent = (0..tree.entries.len())
-            .map(|i| tree.resolve_parent(i))
-            .collect();
+        tree.entries.reserve(room);
+        let mut parent = Vec::with_capacity(tree.entries.len() + room);
+        parent.extend((0..tree.entries.len()).map(|i| tree.resolve_parent(i)));
+        tree.parent = parent;
         tree.has_cycles = tree.find_cycles(&mut warnings);
         tree.leaf = tree.entries.len().checked_sub(1);
         (tree, warnings)

@@ -36,8 +36,9 @@ pub(super) struct BodyInFile {
     source: Arc<BodySource>,
     offset: u64,
     len: usize,
-    /// The whole entry; `None` when reading it back failed.
-    whole: OnceLock<Option<Entry>>,
+    /// The whole entry; `None` when reading it back failed. Boxed: most bodies are never
+    /// read back, and a resume makes one of these for most entries of a large session.
+    whole: OnceLock<Option<Box<Entry>>>,
 }
 
 impl BodyInFile {
@@ -62,9 +63,9 @@ impl BodyInFile {
                         "a message body is no longer in the session file as it was read"
                     );
                 }
-                whole
+                whole.map(Box::new)
             })
-            .as_ref()
+            .as_deref()
     }
 
     fn read(&self, cut: &Entry) -> Option<Entry> {
@@ -178,7 +179,7 @@ fn read_runs(wanted: &[(&BodyInFile, &Entry)]) -> crate::Result<bool> {
             let Some(whole) = whole else {
                 return Ok(false);
             };
-            let _ = body.whole.set(Some(whole));
+            let _ = body.whole.set(Some(Box::new(whole)));
         }
     }
     Ok(true)
