@@ -75,7 +75,8 @@ pub struct SessionTree {
 /// appends right after it loads (s100mb: the first append cost as much as the rest of the
 /// resume's runtime).
 pub(crate) fn headroom(len: usize) -> usize {
-    64 + len / 16
+    // Nothing for a small tree (one made per appended entry, say): its growth costs little.
+    len / 16
 }
 
 /// A copy with [`headroom`], for the projection's mirror of the writer's tree.
@@ -86,8 +87,8 @@ impl Clone for SessionTree {
         entries.extend_from_slice(&self.entries);
         let mut parent = Vec::with_capacity(self.parent.len() + room);
         parent.extend_from_slice(&self.parent);
-        let mut by_id = self.by_id.clone();
-        by_id.reserve(room);
+        let mut by_id = IndexMap::with_capacity(self.by_id.len() + room);
+        by_id.extend(self.by_id.iter().map(|(id, &at)| (Arc::clone(id), at)));
         SessionTree {
             entries,
             by_id,

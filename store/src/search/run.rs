@@ -430,14 +430,15 @@ impl SearchIndex {
     /// Sessions of equal score, `modified` and mtime come out of pi's listing by file name,
     /// descending: orders each run of `items` (sorted but for that) whose neighbours are
     /// `tied`, among the first `upto` (rare, so the names are read only for them). `file`:
-    /// an item's file id.
+    /// an item's file id. Returns where the last run ordered ends (at least `upto`, or the
+    /// length): the runs from there on are left as they were.
     fn order_ties_by_name<T: Copy>(
         &self,
         items: &mut [T],
         upto: usize,
         file: impl Fn(&T) -> i64,
         tied: impl Fn(&T, &T) -> bool,
-    ) -> rusqlite::Result<()> {
+    ) -> rusqlite::Result<usize> {
         let cut = upto.min(items.len());
         let mut path_stmt = self
             .conn
@@ -467,7 +468,7 @@ impl SearchIndex {
             }
             start = end.max(start + 1);
         }
-        Ok(())
+        Ok(start)
     }
 
     /// The short fields of every indexed file in scope (`None`: all), by file id.
@@ -800,12 +801,11 @@ impl SearchIndex {
             ),
         };
         let keyed = Self::newest_first(files, sessions);
-        let sessions: Vec<i64> = keyed.iter().map(|k| k.2.0).collect();
-        let (mut out, checked) = self.check_newest_first(keyed, needle, wanted, budget)?;
+        let (mut out, rest) = self.check_newest_first(keyed, needle, wanted, budget)?;
         let Cand::Expr(expr) = cand else {
             return Ok(out);
         };
-        if out.len() >= wanted || checked == sessions.len() {
+        if out.len() >= wanted || rest.is_empty() {
             return Ok(out);
         }
         // The rest, in the same order, through their candidate rows.
@@ -824,11 +824,15 @@ impl SearchIndex {
             .chunk_by(|a, b| a >> SEQ_BITS == b >> SEQ_BITS)
             .map(|rows| (rows[0] >> SEQ_BITS, rows))
             .collect();
-        let rest: Vec<(i64, RowsOf)> = sessions[checked..]
-            .iter()
-            .filter_map(|f| by_file.get(f).map(|&rows| (*f, RowsOf::Listed(rows))))
+        let rest: Vec<Keyed<RowsOf>> = rest
+            .into_iter()
+            .filter_map(|(m, t, (f, _))| {
+                by_file
+                    .get(&f)
+                    .map(|&rows| (m, t, (f, RowsOf::Listed(rows))))
+            })
             .collect();
-        let (more, _, _) = self.check_in_order(&rest, needle, Some(wanted - out.len()), None)?;
+        let (more, _) = self.check_newest_first(rest, needle, wanted - out.len(), None)?;
         out.extend(more);
         Ok(out)
     }
@@ -860,26 +864,32 @@ impl SearchIndex {
     /// [`SearchIndex::check_in_order`] over `keyed` (sorted by [`SearchIndex::newest_first`]),
     /// ordering sessions of equal `modified` and mtime by name a stretch at a time, just
     /// before they are checked: ties are few in real use, but a folder of copies (hard links,
-    /// one mtime) ties them all, and reading every name costs more than the search.
-    fn check_newest_first(
+    /// one mtime) ties them all, and reading every name costs more than the search. Returns
+    /// the sessions found, and those left unchecked when the `budget` of rows ran out, in
+    /// the order reached (ties there may be out of order: a later call orders them).
+    fn check_newest_first<'r>(
         &self,
-        mut keyed: Vec<Keyed<RowsOf<'_>>>,
+        mut keyed: Vec<Keyed<RowsOf<'r>>>,
         needle: &Needle,
         limit: usize,
         budget: Option<usize>,
-    ) -> rusqlite::Result<(Rows, usize)> {
+    ) -> rusqlite::Result<(Rows, Vec<Keyed<RowsOf<'r>>>)> {
         let mut out = Rows::new();
         let mut done = 0;
+        // Every run of ties that starts before this is in order (a run's end).
+        let mut ordered = 0;
         let mut spent = 0;
         while done < keyed.len() && out.len() < limit && budget.is_none_or(|b| spent < b) {
             let stretch = (limit - out.len()).max(16);
-            self.order_ties_by_name(
-                &mut keyed[done..],
-                stretch,
-                |k| k.2.0,
-                |a, b| a.0.total_cmp(&b.0).is_eq() && a.1 == b.1,
-            )?;
             let end = (done + stretch).min(keyed.len());
+            if ordered < end {
+                ordered += self.order_ties_by_name(
+                    &mut keyed[ordered..],
+                    end - ordered,
+                    |k| k.2.0,
+                    |a, b| a.0.total_cmp(&b.0).is_eq() && a.1 == b.1,
+                )?;
+            }
             let part: Vec<(i64, RowsOf)> = keyed[done..end].iter().map(|k| k.2).collect();
             let (found, checked, read) = self.check_in_order(
                 &part,
@@ -894,7 +904,8 @@ impl SearchIndex {
                 break;
             }
         }
-        Ok((out, done))
+        keyed.drain(..done);
+        Ok((out, keyed))
     }
 
     /// The sessions in `files` whose `docs` documents match the FTS5 expression `expr`: one
@@ -961,6 +972,10 @@ impl SearchIndex {
                 }
             };
             for &rowid in newest_first {
+                if budget.is_some_and(|b| read >= b) {
+                    // This file is left unchecked, whole.
+                    return Ok((out, checked, read));
+                }
                 read += 1;
                 if let Some(text) = self.matching_row(&file, rowid, needle)? {
                     // Kept for the snippet only when few are wanted: memory stays small.
