@@ -22,6 +22,7 @@
 
 pub mod index;
 pub mod matching;
+mod newest_first;
 pub mod query;
 mod regex_literals;
 pub mod rows;

@@ -79,7 +79,8 @@ pub(crate) fn headroom(len: usize) -> usize {
     len / 16
 }
 
-/// A copy with [`headroom`], for the projection's mirror of the writer's tree.
+/// A copy with room to grow (as `SessionTree::new` leaves), for the projection's mirror of the
+/// writer's tree.
 impl Clone for SessionTree {
     fn clone(&self) -> SessionTree {
         let room = headroom(self.entries.len());

@@ -22,7 +22,8 @@
 //!   row is checked with the regex; a pattern without such a literal reads every line.
 //!   With a limit, a regex reads the sessions newest first instead of listing every
 //!   candidate row first (the `docs` table names the sessions holding its literals), so a
-//!   common literal or none costs the few sessions it takes to fill the limit.
+//!   common literal or none costs the few sessions it takes to fill the limit
+//!   (`newest_first.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -48,11 +49,6 @@ const MAX_FIRST_WORDS: usize = 32;
 const MAX_SESSION_READS: usize = 100;
 /// Most indexed words one infix lookup may expand to before the token reads every line.
 const MAX_EXPANSION: usize = 2000;
-
-/// Rows a regex's sessions are read newest first for (see
-/// [`SearchIndex::rows_newest_first`]) before the rest are checked through their candidate
-/// rows.
-const NEWEST_FIRST_ROWS: usize = 2000;
 
 /// From this many sessions on, reading their rows (each hit's shown row, or every
 /// candidate row of a check with no limit) is split between two threads.
@@ -87,10 +83,10 @@ pub struct Hit {
 }
 
 /// The sessions whose messages hold one token: file id → where.
-type Rows = HashMap<i64, Found>;
+pub(super) type Rows = HashMap<i64, Found>;
 
 /// Where a session's messages hold a token.
-enum Found {
+pub(super) enum Found {
     /// In row `rowid` (the last that matches, as far as the candidates tell), with its
     /// entry id and text when the check already read them.
     Row(i64, Option<RowText>),
@@ -104,12 +100,12 @@ enum Found {
 type RowText = (Option<String>, String);
 
 /// A session's short fields as the index holds them.
-struct FileFields {
+pub(super) struct FileFields {
     /// pi's `modified` (ms): what ties between equal scores are broken by, newest first.
-    modified_ms: f64,
+    pub(super) modified_ms: f64,
     /// The file's mtime (ns): the order pi's listing read the files in, newest first, which
     /// its stable sort keeps among sessions of equal score and `modified`.
-    mtime_ns: i64,
+    pub(super) mtime_ns: i64,
     session_id: Option<String>,
     name: Option<String>,
     cwd: String,
@@ -132,12 +128,9 @@ enum Plan {
     Check(Cand),
 }
 
-/// A session's `modified` (ms) and mtime (ns), then the file id and what goes with it.
-type Keyed<T> = (f64, i64, (i64, T));
-
 /// Which rows of a session [`SearchIndex::check_in_order`] checks.
 #[derive(Clone, Copy)]
-enum RowsOf<'a> {
+pub(super) enum RowsOf<'a> {
     /// These candidate rows, in rowid order.
     Listed(&'a [i64]),
     /// Every row the session has (read from the `entries` table when it is checked).
@@ -145,7 +138,7 @@ enum RowsOf<'a> {
 }
 
 /// Candidate rows of a token that needs checking.
-enum Cand {
+pub(super) enum Cand {
     /// The rows of an FTS5 expression.
     Expr(String),
     /// The rows of an FTS5 expression of word pairs (the `pairs` table).
@@ -432,7 +425,7 @@ impl SearchIndex {
     /// `tied`, among the first `upto` (rare, so the names are read only for them). `file`:
     /// an item's file id. Returns where the last run ordered ends (at least `upto`, or the
     /// length): the runs from there on are left as they were.
-    fn order_ties_by_name<T: Copy>(
+    pub(super) fn order_ties_by_name<T: Copy>(
         &self,
         items: &mut [T],
         upto: usize,
@@ -766,152 +759,10 @@ impl SearchIndex {
         Ok(self.check_newest_first(keyed, needle, wanted, None)?.0)
     }
 
-    /// [`SearchIndex::rows_for`] with a limit for a plan whose candidate rows are many (every
-    /// row, or a regex's): listing them all (every row of 100,000 sessions, or every row
-    /// holding a common word) costs more than reading the sessions newest first. The
-    /// sessions to check are every one in scope (`Cand::All`) or those whose `docs` hold the
-    /// expression (a regex matches within one message, and so within one document); each is
-    /// read from its last row back. A regex whose sessions mostly fail the check stops after
-    /// [`NEWEST_FIRST_ROWS`] rows and checks the rest through the candidate rows of `texts`.
-    fn rows_newest_first(
-        &self,
-        cand: &Cand,
-        needle: &Needle,
-        files: &HashMap<i64, FileFields>,
-        scoped: bool,
-        limit: usize,
-    ) -> rusqlite::Result<Rows> {
-        let (in_name, wanted) = named_first(needle, files, limit);
-        let (sessions, budget): (Vec<(i64, RowsOf)>, _) = match cand {
-            Cand::Expr(expr) => (
-                self.sessions_holding(expr, files, scoped)?
-                    .into_keys()
-                    .filter(|f| !in_name.contains(f))
-                    .map(|f| (f, RowsOf::Every))
-                    .collect(),
-                Some(NEWEST_FIRST_ROWS),
-            ),
-            _ => (
-                files
-                    .keys()
-                    .filter(|f| !in_name.contains(f))
-                    .map(|&f| (f, RowsOf::Every))
-                    .collect(),
-                None,
-            ),
-        };
-        let keyed = Self::newest_first(files, sessions);
-        let (mut out, rest) = self.check_newest_first(keyed, needle, wanted, budget)?;
-        let Cand::Expr(expr) = cand else {
-            return Ok(out);
-        };
-        if out.len() >= wanted || rest.is_empty() {
-            return Ok(out);
-        }
-        // The rest, in the same order, through their candidate rows.
-        let mut candidates: Vec<i64> = Vec::new();
-        {
-            let mut stmt = self
-                .conn
-                .prepare_cached("SELECT rowid FROM texts WHERE texts MATCH ?1")?;
-            let mut rows = stmt.query([expr])?;
-            while let Some(r) = rows.next()? {
-                candidates.push(r.get(0)?);
-            }
-        }
-        candidates.sort_unstable();
-        let by_file: HashMap<i64, &[i64]> = candidates
-            .chunk_by(|a, b| a >> SEQ_BITS == b >> SEQ_BITS)
-            .map(|rows| (rows[0] >> SEQ_BITS, rows))
-            .collect();
-        let rest: Vec<Keyed<RowsOf>> = rest
-            .into_iter()
-            .filter_map(|(m, t, (f, _))| {
-                by_file
-                    .get(&f)
-                    .map(|&rows| (m, t, (f, RowsOf::Listed(rows))))
-            })
-            .collect();
-        let (more, _) = self.check_newest_first(rest, needle, wanted - out.len(), None)?;
-        out.extend(more);
-        Ok(out)
-    }
-
-    /// `items` (file id first) in the order the ranking gives sessions of one score (see
-    /// `search_inner`): newest first, so the first sessions found that match are the ones it
-    /// keeps. Ties are left for [`SearchIndex::check_newest_first`] to order as it goes.
-    fn newest_first<T>(files: &HashMap<i64, FileFields>, items: Vec<(i64, T)>) -> Vec<Keyed<T>> {
-        // Keys looked up once per file, not per comparison (thousands of files for a regex).
-        let mut keyed: Vec<Keyed<T>> = items
-            .into_iter()
-            .map(|item| {
-                let ff = files.get(&item.0);
-                (
-                    ff.map_or(0.0, |ff| ff.modified_ms),
-                    ff.map_or(0, |ff| ff.mtime_ns),
-                    item,
-                )
-            })
-            .collect();
-        keyed.sort_by(|a, b| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| b.1.cmp(&a.1))
-                .then(a.2.0.cmp(&b.2.0))
-        });
-        keyed
-    }
-
-    /// [`SearchIndex::check_in_order`] over `keyed` (sorted by [`SearchIndex::newest_first`]),
-    /// ordering sessions of equal `modified` and mtime by name a stretch at a time, just
-    /// before they are checked: ties are few in real use, but a folder of copies (hard links,
-    /// one mtime) ties them all, and reading every name costs more than the search. Returns
-    /// the sessions found, and those left unchecked when the `budget` of rows ran out, in
-    /// the order reached (ties there may be out of order: a later call orders them).
-    fn check_newest_first<'r>(
-        &self,
-        mut keyed: Vec<Keyed<RowsOf<'r>>>,
-        needle: &Needle,
-        limit: usize,
-        budget: Option<usize>,
-    ) -> rusqlite::Result<(Rows, Vec<Keyed<RowsOf<'r>>>)> {
-        let mut out = Rows::new();
-        let mut done = 0;
-        // Every run of ties that starts before this is in order (a run's end).
-        let mut ordered = 0;
-        let mut spent = 0;
-        while done < keyed.len() && out.len() < limit && budget.is_none_or(|b| spent < b) {
-            let stretch = (limit - out.len()).max(16);
-            let end = (done + stretch).min(keyed.len());
-            if ordered < end {
-                ordered += self.order_ties_by_name(
-                    &mut keyed[ordered..],
-                    end - ordered,
-                    |k| k.2.0,
-                    |a, b| a.0.total_cmp(&b.0).is_eq() && a.1 == b.1,
-                )?;
-            }
-            let part: Vec<(i64, RowsOf)> = keyed[done..end].iter().map(|k| k.2).collect();
-            let (found, checked, read) = self.check_in_order(
-                &part,
-                needle,
-                Some(limit - out.len()),
-                budget.map(|b| b - spent),
-            )?;
-            out.extend(found);
-            spent += read;
-            done += checked;
-            if checked < part.len() {
-                break;
-            }
-        }
-        keyed.drain(..done);
-        Ok((out, keyed))
-    }
-
     /// The sessions in `files` whose `docs` documents match the FTS5 expression `expr`: one
     /// entry per session (and write) to read instead of one per message. `scoped` as in
     /// [`SearchIndex::rows_for`].
-    fn sessions_holding(
+    pub(super) fn sessions_holding(
         &self,
         expr: &str,
         files: &HashMap<i64, FileFields>,
@@ -935,7 +786,7 @@ impl SearchIndex {
     /// their lines, last row first, and keeps the first that passes, until `limit` files have
     /// one, or (with a `budget`) once that many rows were read. One file is open at a time.
     /// Returns the files found, how many of `files` were checked and how many rows read.
-    fn check_in_order(
+    pub(super) fn check_in_order(
         &self,
         files: &[(i64, RowsOf<'_>)],
         needle: &Needle,
@@ -1109,7 +960,7 @@ impl SearchIndex {
 
 /// Sessions whose name holds `needle` rank first whatever their messages hold, so with a
 /// `limit` they are left out of the check: those sessions, and how many others are wanted.
-fn named_first(
+pub(super) fn named_first(
     needle: &Needle,
     files: &HashMap<i64, FileFields>,
     limit: usize,
