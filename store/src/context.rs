@@ -159,7 +159,7 @@ pub fn build_session_context(tree: &SessionTree, leaf: Leaf) -> SessionContext<'
 /// Indices of the entries whose bodies [`build_session_context`] reads for the context at
 /// `leaf`: the context entries and the message that sets the model, in no particular order.
 /// Any other entry may have its message body left in the file, read back on first use
-/// (spec: format.md §6, `Bodies::Elided`, `Entry::with_body_in`).
+/// (spec: format.md §6, `Bodies::Elided`, `Entry::set_body_in`).
 pub(crate) fn entries_read(tree: &SessionTree, leaf: usize) -> Vec<usize> {
     let walk = Walk::new(tree.entries(), tree.path_to(leaf));
     let list = ContextEntries::new(tree.entries(), &walk.path, walk.compaction);

@@ -199,24 +199,18 @@ impl Entry {
         })
     }
 
-    /// This entry, read with its message body left out, standing for the whole line of
+    /// Makes this entry, read with its message body left out, stand for the whole line of
     /// `len` bytes at byte `offset` of `source`: the eager members are this entry's, and
     /// everything that reads the body ([`Entry::raw`], [`Entry::message_raw`], decoding)
     /// reads the whole line back on first use and keeps it. If it cannot be read back as
     /// the same entry (same id, parent and type), the cut line stands and
     /// [`Entry::read_back`] says why.
-    pub fn with_body_in(mut self, source: Arc<BodySource>, offset: u64, len: usize) -> Entry {
-        self.set_body_in(source, offset, len);
-        self
-    }
-
-    /// [`Entry::with_body_in`] in place.
     pub fn set_body_in(&mut self, source: Arc<BodySource>, offset: u64, len: usize) {
         self.in_file = Some(Arc::new(BodyInFile::new(source, offset, len)));
     }
 
     /// The entry with its whole line: `self`, or for an entry made by
-    /// [`Entry::with_body_in`] the line read back (the cut one if that failed).
+    /// [`Entry::set_body_in`] the line read back (the cut one if that failed).
     fn whole(&self) -> &Entry {
         match &self.in_file {
             Some(body) => body.whole(self).unwrap_or(self),
@@ -224,7 +218,7 @@ impl Entry {
         }
     }
 
-    /// Whether this entry's message body is left in the file (see [`Entry::with_body_in`])
+    /// Whether this entry's message body is left in the file (see [`Entry::set_body_in`])
     /// and not read back yet.
     pub fn body_in_file(&self) -> bool {
         self.in_file.as_ref().is_some_and(|b| !b.is_read())
@@ -435,7 +429,7 @@ impl Entry {
 }
 
 /// Reads back at once every message body of `entries` still left in a session file (see
-/// [`Entry::with_body_in`]): one pass over the file, nearby lines per read, instead of one
+/// [`Entry::set_body_in`]): one pass over the file, nearby lines per read, instead of one
 /// read per entry when each is asked for. Entries read whole are untouched; this is cheap
 /// when none is left.
 ///

@@ -161,7 +161,7 @@ impl Session {
     /// ([`OpenMode::Write`], [`OpenMode::ReadOnly`]) is read through its outline under
     /// `env.agent_dir` (see [`crate::outline`]): the entries on the path to the leaf hold
     /// their whole lines, the others' large message bodies stay in the file and are read
-    /// back on first use ([`Entry::with_body_in`]). The answers are the whole file's, unless
+    /// back on first use ([`Entry::set_body_in`]). The answers are the whole file's, unless
     /// the file is changed in place while open: a body that can then no longer be read back
     /// stays cut (logged), and writing or copying it fails with [`Error::BodyChanged`].
     pub fn open(
@@ -588,7 +588,7 @@ pub fn has_valid_header(path: &Path) -> bool {
 }
 
 /// Makes the entries `elided` names stand for their whole lines in `source`
-/// ([`Entry::with_body_in`]).
+/// ([`Entry::set_body_in`]).
 fn left_in_file(entries: &mut [Entry], elided: &[crate::load::Elided], source: &Arc<BodySource>) {
     for at in elided {
         if let Some(slot) = entries.get_mut(at.index) {

@@ -503,7 +503,7 @@ fn identity_of(path: &Path) -> Option<(u64, u64)> {
         .map(|m| (m.dev(), m.ino()))
 }
 
-/// Reads back the bodies `entries` left in their file (see [`Entry::with_body_in`]), so
+/// Reads back the bodies `entries` left in their file (see [`Entry::set_body_in`]), so
 /// none is written with its body cut.
 ///
 /// Errors: [`Error::BodyChanged`].

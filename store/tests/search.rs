@@ -151,6 +151,24 @@ fn synced(agent: &Path, root: &Path) -> SearchIndex {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Sets the mtime of the file at `path`.
+fn set_mtime(path: &Path, mtime: std::time::SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(mtime))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// `n` of a hit on the session [`write_session`] wrote as number `n` (id `s{n}`).
+fn session_number(h: &pith_store::search::Hit) -> usize {
+    h.session_id
+        .as_deref()
+        .and_then(|s| s.strip_prefix('s'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{h:?}"))
+}
+
 const WORDS: &[&str] = &[
     "parse",
     "the",
@@ -1035,11 +1053,7 @@ fn a_file_rewritten_in_place_is_read_again() {
         std::fs::write(&path, body).unwrap_or_else(|e| panic!("{e}"));
     };
     rewrite("alpha one", "bravo one", None);
-    std::fs::File::options()
-        .write(true)
-        .open(&path)
-        .and_then(|f| f.set_modified(mtime))
-        .unwrap_or_else(|e| panic!("{e}"));
+    set_mtime(&path, mtime);
     let index = synced(agent.path(), root.path());
     assert_eq!(
         index_phrase(&index, "bravo one"),
@@ -1115,33 +1129,16 @@ fn ties_come_in_the_listing_order() {
         } else {
             when
         };
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .and_then(|f| f.set_modified(mtime))
-            .unwrap_or_else(|e| panic!("{e}"));
+        set_mtime(&path, mtime);
         drop(synced(agent.path(), root.path()));
     }
     let index = synced(agent.path(), root.path());
-    let order_of = |query: &str, limit: Option<usize>| -> Vec<String> {
-        index
-            .search(&pith_store::search::parse_query(query), None, limit)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .into_iter()
-            .map(|h| {
-                h.path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            })
-            .collect()
-    };
-    let order = |limit: Option<usize>| order_of("\"same words\"", limit);
+    let order = |limit: Option<usize>| hit_names(&index, "\"same words\"", limit);
     assert_eq!(order(None), ["c.jsonl", "d.jsonl", "b.jsonl", "a.jsonl"]);
     assert_eq!(order(Some(2)), ["c.jsonl", "d.jsonl"]);
     for query in ["same", "re:sam[e]", "ame", "\"same\" words"] {
         assert_eq!(
-            order_of(query, Some(3)),
+            hit_names(&index, query, Some(3)),
             ["c.jsonl", "d.jsonl", "b.jsonl"],
             "{query}"
         );
@@ -1183,20 +1180,9 @@ fn a_limited_regex_keeps_the_best_sessions_whichever_way_they_are_read() {
             ]
         };
         let path = write_session(root.path(), &format!("--p{}--", n % 4), n, &texts);
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .and_then(|f| f.set_modified(when + std::time::Duration::from_secs(n as u64)))
-            .unwrap_or_else(|e| panic!("{e}"));
+        set_mtime(&path, when + std::time::Duration::from_secs(n as u64));
     }
     let index = synced(agent.path(), root.path());
-    let session_of = |h: &pith_store::search::Hit| -> usize {
-        h.session_id
-            .as_deref()
-            .and_then(|s| s.strip_prefix('s'))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{h:?}"))
-    };
     // With a literal (`lexer`), and without one.
     for query in [r"re:Buffer lexer \d+", r"re:r \d+$"] {
         let q = pith_store::search::parse_query(query);
@@ -1205,7 +1191,7 @@ fn a_limited_regex_keeps_the_best_sessions_whichever_way_they_are_read() {
             .unwrap_or_else(|e| panic!("{e}"));
         let newest_first: Vec<usize> = (0..MATCHING).rev().collect();
         assert_eq!(
-            every.iter().map(session_of).collect::<Vec<_>>(),
+            every.iter().map(session_number).collect::<Vec<_>>(),
             newest_first,
             "{query}"
         );
@@ -1238,11 +1224,7 @@ fn write_named(dir: &Path, name: &str, texts: &[String], mtime: std::time::Syste
         parent = Some(id);
     }
     std::fs::write(&path, lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
-    std::fs::File::options()
-        .write(true)
-        .open(&path)
-        .and_then(|f| f.set_modified(mtime))
-        .unwrap_or_else(|e| panic!("{e}"));
+    set_mtime(&path, mtime);
 }
 
 /// The file names of the hits of `query`.
@@ -1339,13 +1321,6 @@ fn thousands_of_hits_are_read_on_two_threads_in_order() {
         write_session(root.path(), &format!("--p{}--", n % 4), n, &texts);
     }
     let index = synced(agent.path(), root.path());
-    let session_of = |h: &pith_store::search::Hit| -> usize {
-        h.session_id
-            .as_deref()
-            .and_then(|s| s.strip_prefix('s'))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{h:?}"))
-    };
     // Each query, and which message of session n is the last to hold it (none: no hit).
     type LastHolding = fn(usize) -> Option<usize>;
     let cases: [(&str, LastHolding); 3] = [
@@ -1363,13 +1338,13 @@ fn thousands_of_hits_are_read_on_two_threads_in_order() {
             .collect();
         assert!(want.len() > 700, "{query}");
         assert_eq!(
-            hits.iter().map(session_of).collect::<BTreeSet<_>>(),
+            hits.iter().map(session_number).collect::<BTreeSet<_>>(),
             want,
             "{query}"
         );
         assert_eq!(hits.len(), want.len(), "{query}: one hit per session");
         for h in &hits {
-            let n = session_of(h);
+            let n = session_number(h);
             let k = last_holding(n).unwrap_or_else(|| panic!("{query}: {n}"));
             assert_eq!(h.entry_id, Some(format!("e{n}-{k}")), "{query}");
             assert!(
