@@ -797,8 +797,10 @@ impl SearchIndex {
         let mut file_stmt = self
             .conn
             .prepare_cached("SELECT path FROM files WHERE id = ?1")?;
+        // A whole session's rows come with where their lines are: one query, not one per row.
         let mut every_stmt = self.conn.prepare_cached(
-            "SELECT rowid FROM entries WHERE rowid >= ?1 AND rowid < ?2 ORDER BY rowid DESC",
+            "SELECT rowid, offset, len FROM entries WHERE rowid >= ?1 AND rowid < ?2 \
+             ORDER BY rowid DESC",
         )?;
         let mut read = 0;
         for (checked, &(file_id, rows)) in files.iter().enumerate() {
@@ -809,26 +811,30 @@ impl SearchIndex {
             let Ok(file) = File::open(path) else {
                 continue;
             };
-            let every: Vec<i64>;
-            let newest_first: &mut dyn Iterator<Item = &i64> = match rows {
-                RowsOf::Listed(rows) => &mut rows.iter().rev(),
-                RowsOf::Every => {
-                    every = every_stmt
-                        .query_map(
-                            params![file_id << SEQ_BITS, (file_id + 1) << SEQ_BITS],
-                            |r| r.get(0),
-                        )?
-                        .collect::<rusqlite::Result<_>>()?;
-                    &mut every.iter()
-                }
+            // Newest first: each row, and where its line is when already known.
+            let newest_first: Vec<(i64, Option<(u64, u32)>)> = match rows {
+                RowsOf::Listed(rows) => rows.iter().rev().map(|&r| (r, None)).collect(),
+                RowsOf::Every => every_stmt
+                    .query_map(
+                        params![file_id << SEQ_BITS, (file_id + 1) << SEQ_BITS],
+                        |r| {
+                            let (offset, len): (i64, i64) = (r.get(1)?, r.get(2)?);
+                            Ok((r.get(0)?, Some((offset as u64, len as u32))))
+                        },
+                    )?
+                    .collect::<rusqlite::Result<_>>()?,
             };
-            for &rowid in newest_first {
+            for (rowid, at) in newest_first {
                 if budget.is_some_and(|b| read >= b) {
                     // This file is left unchecked, whole.
                     return Ok((out, checked, read));
                 }
                 read += 1;
-                if let Some(text) = self.matching_row(&file, rowid, needle)? {
+                let message = match at {
+                    Some((offset, len)) => row_at(&file, offset, len),
+                    None => self.read_message(&file, rowid)?,
+                };
+                if let Some(text) = self.matching_message(&file, rowid, message, needle)? {
                     // Kept for the snippet only when few are wanted: memory stays small.
                     out.insert(file_id, Found::Row(rowid, limit.is_some().then_some(text)));
                     break;
@@ -900,7 +906,20 @@ impl SearchIndex {
         rowid: i64,
         needle: &Needle,
     ) -> rusqlite::Result<Option<RowText>> {
-        let Some((entry_id, text)) = self.read_message(file, rowid)? else {
+        let message = self.read_message(file, rowid)?;
+        self.matching_message(file, rowid, message, needle)
+    }
+
+    /// [`SearchIndex::matching_row`] of row `rowid` whose message (entry id and text, as
+    /// [`row_at`] reads it) was read already.
+    fn matching_message(
+        &self,
+        file: &File,
+        rowid: i64,
+        message: Option<RowText>,
+        needle: &Needle,
+    ) -> rusqlite::Result<Option<RowText>> {
+        let Some((entry_id, text)) = message else {
             return Ok(None);
         };
         if needle.found_in(&text) {
